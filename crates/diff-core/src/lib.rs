@@ -1,0 +1,53 @@
+//! The pure core of datadiff: canonical values and keys, the sorted-key merge diff and its
+//! bounded summary.
+//!
+//! # Overview
+//!
+//! * [`Key`] and [`Value`]: one representation per meaning, so that compatible column types
+//!   compare equal with a plain `==` and keys order bytewise.
+//! * [`merge`]: a pull iterator over two key-ordered streams of [`Keyed`] rows producing one
+//!   [`Change`] per key; out-of-order or duplicate keys are a [`MergeError`] naming the side
+//!   and the key.
+//! * [`Summary`]: exact counts and the first N differences, by key and field name only.
+//! * [`Batches`]: rows arriving in batches (from reader threads) flattened for the merge,
+//!   with the emptied batches recycled.
+//!
+//! ```
+//! use datadiff_diff_core::{merge, Key, Summary, Value, ValuesRow};
+//!
+//! let row = |id: i64, status: &str| {
+//!     Ok::<_, std::convert::Infallible>(ValuesRow { key: Key::Int(id), values: vec![Value::text(status)] })
+//! };
+//! let source = vec![row(1, "paid"), row(2, "open")];
+//! let replica = vec![row(1, "paid"), row(2, "paid"), row(3, "void")];
+//!
+//! let mut summary = Summary::new(20, vec!["status".to_owned()]);
+//! for change in merge(source, replica) {
+//!     summary.record(&change?);
+//! }
+//! assert_eq!((summary.matched, summary.changed, summary.extra), (1, 1, 1));
+//! assert_eq!(summary.examples[0].fields, vec!["status"]);
+//! # Ok::<(), datadiff_diff_core::MergeError<std::convert::Infallible>>(())
+//! ```
+//!
+//! # What it does not do
+//!
+//! No I/O and no clock: this crate never touches a file, a socket, the environment or the
+//! current time. Readers that stream rows from databases live in `datadiff-runner`.
+
+mod batches;
+mod error;
+mod key;
+mod merge;
+mod row;
+mod summary;
+mod time;
+mod value;
+
+pub use batches::Batches;
+pub use error::{Error, MergeError, Side};
+pub use key::Key;
+pub use merge::{Change, Merge, merge};
+pub use row::{DigestRow, Keyed, ValuesRow};
+pub use summary::{ChangedFields, DifferenceKind, Example, Summary};
+pub use value::{Float, Numeric, Value};

@@ -1,0 +1,70 @@
+//! The testkit error.
+
+use std::path::PathBuf;
+
+/// Why a throwaway cluster could not be started, used or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No PostgreSQL server binaries were found.
+    #[error(
+        "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found (searched: {searched}); \
+         install them (Debian: `apt-get install postgresql`) or set DATADIFF_TEST_PG_BINDIR \
+         to their directory"
+    )]
+    BinariesNotFound {
+        /// Where we looked.
+        searched: String,
+    },
+    /// A file-system or process operation failed.
+    #[error("{action}")]
+    Io {
+        /// What was being done.
+        action: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A server program exited unsuccessfully.
+    #[error("{program} failed ({status}): {output}")]
+    Command {
+        /// The program.
+        program: String,
+        /// Its exit status.
+        status: String,
+        /// The tail of its output.
+        output: String,
+    },
+    /// The server did not start; its log says why.
+    #[error("the throwaway PostgreSQL server did not start; server log {log}: {tail}")]
+    Start {
+        /// The server log.
+        log: PathBuf,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// A statement against the throwaway cluster failed.
+    #[error("{action}")]
+    Postgres {
+        /// What was being done.
+        action: String,
+        /// The cause.
+        #[source]
+        source: postgres::Error,
+    },
+    /// Generating TLS certificates failed.
+    #[error("generating TLS certificates failed")]
+    Tls(#[from] openssl::error::ErrorStack),
+}
+
+impl Error {
+    pub(crate) fn io(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+        let action = action.into();
+        move |source| Error::Io { action, source }
+    }
+
+    pub(crate) fn pg(action: impl Into<String>) -> impl FnOnce(postgres::Error) -> Error {
+        let action = action.into();
+        move |source| Error::Postgres { action, source }
+    }
+}

@@ -1,0 +1,35 @@
+//! The cluster shared by all tests of one test binary, started on first use.
+
+use std::sync::OnceLock;
+
+use crate::cluster::Cluster;
+
+static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
+
+/// The cluster shared by every test of this process, started on first use.
+///
+/// It is never dropped (it lives in a `static`); its watchdog removes it when the process
+/// exits. Tests that stop or restart a server must start their own [`Cluster`] instead.
+///
+/// # Panics
+///
+/// When the cluster cannot be started — this is for tests, where a clear panic is the
+/// failure report. Programs call [`Cluster::start`] and handle the error.
+pub fn shared_cluster() -> &'static Cluster {
+    let started = SHARED.get_or_init(|| Cluster::start().map_err(|error| error_chain(&error)));
+    match started {
+        Ok(cluster) => cluster,
+        Err(message) => panic!("cannot start the shared throwaway PostgreSQL cluster: {message}"),
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}

@@ -1,0 +1,100 @@
+//! A certificate authority and a server certificate made when a TLS cluster starts.
+
+use std::path::Path;
+
+use openssl::asn1::Asn1Time;
+use openssl::bn::{BigNum, MsbOption};
+use openssl::ec::{EcGroup, EcKey};
+use openssl::hash::MessageDigest;
+use openssl::nid::Nid;
+use openssl::pkey::{PKey, Private};
+use openssl::x509::extension::{BasicConstraints, ExtendedKeyUsage, KeyUsage, SubjectAlternativeName};
+use openssl::x509::{X509, X509NameBuilder};
+
+use crate::error::Error;
+
+/// A freshly generated certificate authority.
+pub(crate) struct Authority {
+    pub(crate) certificate: X509,
+    key: PKey<Private>,
+}
+
+fn new_key() -> Result<PKey<Private>, Error> {
+    let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
+    Ok(PKey::from_ec_key(EcKey::generate(&group)?)?)
+}
+
+fn serial() -> Result<openssl::asn1::Asn1Integer, Error> {
+    let mut serial = BigNum::new()?;
+    serial.rand(127, MsbOption::MAYBE_ZERO, false)?;
+    Ok(serial.to_asn1_integer()?)
+}
+
+impl Authority {
+    /// A self-signed CA certificate named `common_name`, valid for a year.
+    pub(crate) fn generate(common_name: &str) -> Result<Authority, Error> {
+        let key = new_key()?;
+        let mut name = X509NameBuilder::new()?;
+        name.append_entry_by_nid(Nid::COMMONNAME, common_name)?;
+        let name = name.build();
+        let mut builder = X509::builder()?;
+        builder.set_version(2)?;
+        let serial = serial()?;
+        builder.set_serial_number(&serial)?;
+        builder.set_subject_name(&name)?;
+        builder.set_issuer_name(&name)?;
+        builder.set_pubkey(&key)?;
+        let not_before = Asn1Time::days_from_now(0)?;
+        builder.set_not_before(&not_before)?;
+        let not_after = Asn1Time::days_from_now(365)?;
+        builder.set_not_after(&not_after)?;
+        builder.append_extension(BasicConstraints::new().critical().ca().build()?)?;
+        builder.append_extension(KeyUsage::new().critical().key_cert_sign().crl_sign().build()?)?;
+        builder.sign(&key, MessageDigest::sha256())?;
+        Ok(Authority { certificate: builder.build(), key })
+    }
+
+    /// A server certificate signed by this CA, valid for the given DNS names and IP addresses.
+    pub(crate) fn issue_server(
+        &self,
+        dns_names: &[String],
+        ip_addresses: &[String],
+    ) -> Result<(X509, PKey<Private>), Error> {
+        let key = new_key()?;
+        let mut name = X509NameBuilder::new()?;
+        let common_name = dns_names.first().or(ip_addresses.first()).map_or("datadiff-testkit", String::as_str);
+        name.append_entry_by_nid(Nid::COMMONNAME, common_name)?;
+        let name = name.build();
+        let mut builder = X509::builder()?;
+        builder.set_version(2)?;
+        let serial = serial()?;
+        builder.set_serial_number(&serial)?;
+        builder.set_subject_name(&name)?;
+        builder.set_issuer_name(self.certificate.subject_name())?;
+        builder.set_pubkey(&key)?;
+        let not_before = Asn1Time::days_from_now(0)?;
+        builder.set_not_before(&not_before)?;
+        let not_after = Asn1Time::days_from_now(365)?;
+        builder.set_not_after(&not_after)?;
+        builder.append_extension(BasicConstraints::new().build()?)?;
+        builder.append_extension(ExtendedKeyUsage::new().server_auth().build()?)?;
+        let mut alt_names = SubjectAlternativeName::new();
+        for dns in dns_names {
+            alt_names.dns(dns);
+        }
+        for ip in ip_addresses {
+            alt_names.ip(ip);
+        }
+        let alt_names = alt_names.build(&builder.x509v3_context(Some(&self.certificate), None))?;
+        builder.append_extension(alt_names)?;
+        builder.sign(&self.key, MessageDigest::sha256())?;
+        Ok((builder.build(), key))
+    }
+}
+
+/// Writes a fresh CA certificate, trusted by nothing, to `path`: a "wrong CA" for tests that
+/// check a client refuses a server whose certificate it cannot verify.
+pub fn write_unrelated_ca(path: &Path) -> Result<(), Error> {
+    let authority = Authority::generate("datadiff-testkit unrelated CA")?;
+    std::fs::write(path, authority.certificate.to_pem()?).map_err(Error::io(format!("writing {}", path.display())))
+}
