@@ -36,18 +36,22 @@
 //! current time. Readers that stream rows from databases live in `datadiff-runner`.
 
 mod batches;
+mod duration;
 mod error;
 mod key;
 mod merge;
 mod row;
+mod schedule;
 mod summary;
 mod time;
 mod value;
 
 pub use batches::Batches;
+pub use duration::{Duration, DurationError};
 pub use error::{Error, MergeError, Side};
 pub use key::Key;
 pub use merge::{Change, Merge, merge};
 pub use row::{DigestRow, Keyed, ValuesRow};
+pub use schedule::{FiresAfter, Schedule, ScheduleError, Window};
 pub use summary::{ChangedFields, DifferenceKind, Example, Summary};
 pub use value::{Float, Numeric, Value};
