@@ -1,0 +1,329 @@
+//! Effective slots: the one outcome per scheduled slot that coverage is computed from, and the
+//! slot-state rule that selects it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::error::Error;
+
+/// The outcome recorded for a slot (`dd_run_slot_state.status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SlotStatus {
+    /// Every check passed.
+    Pass,
+    /// Some check found a difference.
+    Fail,
+    /// Some check could not complete.
+    Error,
+}
+
+impl SlotStatus {
+    /// The database text: `PASS`, `FAIL` or `ERROR`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SlotStatus::Pass => "PASS",
+            SlotStatus::Fail => "FAIL",
+            SlotStatus::Error => "ERROR",
+        }
+    }
+}
+
+impl fmt::Display for SlotStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SlotStatus {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self, Error> {
+        match text {
+            "PASS" => Ok(SlotStatus::Pass),
+            "FAIL" => Ok(SlotStatus::Fail),
+            "ERROR" => Ok(SlotStatus::Error),
+            _ => Err(Error::UnknownText { kind: "slot status", text: text.to_owned() }),
+        }
+    }
+}
+
+/// The terminal status of an attempt as coverage sees it. `RUNNING` never reaches this crate:
+/// only finished (or swept) attempts are evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttemptStatus {
+    /// Every check passed.
+    Pass,
+    /// Some check found a difference.
+    Fail,
+    /// Some check could not complete (including a swept, expired attempt).
+    Error,
+    /// Neither side had history before the cutoff: says nothing about the data, so it changes
+    /// no slot, no watermark and writes no event.
+    Deferred,
+}
+
+impl AttemptStatus {
+    /// The database text: `PASS`, `FAIL`, `ERROR` or `DEFERRED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptStatus::Pass => "PASS",
+            AttemptStatus::Fail => "FAIL",
+            AttemptStatus::Error => "ERROR",
+            AttemptStatus::Deferred => "DEFERRED",
+        }
+    }
+
+    /// The slot outcome this status records, `None` for DEFERRED.
+    pub fn slot_status(self) -> Option<SlotStatus> {
+        match self {
+            AttemptStatus::Pass => Some(SlotStatus::Pass),
+            AttemptStatus::Fail => Some(SlotStatus::Fail),
+            AttemptStatus::Error => Some(SlotStatus::Error),
+            AttemptStatus::Deferred => None,
+        }
+    }
+}
+
+impl fmt::Display for AttemptStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for AttemptStatus {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self, Error> {
+        match text {
+            "PASS" => Ok(AttemptStatus::Pass),
+            "FAIL" => Ok(AttemptStatus::Fail),
+            "ERROR" => Ok(AttemptStatus::Error),
+            "DEFERRED" => Ok(AttemptStatus::Deferred),
+            _ => Err(Error::UnknownText { kind: "attempt status", text: text.to_owned() }),
+        }
+    }
+}
+
+/// One terminal attempt of a slot: the columns of `dd_run_attempts` that coverage reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinishedAttempt {
+    /// `run_id`.
+    pub run_id: Uuid,
+    /// The cron slot (`scheduled_for`).
+    pub scheduled_for: DateTime<Utc>,
+    /// The attempt number within the slot, shared by every trigger type.
+    pub attempt: i32,
+    /// Inclusive window start; `None` while a historical start is unresolved.
+    pub window_start: Option<DateTime<Utc>>,
+    /// Exclusive window end.
+    pub window_end: DateTime<Utc>,
+    /// The terminal status.
+    pub status: AttemptStatus,
+}
+
+impl FinishedAttempt {
+    /// The slot row this attempt would write, validated; `None` for DEFERRED, which writes no
+    /// slot row.
+    pub fn slot(&self) -> Result<Option<Slot>, Error> {
+        let Some(status) = self.status.slot_status() else { return Ok(None) };
+        let slot = Slot {
+            scheduled_for: self.scheduled_for,
+            window_start: self.window_start,
+            window_end: self.window_end,
+            status,
+            run_id: self.run_id,
+            attempt: self.attempt,
+        };
+        slot.validate()?;
+        Ok(Some(slot))
+    }
+}
+
+/// An effective slot: a row of `dd_run_slot_state`, the highest-numbered PASS, FAIL or ERROR
+/// attempt of one `scheduled_for`.
+///
+/// Fields are public so that a store can build it from a row; every function of this crate
+/// that takes slots checks them with [`Slot::validate`] first.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Slot {
+    /// The cron slot.
+    pub scheduled_for: DateTime<Utc>,
+    /// Inclusive window start; `None` only for an ERROR whose historical start is unresolved.
+    pub window_start: Option<DateTime<Utc>>,
+    /// Exclusive window end.
+    pub window_end: DateTime<Utc>,
+    /// The outcome.
+    pub status: SlotStatus,
+    /// The attempt that recorded the outcome.
+    pub run_id: Uuid,
+    /// Its attempt number (at least 1).
+    pub attempt: i32,
+}
+
+impl Slot {
+    /// Checks the constraints of a slot row: `window_start < window_end`, a NULL start only
+    /// for ERROR, and an attempt number of at least 1.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.attempt < 1 {
+            return Err(Error::InvalidAttempt { run_id: self.run_id, attempt: self.attempt });
+        }
+        match self.window_start {
+            Some(start) if start >= self.window_end => {
+                Err(Error::EmptyWindow { run_id: self.run_id, start, end: self.window_end })
+            }
+            None if self.status != SlotStatus::Error => {
+                Err(Error::UnresolvedStart { run_id: self.run_id, status: self.status })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What the slot-state upsert does with an incoming outcome: the rule that a higher attempt
+/// replaces the slot's outcome and anything else leaves it alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotWrite {
+    /// The slot had no row: the outcome is inserted.
+    Insert,
+    /// The incoming attempt number is greater than the recorded one: it replaces the row.
+    Replace,
+    /// The incoming attempt number is not greater: the row stays as it is (a late or duplicate
+    /// completion).
+    Keep,
+}
+
+impl SlotWrite {
+    /// Applies the rule to the slot row read before the upsert (if any) and the incoming one.
+    pub fn of(existing: Option<&Slot>, incoming: &Slot) -> SlotWrite {
+        match existing {
+            None => SlotWrite::Insert,
+            Some(existing) if incoming.attempt > existing.attempt => SlotWrite::Replace,
+            Some(_) => SlotWrite::Keep,
+        }
+    }
+
+    /// Whether the upsert changes the slot row.
+    pub fn changes_slot(self) -> bool {
+        !matches!(self, SlotWrite::Keep)
+    }
+}
+
+/// The effective slots of a history of terminal attempts, ordered by `scheduled_for`: per slot,
+/// the highest-numbered PASS/FAIL/ERROR attempt; DEFERRED attempts are ignored.
+///
+/// The result does not depend on the order of `attempts` (the slot-state rule is a maximum).
+/// The same attempt given twice is harmless; two different attempts with one number in one
+/// slot are [`Error::DuplicateAttempt`].
+pub fn effective_slots<'a>(attempts: impl IntoIterator<Item = &'a FinishedAttempt>) -> Result<Vec<Slot>, Error> {
+    let mut seen: BTreeMap<(DateTime<Utc>, i32), &FinishedAttempt> = BTreeMap::new();
+    let mut slots: BTreeMap<DateTime<Utc>, Slot> = BTreeMap::new();
+    for attempt in attempts {
+        if let Some(other) = seen.insert((attempt.scheduled_for, attempt.attempt), attempt) {
+            if other != attempt {
+                return Err(Error::DuplicateAttempt { scheduled_for: attempt.scheduled_for, attempt: attempt.attempt });
+            }
+            continue;
+        }
+        let Some(slot) = attempt.slot()? else { continue };
+        let existing = slots.get(&slot.scheduled_for);
+        if SlotWrite::of(existing, &slot).changes_slot() {
+            slots.insert(slot.scheduled_for, slot);
+        }
+    }
+    Ok(slots.into_values().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn at(hour: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 7, 22, hour, 0, 0).single().unwrap_or_default()
+    }
+
+    fn attempt(n: i32, status: AttemptStatus) -> FinishedAttempt {
+        FinishedAttempt {
+            run_id: Uuid::from_u128(n as u128),
+            scheduled_for: at(13),
+            attempt: n,
+            window_start: Some(at(12)),
+            window_end: at(13),
+            status,
+        }
+    }
+
+    #[test]
+    fn vocabularies_round_trip_their_database_text() {
+        for (status, text) in [(SlotStatus::Pass, "PASS"), (SlotStatus::Fail, "FAIL"), (SlotStatus::Error, "ERROR")] {
+            assert_eq!(status.as_str(), text);
+            assert_eq!(text.parse::<SlotStatus>(), Ok(status));
+        }
+        assert_eq!("DEFERRED".parse::<AttemptStatus>(), Ok(AttemptStatus::Deferred));
+        assert_eq!(
+            "DEFERRED".parse::<SlotStatus>(),
+            Err(Error::UnknownText { kind: "slot status", text: "DEFERRED".to_owned() })
+        );
+        assert!("pass".parse::<AttemptStatus>().is_err());
+    }
+
+    #[test]
+    fn a_higher_attempt_replaces_and_a_lower_or_equal_one_keeps() {
+        let first = attempt(1, AttemptStatus::Fail).slot().ok().flatten();
+        let second = attempt(2, AttemptStatus::Pass).slot().ok().flatten();
+        let (Some(first), Some(second)) = (first, second) else { panic!("valid slots") };
+        assert_eq!(SlotWrite::of(None, &first), SlotWrite::Insert);
+        assert_eq!(SlotWrite::of(Some(&first), &second), SlotWrite::Replace);
+        assert_eq!(SlotWrite::of(Some(&second), &first), SlotWrite::Keep);
+        assert_eq!(SlotWrite::of(Some(&second), &second), SlotWrite::Keep);
+        assert!(!SlotWrite::Keep.changes_slot());
+    }
+
+    #[test]
+    fn deferred_writes_no_slot_and_never_wins() {
+        assert_eq!(attempt(3, AttemptStatus::Deferred).slot(), Ok(None));
+        let history = [attempt(1, AttemptStatus::Fail), attempt(2, AttemptStatus::Deferred)];
+        let slots = effective_slots(&history).unwrap_or_default();
+        assert_eq!(slots.len(), 1);
+        assert_eq!((slots[0].attempt, slots[0].status), (1, SlotStatus::Fail));
+    }
+
+    #[test]
+    fn effective_slots_ignore_the_order_of_attempts() {
+        let forward = [attempt(1, AttemptStatus::Fail), attempt(2, AttemptStatus::Pass)];
+        let backward = [attempt(2, AttemptStatus::Pass), attempt(1, AttemptStatus::Fail)];
+        let expected = effective_slots(&forward);
+        assert_eq!(expected.as_ref().map(|slots| slots[0].status), Ok(SlotStatus::Pass));
+        assert_eq!(effective_slots(&backward), expected);
+    }
+
+    #[test]
+    fn two_outcomes_for_one_attempt_number_are_an_error() {
+        let pass = attempt(1, AttemptStatus::Pass);
+        let mut fail = attempt(1, AttemptStatus::Fail);
+        fail.run_id = Uuid::from_u128(99);
+        assert_eq!(effective_slots([&pass, &fail]), Err(Error::DuplicateAttempt { scheduled_for: at(13), attempt: 1 }));
+        assert_eq!(effective_slots([&pass, &pass]).map(|slots| slots.len()), Ok(1));
+    }
+
+    #[test]
+    fn invalid_slot_rows_are_typed_errors() {
+        let mut empty = attempt(1, AttemptStatus::Pass);
+        empty.window_start = Some(at(13));
+        assert_eq!(empty.slot(), Err(Error::EmptyWindow { run_id: empty.run_id, start: at(13), end: at(13) }));
+        let mut unresolved = attempt(1, AttemptStatus::Pass);
+        unresolved.window_start = None;
+        assert_eq!(
+            unresolved.slot(),
+            Err(Error::UnresolvedStart { run_id: unresolved.run_id, status: SlotStatus::Pass })
+        );
+        unresolved.status = AttemptStatus::Error;
+        assert!(matches!(unresolved.slot(), Ok(Some(_))));
+        let zero = attempt(0, AttemptStatus::Fail);
+        assert_eq!(zero.slot(), Err(Error::InvalidAttempt { run_id: zero.run_id, attempt: 0 }));
+    }
+}
