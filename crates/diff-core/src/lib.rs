@@ -36,6 +36,9 @@
 //! current time. Readers that stream rows from databases live in `datadiff-runner`.
 
 mod batches;
+mod canonical_json;
+mod check;
+mod definition;
 mod duration;
 mod error;
 mod key;
@@ -47,6 +50,11 @@ mod time;
 mod value;
 
 pub use batches::Batches;
+pub use canonical_json::python_json;
+pub use check::{CheckType, UnknownCheckType};
+pub use definition::{
+    CheckDefinition, DefinitionError, Extensions, RowDiffSettings, SourceType, TargetType, UnknownConnectorType,
+};
 pub use duration::{Duration, DurationError};
 pub use error::{Error, MergeError, Side};
 pub use key::Key;
