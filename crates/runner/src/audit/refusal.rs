@@ -1,0 +1,147 @@
+//! Why the audit refused: preconditions, limits and safety checks that stop it (exit 2, no
+//! report), as opposed to a verdict (PASS or BLOCK).
+
+use std::fmt;
+
+/// The seed's message for an unconfirmed cutover or invalid limits; kept as the opening of
+/// every precondition refusal so operators recognise it.
+pub const PRECONDITIONS: &str = "Pause source writes, drain CDC, confirm cutover_ready, and provide valid scan limits";
+
+/// The seed's message for an inventory that is too large or has invalid CDC metadata.
+pub const PREFLIGHT: &str = "Audit preflight failed. Check inventory counts and invalid CDC metadata.";
+
+/// The largest `--max-rows` accepted.
+pub const MAX_ROWS_LIMIT: i64 = 50_000_000;
+
+/// The largest `--max-examples` accepted.
+pub const MAX_EXAMPLES_LIMIT: i64 = 100;
+
+/// A refusal. `Display` names what to fix (the flag, the table, the limit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// `--cutover-ready` was not given.
+    NotCutoverReady,
+    /// `--max-rows` outside 1..=50,000,000.
+    MaxRowsOutOfRange {
+        /// The value given.
+        max_rows: i64,
+    },
+    /// `--max-examples` outside 1..=100.
+    MaxExamplesOutOfRange {
+        /// The value given.
+        max_examples: i64,
+    },
+    /// Some but not all of the three CDC metadata flags were given.
+    IncompleteMetadataFlags,
+    /// `--key` names more than one column.
+    CompositeKey {
+        /// The `--key` text (column names only).
+        key: String,
+    },
+    /// `--key` or `--columns` is not a valid column list.
+    InvalidColumnList {
+        /// The flag.
+        flag: &'static str,
+    },
+    /// `--columns` includes the key column.
+    KeyInColumns {
+        /// The key column.
+        key: String,
+    },
+    /// Both DSNs reach the same database.
+    SameDatabase {
+        /// The database name.
+        database: String,
+        /// The cluster's system identifier.
+        system_identifier: String,
+    },
+    /// The inventory exceeds `--max-rows` or found invalid CDC metadata.
+    Inventory {
+        /// Source rows.
+        source_rows: i64,
+        /// Replica rows (non-deleted metadata rows when a metadata table is given).
+        replica_rows: i64,
+        /// Metadata rows with a NULL or negative LSN or a NULL deleted flag.
+        invalid_metadata: i64,
+        /// The limit.
+        max_rows: i64,
+    },
+    /// The metadata recheck inside the scan's snapshot found invalid rows.
+    InvalidMetadataInSnapshot {
+        /// The metadata table.
+        table: String,
+    },
+    /// A side produced more than `--max-rows` rows during the scan.
+    RowLimitDuringScan {
+        /// Which side (`source` or `replica`).
+        role: String,
+        /// The limit.
+        max_rows: i64,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::NotCutoverReady => write!(
+                f,
+                "{PRECONDITIONS}: --cutover-ready was not given (confirm that source writes are paused and CDC is drained)"
+            ),
+            Refusal::MaxRowsOutOfRange { max_rows } => {
+                write!(f, "{PRECONDITIONS}: --max-rows must be between 1 and {MAX_ROWS_LIMIT}, got {max_rows}")
+            }
+            Refusal::MaxExamplesOutOfRange { max_examples } => write!(
+                f,
+                "{PRECONDITIONS}: --max-examples must be between 1 and {MAX_EXAMPLES_LIMIT}, got {max_examples}"
+            ),
+            Refusal::IncompleteMetadataFlags => f.write_str(
+                "--replica-metadata-table, --lsn-column and --deleted-column go together: give all three or none",
+            ),
+            Refusal::CompositeKey { key } => write!(
+                f,
+                "composite keys are not supported: --key takes exactly one integer, uuid or text column (got {key})"
+            ),
+            Refusal::InvalidColumnList { flag } => {
+                write!(f, "{flag} must be column names separated by commas (double-quote a name containing a comma)")
+            }
+            Refusal::KeyInColumns { key } => {
+                write!(f, "--columns must not include the key column {key}: the key is always compared")
+            }
+            Refusal::SameDatabase { database, system_identifier } => write!(
+                f,
+                "source and replica must be separate databases: both DSNs reach database {database} of the cluster \
+                 with system identifier {system_identifier}"
+            ),
+            Refusal::Inventory { source_rows, replica_rows, invalid_metadata, max_rows } => {
+                write!(f, "{PREFLIGHT} source={source_rows} replica={replica_rows} invalid_metadata={invalid_metadata}")?;
+                let mut problems = Vec::new();
+                if source_rows > max_rows {
+                    problems.push(format!("the source has more rows than --max-rows {max_rows}"));
+                }
+                if replica_rows > max_rows {
+                    problems.push(format!("the replica has more rows than --max-rows {max_rows}"));
+                }
+                if *invalid_metadata > 0 {
+                    problems.push(
+                        "the metadata table has rows with a NULL or negative LSN or a NULL deleted flag".to_owned(),
+                    );
+                }
+                if !problems.is_empty() {
+                    write!(f, " ({})", problems.join("; "))?;
+                }
+                Ok(())
+            }
+            Refusal::InvalidMetadataInSnapshot { table } => write!(
+                f,
+                "invalid replica CDC metadata: inside the scan's snapshot {table} has rows with a NULL or negative \
+                 LSN or a NULL deleted flag (is CDC still writing? drain it first)"
+            ),
+            Refusal::RowLimitDuringScan { role, max_rows } => write!(
+                f,
+                "row limit reached during comparison: the {role} produced more than --max-rows {max_rows} rows \
+                 (rows were added since the inventory? pause writes first)"
+            ),
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The audit's JSON report: the seed's fields (keys sorted, two-space indent, as the seed's
+//! `json.dumps(indent=2, sort_keys=True)`), plus the compared columns.
+//!
+//! Keys and column names only, never a row value.
+
+use std::fmt;
+
+use datadiff_diff_core::{DifferenceKind, Example, Key, Summary};
+use serde::Serialize;
+use serde::ser::Serializer;
+
+/// The seed's caveat, carried by every report.
+pub const CAVEAT: &str = "Two database snapshots are not atomic. Quiesce source writes and drain CDC first.";
+
+/// The verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// No difference (and not an empty dataset unless allowed).
+    Pass,
+    /// Differences, or two empty tables without `--allow-empty`: do not cut over.
+    Block,
+}
+
+impl Status {
+    /// `PASS` or `BLOCK`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Block => "BLOCK",
+        }
+    }
+}
+
+/// Why the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Every row matched.
+    ParityVerified,
+    /// Some row is missing, extra or changed.
+    RowDifferences,
+    /// Both tables are empty and `--allow-empty` was not given (a wrong target, most likely).
+    EmptyDataset,
+}
+
+impl Reason {
+    /// `PARITY_VERIFIED`, `ROW_DIFFERENCES` or `EMPTY_DATASET`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::ParityVerified => "PARITY_VERIFIED",
+            Reason::RowDifferences => "ROW_DIFFERENCES",
+            Reason::EmptyDataset => "EMPTY_DATASET",
+        }
+    }
+}
+
+/// The kind of a difference, in the seed's words (the replica, not the target).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExampleKind {
+    /// In the source only.
+    MissingInReplica,
+    /// In the replica only.
+    ExtraInReplica,
+    /// On both sides with different values.
+    Changed,
+}
+
+impl ExampleKind {
+    /// `MISSING_IN_REPLICA`, `EXTRA_IN_REPLICA` or `CHANGED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExampleKind::MissingInReplica => "MISSING_IN_REPLICA",
+            ExampleKind::ExtraInReplica => "EXTRA_IN_REPLICA",
+            ExampleKind::Changed => "CHANGED",
+        }
+    }
+}
+
+macro_rules! serialize_as_str {
+    ($($name:ty),*) => {$(
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+serialize_as_str!(Status, Reason, ExampleKind);
+
+/// A row key in a report: integer keys as JSON numbers, uuid and text keys as strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportKey(pub Key);
+
+impl Serialize for ReportKey {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Key::Int(value) => serializer.serialize_i64(*value),
+            other => serializer.collect_str(other),
+        }
+    }
+}
+
+/// One difference: the key, the kind, and for `CHANGED` the differing columns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditExample {
+    /// The differing columns' names (`CHANGED` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<String>>,
+    /// The row's key.
+    pub id: ReportKey,
+    /// The kind.
+    pub kind: ExampleKind,
+}
+
+/// The audit report. Fields are declared in alphabetical order so the JSON keys are sorted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditReport {
+    /// [`CAVEAT`].
+    pub caveat: &'static str,
+    /// Keys on both sides with different values.
+    pub changed: u64,
+    /// The compared columns (the key excluded), in comparison order.
+    pub columns: Vec<String>,
+    /// missing + extra + changed.
+    pub difference_count: u64,
+    /// Wall time from the start of the audit, in seconds, to the millisecond.
+    pub duration_seconds: f64,
+    /// The first differences in key order, at most `--max-examples`.
+    pub examples: Vec<AuditExample>,
+    /// Whether more differences exist than examples.
+    pub examples_truncated: bool,
+    /// Keys in the replica only.
+    pub extra: u64,
+    /// Keys on both sides with equal values.
+    pub matched: u64,
+    /// Keys in the source only.
+    pub missing: u64,
+    /// Why the status.
+    pub reason: Reason,
+    /// Rows the scan read from the replica.
+    pub replica_rows: u64,
+    /// Rows the scan read from the source.
+    pub source_rows: u64,
+    /// PASS or BLOCK.
+    pub status: Status,
+}
+
+impl AuditReport {
+    /// The verdict over a finished merge, as the seed decides it: BLOCK with
+    /// `ROW_DIFFERENCES` when any row differs, BLOCK with `EMPTY_DATASET` when both sides
+    /// are empty and `allow_empty` is false, PASS with `PARITY_VERIFIED` otherwise.
+    pub fn from_summary(summary: &Summary<Key>, allow_empty: bool, duration_seconds: f64) -> AuditReport {
+        let difference_count = summary.difference_count();
+        let empty_not_allowed = !allow_empty && summary.source_rows() == 0 && summary.target_rows() == 0;
+        let (status, reason) = if empty_not_allowed {
+            (Status::Block, Reason::EmptyDataset)
+        } else if difference_count > 0 {
+            (Status::Block, Reason::RowDifferences)
+        } else {
+            (Status::Pass, Reason::ParityVerified)
+        };
+        AuditReport {
+            caveat: CAVEAT,
+            changed: summary.changed,
+            columns: summary.field_names().to_vec(),
+            difference_count,
+            duration_seconds: (duration_seconds * 1000.0).round() / 1000.0,
+            examples: summary.examples.iter().map(example).collect(),
+            examples_truncated: summary.examples_truncated(),
+            extra: summary.extra,
+            matched: summary.matched,
+            missing: summary.missing,
+            reason,
+            replica_rows: summary.target_rows(),
+            source_rows: summary.source_rows(),
+            status,
+        }
+    }
+
+    /// The report as pretty JSON with a final newline.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_else(|_| "{}".to_owned());
+        text.push('\n');
+        text
+    }
+
+    /// A one-line summary for operators (no values): the seed's closing log lines.
+    pub fn summary_line(&self) -> String {
+        match self.status {
+            Status::Pass => format!(
+                "CDC parity verified for {} rows ({} columns compared). Source writes must stay stopped until the \
+                 cutover is complete.",
+                self.source_rows,
+                self.columns.len()
+            ),
+            Status::Block => format!(
+                "CDC parity failed: {}. source={}, replica={}, differences={} (missing={}, extra={}, changed={}).",
+                self.reason, self.source_rows, self.replica_rows, self.difference_count, self.missing, self.extra, self.changed
+            ),
+        }
+    }
+}
+
+fn example(example: &Example<Key>) -> AuditExample {
+    let (kind, fields) = match example.kind {
+        DifferenceKind::MissingInTarget => (ExampleKind::MissingInReplica, None),
+        DifferenceKind::ExtraInTarget => (ExampleKind::ExtraInReplica, None),
+        DifferenceKind::Changed => (ExampleKind::Changed, Some(example.fields.clone())),
+    };
+    AuditExample { fields, id: ReportKey(example.key.clone()), kind }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datadiff_diff_core::{Value, ValuesRow, merge};
+
+    fn summarise(source: &[(i64, i64)], target: &[(i64, i64)], max_examples: usize) -> Summary<Key> {
+        let rows = |pairs: &[(i64, i64)]| -> Vec<Result<ValuesRow, std::convert::Infallible>> {
+            pairs.iter().map(|&(k, v)| Ok(ValuesRow { key: Key::Int(k), values: vec![Value::Int(v)] })).collect()
+        };
+        let mut summary = Summary::new(max_examples, vec!["amount".to_owned()]);
+        for change in merge(rows(source), rows(target)) {
+            summary.record(&change.unwrap());
+        }
+        summary
+    }
+
+    #[test]
+    fn json_has_the_seed_fields_sorted_and_integer_ids_as_numbers() {
+        let summary = summarise(&[(1, 1), (2, 2), (3, 3)], &[(1, 1), (2, 9), (4, 4)], 20);
+        let report = AuditReport::from_summary(&summary, false, 1.23456);
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "caveat",
+                "changed",
+                "columns",
+                "difference_count",
+                "duration_seconds",
+                "examples",
+                "examples_truncated",
+                "extra",
+                "matched",
+                "missing",
+                "reason",
+                "replica_rows",
+                "source_rows",
+                "status"
+            ]
+        );
+        assert_eq!(json["status"], "BLOCK");
+        assert_eq!(json["reason"], "ROW_DIFFERENCES");
+        assert_eq!(json["duration_seconds"], 1.235);
+        assert_eq!(
+            json["examples"],
+            serde_json::json!([
+                {"id": 2, "kind": "CHANGED", "fields": ["amount"]},
+                {"id": 3, "kind": "MISSING_IN_REPLICA"},
+                {"id": 4, "kind": "EXTRA_IN_REPLICA"},
+            ])
+        );
+        assert_eq!((json["source_rows"].as_u64(), json["replica_rows"].as_u64()), (Some(3), Some(3)));
+        assert!(report.to_json().starts_with("{\n  \"caveat\""));
+    }
+
+    #[test]
+    fn empty_tables_block_unless_allowed() {
+        let summary = summarise(&[], &[], 20);
+        let blocked = AuditReport::from_summary(&summary, false, 0.0);
+        assert_eq!((blocked.status, blocked.reason), (Status::Block, Reason::EmptyDataset));
+        let allowed = AuditReport::from_summary(&summary, true, 0.0);
+        assert_eq!((allowed.status, allowed.reason), (Status::Pass, Reason::ParityVerified));
+    }
+
+    #[test]
+    fn text_and_uuid_ids_are_strings() {
+        let id = serde_json::to_value(ReportKey(Key::Text("k-1".into()))).unwrap();
+        assert_eq!(id, serde_json::json!("k-1"));
+        let id = serde_json::to_value(ReportKey(Key::Uuid([0xab; 16]))).unwrap();
+        assert_eq!(id, serde_json::json!("abababab-abab-abab-abab-abababababab"));
+    }
+}

@@ -1,0 +1,172 @@
+//! A read-only session on a source or replica database.
+//!
+//! A [`Session`] is a [`postgres::Client`] connected from a [`Dsn`] with the session
+//! settings applied at once (`statement_timeout`, `default_transaction_read_only`), plus what
+//! is needed to cancel its running query from another thread (the reader threads use it to
+//! stop a COPY early).
+
+use std::fmt;
+use std::time::Duration;
+
+use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+use postgres::config::SslMode;
+use postgres::{CancelToken, Client, NoTls};
+use postgres_openssl::MakeTlsConnector;
+
+use crate::dsn::Dsn;
+use crate::error::Error;
+
+/// The statement timeout of audit sessions (the seed's 15 minutes).
+pub const AUDIT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Settings applied to a session right after it connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// `statement_timeout`; `None` leaves the server's default.
+    pub statement_timeout: Option<Duration>,
+    /// `default_transaction_read_only = on`.
+    pub read_only: bool,
+}
+
+impl SessionSettings {
+    /// Read-only with the audit's 15-minute statement timeout.
+    pub fn audit() -> SessionSettings {
+        SessionSettings { statement_timeout: Some(AUDIT_STATEMENT_TIMEOUT), read_only: true }
+    }
+}
+
+/// What identifies a database: the cluster's system identifier and the database's name.
+///
+/// Two DSNs reach the same database exactly when both are equal, whatever the host names,
+/// addresses, ports or sockets they go through (`inet_server_addr()` is NULL over a Unix
+/// socket, so address checks cannot tell).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatabaseIdentity {
+    /// `pg_control_system().system_identifier`, as text.
+    pub system_identifier: String,
+    /// `current_database()`.
+    pub database: String,
+}
+
+/// A connected session.
+pub struct Session {
+    role: String,
+    client: Client,
+    tls: Option<MakeTlsConnector>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session").field("role", &self.role).field("tls", &self.tls.is_some()).finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Connects and applies `settings`.
+    pub fn connect(dsn: &Dsn, settings: SessionSettings) -> Result<Session, Error> {
+        let role = dsn.role().to_owned();
+        let (client, tls) = if dsn.config().get_ssl_mode() == SslMode::Disable {
+            (dsn.config().connect(NoTls), None)
+        } else {
+            let tls = tls_connector(&role)?;
+            (dsn.config().connect(tls.clone()), Some(tls))
+        };
+        let client = client.map_err(|source| Error::Connect { role: role.clone(), source })?;
+        let mut session = Session { role, client, tls };
+        let mut statements = String::new();
+        if let Some(timeout) = settings.statement_timeout {
+            statements.push_str(&format!("SET statement_timeout = {};", timeout.as_millis()));
+        }
+        if settings.read_only {
+            statements.push_str("SET default_transaction_read_only = on;");
+        }
+        if !statements.is_empty() {
+            session.client.batch_execute(&statements).map_err(Error::query(&session.role, "applying session settings"))?;
+        }
+        tracing::debug!(role = %session.role, tls = session.tls.is_some(), "connected");
+        Ok(session)
+    }
+
+    /// The session's role name (`source`, `replica`, ...).
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The client, for queries.
+    pub fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    /// Whether the connection is encrypted.
+    pub fn uses_tls(&mut self) -> Result<bool, Error> {
+        let row = self
+            .client
+            .query_one("SELECT coalesce((SELECT ssl FROM pg_catalog.pg_stat_ssl WHERE pid = pg_backend_pid()), false)", &[])
+            .map_err(Error::query(&self.role, "reading the TLS state"))?;
+        Ok(row.get(0))
+    }
+
+    /// The database's identity (see [`DatabaseIdentity`]).
+    pub fn identity(&mut self) -> Result<DatabaseIdentity, Error> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT (SELECT system_identifier FROM pg_catalog.pg_control_system())::text, current_database()::text",
+                &[],
+            )
+            .map_err(Error::query(&self.role, "reading the database identity"))?;
+        Ok(DatabaseIdentity { system_identifier: row.get(0), database: row.get(1) })
+    }
+
+    /// A handle that cancels whatever this session is running, from any thread.
+    pub fn canceller(&self) -> Canceller {
+        Canceller { token: self.client.cancel_token(), tls: self.tls.clone() }
+    }
+
+    /// Starts a `REPEATABLE READ READ ONLY` transaction (ended by [`Session::finish`]).
+    pub fn begin_snapshot(&mut self) -> Result<(), Error> {
+        self.client
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .map_err(Error::query(&self.role, "starting a repeatable-read snapshot"))
+    }
+
+    /// Ends the transaction started by [`Session::begin_snapshot`] (a read-only transaction
+    /// has nothing to commit, so this rolls back).
+    pub fn finish(&mut self) -> Result<(), Error> {
+        self.client.batch_execute("ROLLBACK").map_err(Error::query(&self.role, "ending the snapshot"))
+    }
+}
+
+/// Cancels a session's running query.
+#[derive(Clone)]
+pub struct Canceller {
+    token: CancelToken,
+    tls: Option<MakeTlsConnector>,
+}
+
+impl fmt::Debug for Canceller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Canceller")
+    }
+}
+
+impl Canceller {
+    /// Asks the server to cancel the running query; best effort (a failure is logged).
+    pub fn cancel(&self) {
+        let result = match &self.tls {
+            Some(tls) => self.token.cancel_query(tls.clone()),
+            None => self.token.cancel_query(NoTls),
+        };
+        if let Err(error) = result {
+            tracing::debug!(%error, "cancelling a query failed");
+        }
+    }
+}
+
+/// libpq's `prefer`/`require`: encrypt, without verifying the server certificate.
+fn tls_connector(role: &str) -> Result<MakeTlsConnector, Error> {
+    let wrap = |source| Error::Tls { role: role.to_owned(), source };
+    let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(wrap)?;
+    builder.set_verify(SslVerifyMode::NONE);
+    Ok(MakeTlsConnector::new(builder.build()))
+}

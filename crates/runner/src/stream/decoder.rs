@@ -1,0 +1,435 @@
+//! Per-column decoders: binary COPY fields to canonical [`Key`]s and [`Value`]s.
+//!
+//! A decoder is chosen once per column from the catalog types of *both* sides
+//! ([`plan_pair`]), so that the two sides of a column pair land in the same canonical variant
+//! and compare with a plain `==`:
+//!
+//! | source / target                         | compared as                                  |
+//! |-----------------------------------------|----------------------------------------------|
+//! | integer / integer (any widths)          | `Value::Int`                                 |
+//! | numeric / numeric or integer            | `Value::Numeric`, normalised (`1.50` = `1.5`)|
+//! | numeric(p,s) / double or real           | `Value::Numeric` rounded to `s` on both sides|
+//! | numeric (no scale) / double or real     | error: needs declared numeric scales         |
+//! | integer / double or real                | `Value::Numeric` at scale 0                  |
+//! | double / double, real / real            | `Value::Float` by value                      |
+//! | real / double                           | `Value::Float` at `real` precision           |
+//! | timestamptz / timestamp (either way)    | `Value::Timestamp`, the naive side as UTC    |
+//! | char(n) / text, varchar, enum           | `Value::Text`, char(n) right-trimmed         |
+//! | uuid / text                             | `Value::Text`, the uuid lowercase hyphenated |
+//! | same family (bool, date, time, uuid, bytea) | that family's variant                    |
+//! | json, arrays, anything else             | error naming the column                      |
+//!
+//! The binary formats are PostgreSQL's `*send` functions: big-endian integers and IEEE
+//! floats; numeric as base-10000 digit groups; dates as days and timestamps as microseconds
+//! since 2000-01-01 (shifted to the 1970 epoch here; ±infinity kept as the extreme values).
+
+use datadiff_diff_core::{Key, Numeric, Value};
+
+use crate::error::Error;
+use crate::stream::column::{ColumnType, Family};
+
+/// Days from 1970-01-01 to 2000-01-01 (PostgreSQL's epoch).
+const EPOCH_SHIFT_DAYS: i32 = 10_957;
+/// Microseconds from 1970-01-01 to 2000-01-01.
+const EPOCH_SHIFT_MICROS: i64 = 946_684_800_000_000;
+
+/// How one field of one side is decoded into a [`Value`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Decoder {
+    /// An integer of any width → `Value::Int`.
+    Int,
+    /// An integer → `Value::Numeric`.
+    IntAsNumeric,
+    /// A numeric → `Value::Numeric`, normalised.
+    Numeric,
+    /// A numeric → `Value::Numeric` rounded to the scale.
+    NumericAtScale(u32),
+    /// A `real` or `double` → `Value::Float`.
+    Float,
+    /// A `real` or `double` → `Value::Float` at `real` precision.
+    FloatAsReal,
+    /// A `real` or `double` → `Value::Numeric` from its shortest decimal form, rounded to
+    /// the scale (compared against an exact numeric).
+    FloatAtScale(u32),
+    /// Text → `Value::Text`.
+    Text,
+    /// `char(n)` → `Value::Text` without trailing blanks.
+    PaddedChar,
+    /// A uuid → `Value::Text`, lowercase hyphenated.
+    UuidAsText,
+    /// `boolean`.
+    Bool,
+    /// `date` → days since 1970-01-01.
+    Date,
+    /// `time` → microseconds since midnight.
+    Time,
+    /// `timestamp`/`timestamptz` → microseconds since 1970-01-01 UTC.
+    Timestamp,
+    /// `uuid` → `Value::Uuid`.
+    Uuid,
+    /// `bytea` → `Value::Bytes`.
+    Bytes,
+}
+
+/// How the key field is decoded into a [`Key`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyDecoder {
+    /// An integer key of any width.
+    Int,
+    /// A uuid key.
+    Uuid,
+    /// A text key (`text`, `varchar`, `name`).
+    Text,
+    /// A `char(n)` key, right-trimmed.
+    PaddedChar,
+}
+
+impl KeyDecoder {
+    /// Text keys must be ordered bytewise by the database: `ORDER BY key COLLATE "C"`.
+    pub fn needs_c_collation(self) -> bool {
+        matches!(self, KeyDecoder::Text | KeyDecoder::PaddedChar)
+    }
+
+    /// Decodes a key field; `None` is a NULL key.
+    pub fn decode(self, field: &[u8]) -> Result<Key, String> {
+        match self {
+            KeyDecoder::Int => Ok(Key::Int(int(field)?)),
+            KeyDecoder::Uuid => Ok(Key::Uuid(uuid(field)?)),
+            KeyDecoder::Text => Ok(Key::Text(text(field)?.to_owned())),
+            KeyDecoder::PaddedChar => Ok(Key::Text(text(field)?.trim_end_matches(' ').to_owned())),
+        }
+    }
+}
+
+/// Chooses the key decoders of both sides: both integer, both uuid, or both text-like.
+pub fn plan_key(source: &ColumnType, target: &ColumnType, target_role: &str) -> Result<(KeyDecoder, KeyDecoder), Error> {
+    let side = |family| match family {
+        Family::Integer => Some((0, KeyDecoder::Int)),
+        Family::Uuid => Some((1, KeyDecoder::Uuid)),
+        Family::Text => Some((2, KeyDecoder::Text)),
+        Family::Char => Some((2, KeyDecoder::PaddedChar)),
+        _ => None,
+    };
+    match (side(source.family), side(target.family)) {
+        (Some((a, source_decoder)), Some((b, target_decoder))) if a == b => Ok((source_decoder, target_decoder)),
+        _ => Err(Error::KeyType {
+            column: source.name.clone(),
+            target_role: target_role.to_owned(),
+            source_type: source.type_name.clone(),
+            target_type: target.type_name.clone(),
+        }),
+    }
+}
+
+/// Chooses the decoders of both sides of one compared column (see the module table).
+pub fn plan_pair(source: &ColumnType, target: &ColumnType, target_role: &str) -> Result<(Decoder, Decoder), Error> {
+    use Family as F;
+    let unsupported = |column: &ColumnType, role: &str| Error::UnsupportedType {
+        role: role.to_owned(),
+        column: column.name.clone(),
+        type_name: column.type_name.clone(),
+    };
+    if source.family == F::Unsupported {
+        return Err(unsupported(source, "source"));
+    }
+    if target.family == F::Unsupported {
+        return Err(unsupported(target, target_role));
+    }
+    let text_like = |family| matches!(family, F::Text | F::Char | F::Enum);
+    let text_decoder = |family| if family == F::Char { Decoder::PaddedChar } else { Decoder::Text };
+    let floating = |family| matches!(family, F::Float4 | F::Float8);
+    let needs_scale = || Error::NeedsScale { column: source.name.clone() };
+    let pair = match (source.family, target.family) {
+        (F::Integer, F::Integer) => (Decoder::Int, Decoder::Int),
+        (F::Numeric { .. }, F::Numeric { .. }) => (Decoder::Numeric, Decoder::Numeric),
+        (F::Numeric { .. }, F::Integer) => (Decoder::Numeric, Decoder::IntAsNumeric),
+        (F::Integer, F::Numeric { .. }) => (Decoder::IntAsNumeric, Decoder::Numeric),
+        (F::Numeric { scale }, other) if floating(other) => {
+            let scale = scale.ok_or_else(needs_scale)?;
+            (Decoder::NumericAtScale(scale), Decoder::FloatAtScale(scale))
+        }
+        (other, F::Numeric { scale }) if floating(other) => {
+            let scale = scale.ok_or_else(needs_scale)?;
+            (Decoder::FloatAtScale(scale), Decoder::NumericAtScale(scale))
+        }
+        (F::Integer, other) if floating(other) => (Decoder::IntAsNumeric, Decoder::FloatAtScale(0)),
+        (other, F::Integer) if floating(other) => (Decoder::FloatAtScale(0), Decoder::IntAsNumeric),
+        (F::Float8, F::Float8) | (F::Float4, F::Float4) => (Decoder::Float, Decoder::Float),
+        (F::Float4, F::Float8) | (F::Float8, F::Float4) => (Decoder::FloatAsReal, Decoder::FloatAsReal),
+        (a, b) if text_like(a) && text_like(b) => (text_decoder(a), text_decoder(b)),
+        (F::Uuid, b) if text_like(b) => (Decoder::UuidAsText, text_decoder(b)),
+        (a, F::Uuid) if text_like(a) => (text_decoder(a), Decoder::UuidAsText),
+        (F::Timestamp | F::TimestampTz, F::Timestamp | F::TimestampTz) => (Decoder::Timestamp, Decoder::Timestamp),
+        (F::Bool, F::Bool) => (Decoder::Bool, Decoder::Bool),
+        (F::Date, F::Date) => (Decoder::Date, Decoder::Date),
+        (F::Time, F::Time) => (Decoder::Time, Decoder::Time),
+        (F::Uuid, F::Uuid) => (Decoder::Uuid, Decoder::Uuid),
+        (F::Bytes, F::Bytes) => (Decoder::Bytes, Decoder::Bytes),
+        _ => {
+            return Err(Error::IncompatibleTypes {
+                column: source.name.clone(),
+                target_role: target_role.to_owned(),
+                source_type: source.type_name.clone(),
+                target_type: target.type_name.clone(),
+            });
+        }
+    };
+    Ok(pair)
+}
+
+impl Decoder {
+    /// Decodes one non-NULL field. The error text never contains the value.
+    pub fn decode(self, field: &[u8]) -> Result<Value, String> {
+        Ok(match self {
+            Decoder::Int => Value::Int(int(field)?),
+            Decoder::IntAsNumeric => Value::Numeric(Numeric::from_i64(int(field)?)),
+            Decoder::Numeric => Value::Numeric(numeric(field)?),
+            Decoder::NumericAtScale(scale) => Value::Numeric(numeric(field)?.round_to_scale(scale)),
+            Decoder::Float => Value::float(float(field)?),
+            Decoder::FloatAsReal => Value::float(f64::from(float(field)? as f32)),
+            Decoder::FloatAtScale(scale) => Value::Numeric(float_as_numeric(field)?.round_to_scale(scale)),
+            Decoder::Text => Value::text(text(field)?),
+            Decoder::PaddedChar => Value::padded_char(text(field)?),
+            Decoder::UuidAsText => Value::text(Key::Uuid(uuid(field)?).to_string()),
+            Decoder::Bool => match field {
+                [byte] => Value::Bool(*byte != 0),
+                _ => return Err(width_error("boolean", field)),
+            },
+            Decoder::Date => {
+                let days = i32::from_be_bytes(fixed(field, "date")?);
+                // ±infinity are i32::MAX/MIN: kept as the extremes.
+                Value::Date(days.checked_add(EPOCH_SHIFT_DAYS).unwrap_or(days))
+            }
+            Decoder::Time => Value::Time(i64::from_be_bytes(fixed(field, "time")?)),
+            Decoder::Timestamp => {
+                let micros = i64::from_be_bytes(fixed(field, "timestamp")?);
+                Value::Timestamp(micros.checked_add(EPOCH_SHIFT_MICROS).unwrap_or(micros))
+            }
+            Decoder::Uuid => Value::Uuid(uuid(field)?),
+            Decoder::Bytes => Value::Bytes(field.into()),
+        })
+    }
+}
+
+fn width_error(kind: &str, field: &[u8]) -> String {
+    format!("a {kind} field of {} bytes", field.len())
+}
+
+fn fixed<const N: usize>(field: &[u8], kind: &str) -> Result<[u8; N], String> {
+    field.try_into().map_err(|_| width_error(kind, field))
+}
+
+fn int(field: &[u8]) -> Result<i64, String> {
+    match field.len() {
+        2 => Ok(i64::from(i16::from_be_bytes([field[0], field[1]]))),
+        4 => Ok(i64::from(i32::from_be_bytes(fixed(field, "integer")?))),
+        8 => Ok(i64::from_be_bytes(fixed(field, "integer")?)),
+        _ => Err(width_error("integer", field)),
+    }
+}
+
+fn float(field: &[u8]) -> Result<f64, String> {
+    match field.len() {
+        4 => Ok(f64::from(f32::from_be_bytes(fixed(field, "real")?))),
+        8 => Ok(f64::from_be_bytes(fixed(field, "double")?)),
+        _ => Err(width_error("floating-point", field)),
+    }
+}
+
+/// A float's shortest round-trip decimal form as a numeric: `real` values are printed at
+/// `real` precision (`0.1::real` is `0.1`, not `0.100000001490116`).
+fn float_as_numeric(field: &[u8]) -> Result<Numeric, String> {
+    let text = match field.len() {
+        4 => format!("{}", f32::from_be_bytes(fixed(field, "real")?)),
+        8 => format!("{}", f64::from_be_bytes(fixed(field, "double")?)),
+        _ => return Err(width_error("floating-point", field)),
+    };
+    Numeric::parse(&text).map_err(|_| "an unreadable floating-point value".to_owned())
+}
+
+fn text(field: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(field).map_err(|_| "text that is not valid UTF-8".to_owned())
+}
+
+fn uuid(field: &[u8]) -> Result<[u8; 16], String> {
+    fixed(field, "uuid")
+}
+
+/// PostgreSQL's binary numeric: ndigits, weight, sign, dscale (int16 each), then `ndigits`
+/// base-10000 digit groups; group `i` is worth 10000^(weight - i).
+fn numeric(field: &[u8]) -> Result<Numeric, String> {
+    let word = |at: usize| -> Result<u16, String> {
+        field.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]])).ok_or_else(|| width_error("numeric", field))
+    };
+    let ndigits = word(0)? as i16;
+    let weight = i32::from(word(2)? as i16);
+    let sign = word(4)?;
+    match sign {
+        0x0000 | 0x4000 => {}
+        0xC000 => return Numeric::parse("NaN").map_err(|_| "numeric NaN".to_owned()),
+        0xD000 => return Numeric::parse("Infinity").map_err(|_| "numeric infinity".to_owned()),
+        0xF000 => return Numeric::parse("-Infinity").map_err(|_| "numeric infinity".to_owned()),
+        _ => return Err("a numeric with an unknown sign word".to_owned()),
+    }
+    let ndigits = i32::from(ndigits.max(0));
+    if field.len() != 8 + 2 * ndigits as usize {
+        return Err(width_error("numeric", field));
+    }
+    let digit = |index: i32| -> u16 {
+        if (0..ndigits).contains(&index) { word(8 + 2 * index as usize).unwrap_or(0) } else { 0 }
+    };
+    let mut text = String::with_capacity(8 + 4 * (ndigits.max(weight + 1).max(1) as usize));
+    if sign == 0x4000 {
+        text.push('-');
+    }
+    if weight < 0 {
+        text.push('0');
+    } else {
+        for index in 0..=weight {
+            let group = digit(index);
+            if index == 0 {
+                text.push_str(&group.to_string());
+            } else {
+                push_group(&mut text, group);
+            }
+        }
+    }
+    if weight + 1 < ndigits {
+        text.push('.');
+        for index in (weight + 1)..ndigits {
+            push_group(&mut text, digit(index));
+        }
+    }
+    Numeric::parse(&text).map_err(|_| "an unreadable numeric".to_owned())
+}
+
+fn push_group(text: &mut String, group: u16) {
+    let digits = [group / 1000, group / 100 % 10, group / 10 % 10, group % 10];
+    text.extend(digits.iter().map(|&d| char::from(b'0' + d as u8)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(name: &str, type_name: &str, family: Family) -> ColumnType {
+        ColumnType { name: name.into(), type_name: type_name.into(), family }
+    }
+
+    fn numeric_bytes(ndigits: &[u16], weight: i16, negative: bool, dscale: u16) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        bytes.extend((ndigits.len() as u16).to_be_bytes());
+        bytes.extend(weight.to_be_bytes());
+        bytes.extend(if negative { 0x4000u16 } else { 0 }.to_be_bytes());
+        bytes.extend(dscale.to_be_bytes());
+        for digit in ndigits {
+            bytes.extend(digit.to_be_bytes());
+        }
+        bytes
+    }
+
+    fn show(value: &Value) -> String {
+        value.canonical_text().unwrap()
+    }
+
+    #[test]
+    fn binary_numerics_decode_to_their_decimal_value() {
+        // 12345.678 = groups [1, 2345, 6780], weight 1.
+        let value = Decoder::Numeric.decode(&numeric_bytes(&[1, 2345, 6780], 1, false, 3)).unwrap();
+        assert_eq!(show(&value), "12345.678");
+        // -0.00012 = groups [1, 2000] at weight -1 (0.0001 + 0.00002).
+        let value = Decoder::Numeric.decode(&numeric_bytes(&[1, 2000], -1, true, 5)).unwrap();
+        assert_eq!(show(&value), "-0.00012");
+        // One leading zero group: weight -2.
+        let value = Decoder::Numeric.decode(&numeric_bytes(&[1, 2000], -2, false, 9)).unwrap();
+        assert_eq!(show(&value), "0.000000012");
+        // 20000 = [2] at weight 1 (trailing zero groups are omitted on the wire).
+        let value = Decoder::Numeric.decode(&numeric_bytes(&[2], 1, false, 0)).unwrap();
+        assert_eq!(show(&value), "20000");
+        // Zero has no digit groups.
+        assert_eq!(show(&Decoder::Numeric.decode(&numeric_bytes(&[], 0, false, 2)).unwrap()), "0");
+        assert_eq!(show(&Decoder::NumericAtScale(1).decode(&numeric_bytes(&[1, 2500], 0, false, 2)).unwrap()), "1.3");
+        assert!(Decoder::Numeric.decode(&[0, 1]).is_err());
+    }
+
+    #[test]
+    fn floats_against_exact_numerics_compare_at_the_declared_scale() {
+        let source = column("amount", "numeric(12,2)", Family::Numeric { scale: Some(2) });
+        let target = column("amount", "double precision", Family::Float8);
+        let (source_decoder, target_decoder) = plan_pair(&source, &target, "replica").unwrap();
+        let exact = source_decoder.decode(&numeric_bytes(&[19, 9900], 0, false, 2)).unwrap(); // 19.99
+        let float = target_decoder.decode(&19.99f64.to_be_bytes()).unwrap();
+        assert_eq!(exact, float);
+        let other = target_decoder.decode(&19.98f64.to_be_bytes()).unwrap();
+        assert_ne!(exact, other);
+
+        let unscaled = column("amount", "numeric", Family::Numeric { scale: None });
+        let error = plan_pair(&unscaled, &target, "replica").unwrap_err();
+        assert!(error.to_string().contains("needs declared numeric scales"), "{error}");
+    }
+
+    #[test]
+    fn integers_of_any_width_and_numerics_compare_by_value() {
+        let (a, b) = plan_pair(
+            &column("n", "integer", Family::Integer),
+            &column("n", "numeric(10,2)", Family::Numeric { scale: Some(2) }),
+            "target",
+        )
+        .unwrap();
+        assert_eq!(a.decode(&7i32.to_be_bytes()).unwrap(), b.decode(&numeric_bytes(&[7], 0, false, 2)).unwrap());
+        assert_eq!(Decoder::Int.decode(&7i16.to_be_bytes()), Decoder::Int.decode(&7i64.to_be_bytes()));
+    }
+
+    #[test]
+    fn timestamps_and_dates_shift_to_the_unix_epoch() {
+        let value = Decoder::Timestamp.decode(&0i64.to_be_bytes()).unwrap();
+        assert_eq!(show(&value), "2000-01-01T00:00:00Z");
+        assert_eq!(show(&Decoder::Date.decode(&(-1i32).to_be_bytes()).unwrap()), "1999-12-31");
+        // +infinity does not overflow.
+        assert_eq!(Decoder::Timestamp.decode(&i64::MAX.to_be_bytes()).unwrap(), Value::Timestamp(i64::MAX));
+    }
+
+    #[test]
+    fn char_columns_are_trimmed_and_uuids_compare_with_their_text() {
+        let (a, b) = plan_pair(
+            &column("c", "character(5)", Family::Char),
+            &column("c", "text", Family::Text),
+            "target",
+        )
+        .unwrap();
+        assert_eq!(a.decode(b"ab   ").unwrap(), b.decode(b"ab").unwrap());
+        let (a, b) =
+            plan_pair(&column("u", "uuid", Family::Uuid), &column("u", "character varying", Family::Text), "target")
+                .unwrap();
+        let mut bytes = [0u8; 16];
+        bytes[15] = 0xab;
+        assert_eq!(a.decode(&bytes).unwrap(), b.decode(b"00000000-0000-0000-0000-0000000000ab").unwrap());
+    }
+
+    #[test]
+    fn unsupported_and_incompatible_types_name_the_column() {
+        let error =
+            plan_pair(&column("doc", "jsonb", Family::Unsupported), &column("doc", "jsonb", Family::Unsupported), "r")
+                .unwrap_err();
+        assert!(error.to_string().contains("doc") && error.to_string().contains("jsonb"), "{error}");
+        let error =
+            plan_pair(&column("d", "date", Family::Date), &column("d", "boolean", Family::Bool), "replica").unwrap_err();
+        assert_eq!(error.to_string(), "column d cannot be compared: date on the source, boolean on the replica");
+    }
+
+    #[test]
+    fn keys_must_share_a_family_and_text_keys_need_bytewise_order() {
+        let int = column("id", "integer", Family::Integer);
+        let big = column("id", "bigint", Family::Integer);
+        assert_eq!(plan_key(&int, &big, "replica").unwrap(), (KeyDecoder::Int, KeyDecoder::Int));
+        let text = column("id", "text", Family::Text);
+        assert!(plan_key(&int, &text, "replica").is_err());
+        let (key, _) = plan_key(&text, &column("id", "character(8)", Family::Char), "replica").unwrap();
+        assert!(key.needs_c_collation());
+        let enumerated = column("id", "mood", Family::Enum);
+        assert!(plan_key(&enumerated, &enumerated, "replica").is_err());
+        assert_eq!(KeyDecoder::PaddedChar.decode(b"k1  ").unwrap(), Key::Text("k1".into()));
+    }
+}
