@@ -11,6 +11,11 @@
 //! * [`Summary`]: exact counts and the first N differences, by key and field name only.
 //! * [`Batches`]: rows arriving in batches (from reader threads) flattened for the merge,
 //!   with the emptied batches recycled.
+//! * [`CheckDefinition`], [`CheckType`], [`Schedule`], [`Window`], [`Duration`]: a validated
+//!   definition with its canonical JSON and hash, and the schedule math of slots and windows.
+//! * [`decide_start`], [`due_slots`], [`decide_remediation`], [`stale_cutoff`]: the pure rules of
+//!   attempts (which slots are due, whether an attempt may start, retries, remediation links),
+//!   with the run vocabulary [`RunStatus`], [`TriggerType`] and the id newtypes.
 //!
 //! ```
 //! use datadiff_diff_core::{merge, Key, Summary, Value, ValuesRow};
@@ -35,6 +40,7 @@
 //! No I/O and no clock: this crate never touches a file, a socket, the environment or the
 //! current time. Readers that stream rows from databases live in `datadiff-runner`.
 
+mod attempt;
 mod batches;
 mod canonical_json;
 mod check;
@@ -44,11 +50,17 @@ mod error;
 mod key;
 mod merge;
 mod row;
+mod run;
 mod schedule;
 mod summary;
 mod time;
 mod value;
 
+pub use attempt::{
+    AttemptFacts, Bounds, MAX_CATCH_UP, NewAttempt, NewRemediation, RemediationRefusal, RevisionHistory,
+    STALE_SWEEP_ERROR, Skip, SkipReason, StartDecision, StartKind, StartRequest, decide_remediation, decide_start,
+    due_slots, is_retry_candidate, stale_cutoff,
+};
 pub use batches::Batches;
 pub use canonical_json::python_json;
 pub use check::{CheckType, UnknownCheckType};
@@ -60,6 +72,7 @@ pub use error::{Error, MergeError, Side};
 pub use key::Key;
 pub use merge::{Change, Merge, merge};
 pub use row::{DigestRow, Keyed, ValuesRow};
+pub use run::{CheckId, PreflightId, RunId, RunStatus, TriggerType, UnknownName};
 pub use schedule::{FiresAfter, Schedule, ScheduleError, Window};
 pub use summary::{ChangedFields, DifferenceKind, Example, Summary};
 pub use value::{Float, Numeric, Value};
