@@ -343,9 +343,11 @@ mod tests {
 
     #[test]
     fn barrier_ties_go_to_the_smaller_end_then_the_earlier_slot() {
+        // The wide failure's slot comes first; the narrow one still wins on its end.
         let wide = slot(1, 10, 13, SlotStatus::Fail);
-        let narrow = slot(2, 10, 12, SlotStatus::Error);
-        let coverage = recompute(&[wide.clone(), narrow], false);
+        let mut narrow = slot(2, 10, 12, SlotStatus::Error);
+        narrow.scheduled_for = at(14);
+        let coverage = recompute(&[wide, narrow], false);
         assert_eq!(coverage.as_ref().map(|c| c.blocking_run_id), Ok(Some(Uuid::from_u128(2))));
 
         let mut first = slot(3, 10, 12, SlotStatus::Fail);
