@@ -70,6 +70,6 @@ fn debian_bindirs() -> Vec<PathBuf> {
             Some((version, entry.path().join("bin")))
         })
         .collect();
-    versions.sort_by(|a, b| b.0.cmp(&a.0));
+    versions.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
     versions.into_iter().map(|(_, dir)| dir).collect()
 }
