@@ -1,6 +1,97 @@
-//! The datadiff backend database.
+//! The datadiff backend database: PipelineWise-identical migrations, connections and the
+//! schema gate.
 //!
-//! This crate will hold the PipelineWise-compatible migrations (Alembic revisions `001`–`004`
-//! plus datadiff's own extension chain), the application connection pool and the DDL
-//! connection with libpq-style TLS, the schema gate, and the typed repositories and reports
-//! the runner uses (SPEC §3, §4, §6, §8; seed 000).
+//! # Overview
+//!
+//! * [`BackendConfig`] — upstream's `backend_db` settings (two roles, `sslmode`, timeouts)
+//!   plus datadiff's `sslrootcert`; `Debug` redacts passwords. [`SslMode`] has libpq's
+//!   meaning, implemented with OpenSSL (see its docs for exactly what each mode checks).
+//! * [`Store`] — an opened backend: an r2d2 pool of application-role sessions (UTC,
+//!   `application_name = datadiff`), a single DDL-role session for migrations,
+//!   [`Store::status`], the schema gate [`Store::gate`] and [`Store::migrate`].
+//! * [`migrate()`](migrate::migrate) and the pure [`plan`] — PipelineWise's Alembic chain
+//!   `001`–`004` reproduced in datadiff's own SQL, recorded in `public.alembic_version`, and
+//!   datadiff's extension chain (`datadiff_schema_migrations`, checksummed, creating
+//!   `datadiff_run_differences`); all pending steps in one transaction under
+//!   `pg_advisory_xact_lock(hashtext('datadiff.migrate'))`. See [`migrate`] for the rules.
+//! * [`SchemaStatus`] — the applied upstream revision and extensions; [`SchemaStatus::gate`].
+//! * [`Catalog`] — the catalog as comparable facts; the expected PipelineWise 004 catalog
+//!   is a hand-typed file, used to adopt a backend PipelineWise created.
+//! * [`Error`] — one error type; `Display` starts with "backend", never holds a password;
+//!   predicates [`Error::is_connection`], [`Error::is_schema`], [`Error::is_config`].
+//!
+//! # Example
+//!
+//! What `import_config` does (migrate), then what every other command does (gate, then
+//! work through the pool):
+//!
+//! ```no_run
+//! use std::path::Path;
+//!
+//! use datadiff_backend_store::{BackendConfig, MigrateOptions, SslMode, Store};
+//!
+//! let config = BackendConfig {
+//!     host: "backend.example.com".into(),
+//!     user: "pipelinewise".into(),
+//!     password: "app-secret".into(),
+//!     dbname: "pipelinewise".into(),
+//!     ddl_user: "pipelinewise_ddl".into(),
+//!     ddl_password: "ddl-secret".into(),
+//!     sslmode: Some(SslMode::VerifyFull),
+//!     sslrootcert: Some("certs/ca.pem".into()),
+//!     ..BackendConfig::default()
+//! };
+//! let store = Store::open(config)?;
+//!
+//! // import_config / migrate: bring the schema to 004 + every extension.
+//! let report = store.migrate(&MigrateOptions::latest())?;
+//! for step in &report.steps {
+//!     eprintln!("applied {step}");
+//! }
+//!
+//! // run, list, report, …: refuse an outdated schema, then use the pool.
+//! store.gate(Path::new("/srv/pipelinewise"))?;
+//! let mut client = store.connection()?;
+//! let current: i64 =
+//!     client.query_one("SELECT count(*) FROM public.dd_check_definitions WHERE is_current", &[])?.get(0);
+//! # let _ = current;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Backend prerequisites
+//!
+//! As upstream's docs say: the database is separate from any replication target;
+//! `ddl_user` owns what it creates and so needs `CREATE` in schema `public` — on
+//! PostgreSQL 15 and newer make it the database's owner (or `GRANT CREATE ON SCHEMA public`);
+//! the DBA grants the application user `CONNECT` on the database. Migrations grant the
+//! application role `SELECT, INSERT, UPDATE` on every `dd_*` and `datadiff_*` data table,
+//! `USAGE, SELECT` on the schema's sequences, `SELECT` on `alembic_version` and
+//! `datadiff_schema_migrations`, and `USAGE` on the schema — never `DELETE`, `TRUNCATE` or
+//! DDL.
+//!
+//! # What it does not do
+//!
+//! It does not parse YAML (the config crate maps `backend_db` and `datadiff.yml` onto
+//! [`BackendConfig`]), does not create databases or roles, never migrates on its own (only
+//! [`Store::migrate`] does, which `import_config` and `migrate` call), and does not read
+//! libpq's environment variables (`PGSSLROOTCERT`, …) or service files.
+
+mod catalog;
+mod config;
+mod connection;
+mod error;
+pub mod migrate;
+mod pool;
+mod status;
+mod store;
+
+pub use catalog::{Catalog, CatalogDifference, CatalogScope};
+pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, SslMode};
+pub use connection::{APPLICATION_NAME, DDL_APPLICATION_NAME, Role};
+pub use error::Error;
+pub use migrate::{
+    EXTENSIONS, ExtensionMigration, MIGRATION_LOCK, MigrateOptions, MigrationReport, Revision, Step, Target, plan,
+};
+pub use pool::{ConnectionManager, PoolConnectError};
+pub use status::{AppliedExtension, SchemaStatus, UpstreamState};
+pub use store::{PoolOptions, PooledConnection, Store, migrate_backend};

@@ -1,0 +1,251 @@
+//! Opening one backend session for either role, with libpq's `sslmode` semantics.
+//!
+//! rust-postgres itself knows only `disable`, `prefer` and `require`, and whether it
+//! verifies is up to the TLS connector it is handed. So each mode is mapped to a driver mode
+//! plus an OpenSSL connector configured for exactly the checks libpq makes: no
+//! verification (`prefer`, `require`), chain only (`verify-ca`, and `require` with a root
+//! certificate file), or chain and host name (`verify-full`). `allow` is a plaintext attempt
+//! followed, only when the server's `pg_hba.conf` rejects it, by a TLS attempt.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use openssl::ssl::{SslConnector, SslConnectorBuilder, SslMethod, SslVerifyMode};
+use openssl::x509::X509;
+use openssl::x509::store::X509StoreBuilder;
+use postgres::config::SslMode as DriverSslMode;
+use postgres::error::SqlState;
+use postgres::{Client, NoTls};
+use postgres_openssl::MakeTlsConnector;
+
+use crate::config::{BackendConfig, SslMode};
+use crate::error::Error;
+
+/// `application_name` of application sessions.
+///
+/// Upstream's data-diff announces itself as `pipelinewise-data-diff`. datadiff says
+/// `datadiff` instead: the two tools may share one backend, and an operator reading
+/// `pg_stat_activity`, `pg_locks` or the server log (`%a`) must be able to tell which tool
+/// holds a session or an advisory lock. Nothing in the shared schema or its rows depends
+/// on the name.
+pub const APPLICATION_NAME: &str = "datadiff";
+
+/// `application_name` of the migration session (upstream's Alembic session sets none).
+pub const DDL_APPLICATION_NAME: &str = "datadiff-migrate";
+
+/// Which of the backend's two roles a session logs in as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `user`: rows only, through the pool.
+    Application,
+    /// `ddl_user`: migrations, on a single connection.
+    Ddl,
+}
+
+impl Role {
+    /// `application` or `ddl`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Application => "application",
+            Role::Ddl => "ddl",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the TLS connector checks about the server's certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verify {
+    Nothing,
+    Chain,
+    ChainAndHost,
+}
+
+/// Opens a session as `role`: UTC (`-c timezone=UTC`), the role's `application_name`, the
+/// configured timeouts and TLS.
+pub(crate) fn connect(config: &BackendConfig, role: Role) -> Result<Client, Error> {
+    let mut driver = driver_config(config, role);
+    let connect_error = |source| Error::Connect {
+        role,
+        user: match role {
+            Role::Application => config.user.clone(),
+            Role::Ddl => config.ddl_user.clone(),
+        },
+        host: config.host.clone(),
+        port: config.port,
+        dbname: config.dbname.clone(),
+        source,
+    };
+    let result = match config.effective_sslmode() {
+        SslMode::Disable => driver.ssl_mode(DriverSslMode::Disable).connect(NoTls),
+        SslMode::Allow => match driver.ssl_mode(DriverSslMode::Disable).connect(NoTls) {
+            // pg_hba.conf has no plaintext entry for us: try again over TLS, as libpq does.
+            Err(error) if error.code() == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION) => {
+                driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::Nothing)?)
+            }
+            other => other,
+        },
+        SslMode::Prefer => driver.ssl_mode(DriverSslMode::Prefer).connect(tls_connector(config, Verify::Nothing)?),
+        SslMode::Require => {
+            // libpq: "if a root CA file exists, sslmode=require behaves like verify-ca".
+            let verify = if config.sslrootcert.is_some() { Verify::Chain } else { Verify::Nothing };
+            driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, verify)?)
+        }
+        SslMode::VerifyCa => driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::Chain)?),
+        SslMode::VerifyFull => {
+            driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::ChainAndHost)?)
+        }
+    };
+    result.map_err(connect_error)
+}
+
+/// The driver settings for `role`, without TLS.
+fn driver_config(config: &BackendConfig, role: Role) -> postgres::Config {
+    let mut driver = postgres::Config::new();
+    driver.host(&config.host).port(config.port).dbname(&config.dbname);
+    let mut options = String::from("-c timezone=UTC");
+    match role {
+        Role::Application => {
+            driver.user(&config.user).password(&config.password).application_name(APPLICATION_NAME);
+            if let Some(timeout) = config.statement_timeout {
+                options.push_str(&format!(" -c statement_timeout={}", timeout.as_millis()));
+            }
+        }
+        Role::Ddl => {
+            driver.user(&config.ddl_user).password(&config.ddl_password).application_name(DDL_APPLICATION_NAME);
+        }
+    }
+    driver.options(&options);
+    if !config.connect_timeout.is_zero() {
+        driver.connect_timeout(config.connect_timeout);
+    }
+    driver
+}
+
+fn tls_connector(config: &BackendConfig, verify: Verify) -> Result<MakeTlsConnector, Error> {
+    let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(Error::Tls)?;
+    match verify {
+        Verify::Nothing => builder.set_verify(SslVerifyMode::NONE),
+        Verify::Chain | Verify::ChainAndHost => {
+            load_roots(&mut builder, config.sslrootcert.as_deref())?;
+            builder.set_verify(SslVerifyMode::PEER);
+        }
+    }
+    let mut connector = MakeTlsConnector::new(builder.build());
+    let check_host = verify == Verify::ChainAndHost;
+    connector.set_callback(move |configuration, _host| {
+        configuration.set_verify_hostname(check_host);
+        Ok(())
+    });
+    Ok(connector)
+}
+
+/// Trust exactly the certificates of the root file; the system store only when told so, or
+/// when no file is configured and libpq's default `~/.postgresql/root.crt` does not exist.
+/// (`SslConnector::builder` starts from the system store.)
+fn load_roots(builder: &mut SslConnectorBuilder, sslrootcert: Option<&Path>) -> Result<(), Error> {
+    let file = match sslrootcert {
+        Some(path) if path == Path::new("system") => return Ok(()),
+        Some(path) => path.to_path_buf(),
+        None => match default_root_file() {
+            Some(path) => path,
+            None => return Ok(()),
+        },
+    };
+    let root_error =
+        |source: Box<dyn std::error::Error + Send + Sync>| Error::RootCertificate { path: file.clone(), source };
+    let pem = std::fs::read(&file).map_err(|error| root_error(Box::new(error)))?;
+    let certificates = X509::stack_from_pem(&pem).map_err(|error| root_error(Box::new(error)))?;
+    if certificates.is_empty() {
+        return Err(root_error("the file holds no PEM certificate".into()));
+    }
+    let mut store = X509StoreBuilder::new().map_err(Error::Tls)?;
+    for certificate in certificates {
+        store.add_cert(certificate).map_err(|error| root_error(Box::new(error)))?;
+    }
+    builder.set_cert_store(store.build());
+    Ok(())
+}
+
+/// libpq's default root certificate file, when it exists.
+fn default_root_file() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")?;
+    let path = PathBuf::from(home).join(".postgresql").join("root.crt");
+    path.is_file().then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn config() -> BackendConfig {
+        BackendConfig {
+            host: "db.example".into(),
+            port: 6543,
+            user: "app".into(),
+            password: "app-password".into(),
+            dbname: "backend".into(),
+            ddl_user: "owner".into(),
+            ddl_password: "owner-password".into(),
+            statement_timeout: Some(Duration::from_secs(90)),
+            ..BackendConfig::default()
+        }
+    }
+
+    #[test]
+    fn application_sessions_are_utc_named_and_time_limited() {
+        let driver = driver_config(&config(), Role::Application);
+        assert_eq!(driver.get_user(), Some("app"));
+        assert_eq!(driver.get_application_name(), Some(APPLICATION_NAME));
+        assert_eq!(driver.get_options(), Some("-c timezone=UTC -c statement_timeout=90000"));
+        assert_eq!(driver.get_connect_timeout(), Some(&Duration::from_secs(10)));
+        assert_eq!(driver.get_ports(), &[6543]);
+        assert_eq!(driver.get_dbname(), Some("backend"));
+    }
+
+    #[test]
+    fn ddl_sessions_are_utc_without_a_statement_timeout() {
+        let driver = driver_config(&config(), Role::Ddl);
+        assert_eq!(driver.get_user(), Some("owner"));
+        assert_eq!(driver.get_password(), Some(&b"owner-password"[..]));
+        assert_eq!(driver.get_application_name(), Some(DDL_APPLICATION_NAME));
+        assert_eq!(driver.get_options(), Some("-c timezone=UTC"));
+    }
+
+    #[test]
+    fn a_zero_connect_timeout_waits_indefinitely() {
+        let config = BackendConfig { connect_timeout: Duration::ZERO, ..config() };
+        assert_eq!(driver_config(&config, Role::Application).get_connect_timeout(), None);
+    }
+
+    #[test]
+    fn an_unreadable_root_file_is_a_config_error_naming_it() {
+        let config = BackendConfig {
+            sslmode: Some(SslMode::VerifyCa),
+            sslrootcert: Some(PathBuf::from("/nonexistent/datadiff/ca.pem")),
+            ..config()
+        };
+        let Err(error) = connect(&config, Role::Application) else { panic!("connected without a root file") };
+        assert!(
+            matches!(&error, Error::RootCertificate { path, .. } if path == Path::new("/nonexistent/datadiff/ca.pem"))
+        );
+        assert!(error.is_config());
+        assert!(error.to_string().starts_with("backend sslrootcert /nonexistent/datadiff/ca.pem"));
+    }
+
+    #[test]
+    fn a_root_file_without_certificates_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.pem");
+        std::fs::write(&path, "not a certificate\n").unwrap();
+        let config = BackendConfig { sslmode: Some(SslMode::VerifyFull), sslrootcert: Some(path), ..config() };
+        assert!(matches!(connect(&config, Role::Ddl), Err(Error::RootCertificate { .. })));
+    }
+}

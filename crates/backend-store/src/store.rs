@@ -1,0 +1,120 @@
+//! The opened backend: the application pool plus what it takes to migrate and gate.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use postgres::Client;
+
+use crate::config::BackendConfig;
+use crate::connection::{Role, connect};
+use crate::error::Error;
+use crate::migrate::{MigrateOptions, MigrationReport, migrate};
+use crate::pool::ConnectionManager;
+use crate::status::SchemaStatus;
+
+/// A pooled application-role connection (derefs to [`postgres::Client`]).
+pub type PooledConnection = r2d2::PooledConnection<ConnectionManager>;
+
+/// Pool sizing for [`Store::open_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolOptions {
+    /// The most application connections open at once (default 4; give `--jobs N` at
+    /// least N).
+    pub max_size: u32,
+    /// How long [`Store::connection`] waits for a free connection (default: the connect
+    /// timeout plus 5 s, or 30 s when the connect timeout is zero).
+    pub checkout_timeout: Option<Duration>,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions { max_size: 4, checkout_timeout: None }
+    }
+}
+
+/// An opened backend database.
+///
+/// [`Store::open`] validates the settings and logs in once as the application role, so a
+/// wrong password or an unreachable host is reported at once, with its cause. Application
+/// sessions then come from an r2d2 pool; migrations get their own single connection as
+/// the DDL role.
+#[derive(Debug)]
+pub struct Store {
+    config: Arc<BackendConfig>,
+    pool: r2d2::Pool<ConnectionManager>,
+}
+
+impl Store {
+    /// Opens the backend with the default pool size.
+    pub fn open(config: BackendConfig) -> Result<Store, Error> {
+        Store::open_with(config, PoolOptions::default())
+    }
+
+    /// Opens the backend with the given pool options.
+    pub fn open_with(config: BackendConfig, options: PoolOptions) -> Result<Store, Error> {
+        config.validate()?;
+        let first = connect(&config, Role::Application)?;
+        let checkout_timeout = options.checkout_timeout.unwrap_or(if config.connect_timeout.is_zero() {
+            Duration::from_secs(30)
+        } else {
+            config.connect_timeout + Duration::from_secs(5)
+        });
+        let config = Arc::new(config);
+        let pool = r2d2::Pool::builder()
+            .max_size(options.max_size.max(1))
+            .min_idle(Some(0))
+            .connection_timeout(checkout_timeout)
+            .build_unchecked(ConnectionManager::new(Arc::clone(&config), first));
+        Ok(Store { config, pool })
+    }
+
+    /// The settings it was opened with.
+    pub fn config(&self) -> &BackendConfig {
+        &self.config
+    }
+
+    /// The application connection pool.
+    pub fn pool(&self) -> &r2d2::Pool<ConnectionManager> {
+        &self.pool
+    }
+
+    /// An application-role session from the pool (UTC, `application_name=datadiff`).
+    pub fn connection(&self) -> Result<PooledConnection, Error> {
+        self.pool.get().map_err(Error::Pool)
+    }
+
+    /// A new DDL-role session (not pooled).
+    pub fn connect_ddl(&self) -> Result<Client, Error> {
+        connect(&self.config, Role::Ddl)
+    }
+
+    /// What is applied (through an application session: it may read both version tables).
+    pub fn status(&self) -> Result<SchemaStatus, Error> {
+        SchemaStatus::read(&mut *self.connection()?)
+    }
+
+    /// The schema gate for every command that does not migrate: `Ok` with the status when
+    /// the schema is exactly what this datadiff needs, otherwise
+    /// [`Error::SchemaNotCurrent`] naming `project` in its `import_config` hint (or the
+    /// extension error that explains the refusal).
+    pub fn gate(&self, project: &Path) -> Result<SchemaStatus, Error> {
+        let status = self.status()?;
+        status.gate(project)?;
+        Ok(status)
+    }
+
+    /// Migrates as the DDL role (see [`migrate_backend`]).
+    pub fn migrate(&self, options: &MigrateOptions) -> Result<MigrationReport, Error> {
+        migrate_backend(&self.config, options)
+    }
+}
+
+/// Migrates the backend `config` names without opening the application pool: validates the
+/// settings, connects once as `ddl_user` and runs [`crate::migrate::migrate`] granting row
+/// access to `user`.
+pub fn migrate_backend(config: &BackendConfig, options: &MigrateOptions) -> Result<MigrationReport, Error> {
+    config.validate()?;
+    let mut client = connect(config, Role::Ddl)?;
+    migrate(&mut client, &config.user, options)
+}
