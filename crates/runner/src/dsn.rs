@@ -70,7 +70,8 @@ impl Dsn {
             config.port(port);
         }
         if config.get_user().is_none() {
-            let user = environment.get("PGUSER").or_else(|| environment.get("USER")).or_else(|| environment.get("LOGNAME"));
+            let user =
+                environment.get("PGUSER").or_else(|| environment.get("USER")).or_else(|| environment.get("LOGNAME"));
             match user {
                 Some(user) => config.user(user),
                 None => {
@@ -150,10 +151,14 @@ mod tests {
 
     #[test]
     fn uri_and_key_value_forms_parse_alike() {
-        let uri = Dsn::parse("source", "postgresql://app:s3cret@db.example:6432/sales?sslmode=require", &env()).unwrap();
-        let kv =
-            Dsn::parse("source", "host=db.example port=6432 dbname=sales user=app password=s3cret sslmode=require", &env())
-                .unwrap();
+        let uri =
+            Dsn::parse("source", "postgresql://app:s3cret@db.example:6432/sales?sslmode=require", &env()).unwrap();
+        let kv = Dsn::parse(
+            "source",
+            "host=db.example port=6432 dbname=sales user=app password=s3cret sslmode=require",
+            &env(),
+        )
+        .unwrap();
         for dsn in [&uri, &kv] {
             let config = dsn.config();
             assert_eq!(config.get_hosts(), &[Host::Tcp("db.example".into())]);

@@ -18,7 +18,11 @@ pub struct Environment {
 impl Environment {
     /// The current process environment (variables that are not valid UTF-8 are ignored).
     pub fn process() -> Environment {
-        Environment { vars: std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect() }
+        Environment {
+            vars: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        }
     }
 
     /// An environment holding exactly `pairs`.

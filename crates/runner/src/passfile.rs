@@ -67,7 +67,10 @@ pub(crate) fn find(text: &str, query: &PassfileQuery<'_>) -> Option<String> {
         let [host, port, database, user, password] = fields;
         let host_matches = host == "*" || host == query.host || (localhost_alias && host == "localhost");
         let matches = |field: &str, value: &str| field == "*" || field == value;
-        if host_matches && matches(&port, query.port) && matches(&database, query.database) && matches(&user, query.user)
+        if host_matches
+            && matches(&port, query.port)
+            && matches(&database, query.database)
+            && matches(&user, query.user)
         {
             return Some(password);
         }

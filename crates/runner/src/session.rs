@@ -81,7 +81,10 @@ impl Session {
             statements.push_str("SET default_transaction_read_only = on;");
         }
         if !statements.is_empty() {
-            session.client.batch_execute(&statements).map_err(Error::query(&session.role, "applying session settings"))?;
+            session
+                .client
+                .batch_execute(&statements)
+                .map_err(Error::query(&session.role, "applying session settings"))?;
         }
         tracing::debug!(role = %session.role, tls = session.tls.is_some(), "connected");
         Ok(session)
@@ -101,7 +104,10 @@ impl Session {
     pub fn uses_tls(&mut self) -> Result<bool, Error> {
         let row = self
             .client
-            .query_one("SELECT coalesce((SELECT ssl FROM pg_catalog.pg_stat_ssl WHERE pid = pg_backend_pid()), false)", &[])
+            .query_one(
+                "SELECT coalesce((SELECT ssl FROM pg_catalog.pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
+                &[],
+            )
             .map_err(Error::query(&self.role, "reading the TLS state"))?;
         Ok(row.get(0))
     }

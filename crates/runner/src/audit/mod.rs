@@ -236,7 +236,8 @@ pub fn audit(
     // Take both snapshots now, the replica's with the metadata recheck.
     source.client().batch_execute("SELECT 1").map_err(Error::query("source", "taking the snapshot"))?;
     if let Some(metadata) = &options.metadata {
-        let sql = format!("SELECT EXISTS (SELECT 1 FROM {} WHERE {})", metadata.table.quoted(), invalid_predicate(metadata));
+        let sql =
+            format!("SELECT EXISTS (SELECT 1 FROM {} WHERE {})", metadata.table.quoted(), invalid_predicate(metadata));
         let invalid: bool = replica
             .client()
             .query_one(sql.as_str(), &[])
@@ -275,7 +276,7 @@ pub fn audit(
                 }));
             }
             merged += 1;
-            if merged % PROGRESS_EVERY == 0 {
+            if merged.is_multiple_of(PROGRESS_EVERY) {
                 progress(AuditProgress::Scanned {
                     source_rows: summary.source_rows(),
                     replica_rows: summary.target_rows(),
@@ -367,7 +368,10 @@ fn inventory(source: &mut Session, replica: &mut Session, options: &AuditOptions
     let count = |session: &mut Session, table: &TableName| -> Result<i64, Error> {
         let role = session.role().to_owned();
         let sql = format!("SELECT count(*)::bigint FROM {}", table.quoted());
-        let row = session.client().query_one(sql.as_str(), &[]).map_err(Error::query(&role, format!("counting the rows of {table}")))?;
+        let row = session
+            .client()
+            .query_one(sql.as_str(), &[])
+            .map_err(Error::query(&role, format!("counting the rows of {table}")))?;
         Ok(row.get(0))
     };
     std::thread::scope(|scope| {

@@ -114,7 +114,10 @@ impl fmt::Display for Refusal {
                  with system identifier {system_identifier}"
             ),
             Refusal::Inventory { source_rows, replica_rows, invalid_metadata, max_rows } => {
-                write!(f, "{PREFLIGHT} source={source_rows} replica={replica_rows} invalid_metadata={invalid_metadata}")?;
+                write!(
+                    f,
+                    "{PREFLIGHT} source={source_rows} replica={replica_rows} invalid_metadata={invalid_metadata}"
+                )?;
                 let mut problems = Vec::new();
                 if source_rows > max_rows {
                     problems.push(format!("the source has more rows than --max-rows {max_rows}"));

@@ -199,7 +199,13 @@ impl AuditReport {
             ),
             Status::Block => format!(
                 "CDC parity failed: {}. source={}, replica={}, differences={} (missing={}, extra={}, changed={}).",
-                self.reason, self.source_rows, self.replica_rows, self.difference_count, self.missing, self.extra, self.changed
+                self.reason,
+                self.source_rows,
+                self.replica_rows,
+                self.difference_count,
+                self.missing,
+                self.extra,
+                self.changed
             ),
         }
     }

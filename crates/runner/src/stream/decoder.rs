@@ -104,7 +104,11 @@ impl KeyDecoder {
 }
 
 /// Chooses the key decoders of both sides: both integer, both uuid, or both text-like.
-pub fn plan_key(source: &ColumnType, target: &ColumnType, target_role: &str) -> Result<(KeyDecoder, KeyDecoder), Error> {
+pub fn plan_key(
+    source: &ColumnType,
+    target: &ColumnType,
+    target_role: &str,
+) -> Result<(KeyDecoder, KeyDecoder), Error> {
     let side = |family| match family {
         Family::Integer => Some((0, KeyDecoder::Int)),
         Family::Uuid => Some((1, KeyDecoder::Uuid)),
@@ -200,12 +204,16 @@ impl Decoder {
             Decoder::Date => {
                 let days = i32::from_be_bytes(fixed(field, "date")?);
                 // ±infinity are i32::MAX/MIN: kept as the extremes.
-                Value::Date(days.checked_add(EPOCH_SHIFT_DAYS).unwrap_or(days))
+                Value::Date(if days == i32::MAX || days == i32::MIN { days } else { days + EPOCH_SHIFT_DAYS })
             }
             Decoder::Time => Value::Time(i64::from_be_bytes(fixed(field, "time")?)),
             Decoder::Timestamp => {
                 let micros = i64::from_be_bytes(fixed(field, "timestamp")?);
-                Value::Timestamp(micros.checked_add(EPOCH_SHIFT_MICROS).unwrap_or(micros))
+                Value::Timestamp(if micros == i64::MAX || micros == i64::MIN {
+                    micros
+                } else {
+                    micros + EPOCH_SHIFT_MICROS
+                })
             }
             Decoder::Uuid => Value::Uuid(uuid(field)?),
             Decoder::Bytes => Value::Bytes(field.into()),
@@ -387,18 +395,17 @@ mod tests {
         let value = Decoder::Timestamp.decode(&0i64.to_be_bytes()).unwrap();
         assert_eq!(show(&value), "2000-01-01T00:00:00Z");
         assert_eq!(show(&Decoder::Date.decode(&(-1i32).to_be_bytes()).unwrap()), "1999-12-31");
-        // +infinity does not overflow.
+        // ±infinity stay the extremes.
         assert_eq!(Decoder::Timestamp.decode(&i64::MAX.to_be_bytes()).unwrap(), Value::Timestamp(i64::MAX));
+        assert_eq!(Decoder::Timestamp.decode(&i64::MIN.to_be_bytes()).unwrap(), Value::Timestamp(i64::MIN));
+        assert_eq!(Decoder::Date.decode(&i32::MIN.to_be_bytes()).unwrap(), Value::Date(i32::MIN));
     }
 
     #[test]
     fn char_columns_are_trimmed_and_uuids_compare_with_their_text() {
-        let (a, b) = plan_pair(
-            &column("c", "character(5)", Family::Char),
-            &column("c", "text", Family::Text),
-            "target",
-        )
-        .unwrap();
+        let (a, b) =
+            plan_pair(&column("c", "character(5)", Family::Char), &column("c", "text", Family::Text), "target")
+                .unwrap();
         assert_eq!(a.decode(b"ab   ").unwrap(), b.decode(b"ab").unwrap());
         let (a, b) =
             plan_pair(&column("u", "uuid", Family::Uuid), &column("u", "character varying", Family::Text), "target")
@@ -414,8 +421,8 @@ mod tests {
             plan_pair(&column("doc", "jsonb", Family::Unsupported), &column("doc", "jsonb", Family::Unsupported), "r")
                 .unwrap_err();
         assert!(error.to_string().contains("doc") && error.to_string().contains("jsonb"), "{error}");
-        let error =
-            plan_pair(&column("d", "date", Family::Date), &column("d", "boolean", Family::Bool), "replica").unwrap_err();
+        let error = plan_pair(&column("d", "date", Family::Date), &column("d", "boolean", Family::Bool), "replica")
+            .unwrap_err();
         assert_eq!(error.to_string(), "column d cannot be compared: date on the source, boolean on the replica");
     }
 

@@ -153,13 +153,17 @@ impl<'scope> RowStream<'scope> {
         scope.spawn(move || {
             tracing::dispatcher::with_default(&dispatch, || {
                 let role = session.role().to_owned();
-                match read(session, &query, batch_rows, &sender, &recycled) {
+                let mut batch: Batch = Vec::with_capacity(batch_rows);
+                match read(session, &query, &mut batch, batch_rows, &sender, &recycled) {
                     Ok(Flow::Continue) => reader_completed.store(true, Ordering::Release),
                     Ok(Flow::Stop) => tracing::debug!(%role, "row stream abandoned by its consumer"),
                     Err(error) => {
-                        // Errors travel in the stream; a gone consumer needs none.
+                        // The rows before the error first, then the error; a gone consumer
+                        // needs neither.
                         reader_completed.store(true, Ordering::Release);
-                        let _ = sender.send(Err(error));
+                        if batch.is_empty() || sender.send(Ok(batch)).is_ok() {
+                            let _ = sender.send(Err(error));
+                        }
                     }
                 }
             });
@@ -214,6 +218,7 @@ impl Drop for RowStream<'_> {
 fn read(
     session: &mut Session,
     query: &RowQuery,
+    batch: &mut Batch,
     batch_rows: usize,
     sender: &Sender<Result<Batch, Error>>,
     recycled: &Receiver<Batch>,
@@ -224,8 +229,8 @@ fn read(
         session.client().copy_out(copy.as_str()).map_err(Error::query(&role, "starting the row stream"))?;
     let mut parser = CopyParser::new(1 + query.columns.len());
     let mut carry: Vec<u8> = Vec::new();
-    let mut batch: Batch = Vec::with_capacity(batch_rows);
-    let decode_error = |column: &str, problem: String| Error::Decode { role: role.clone(), column: column.to_owned(), problem };
+    let decode_error =
+        |column: &str, problem: String| Error::Decode { role: role.clone(), column: column.to_owned(), problem };
     let malformed = |problem: &'static str| decode_error("COPY stream", problem.to_owned());
     let mut on_row = |data: &[u8], spans: &[Option<Range<usize>>]| -> Result<Flow, Error> {
         let Some(key_span) = spans[0].clone() else {
@@ -242,7 +247,7 @@ fn read(
         batch.push(ValuesRow { key, values });
         if batch.len() >= batch_rows {
             let next = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch_rows));
-            if sender.send(Ok(std::mem::replace(&mut batch, next))).is_err() {
+            if sender.send(Ok(std::mem::replace(batch, next))).is_err() {
                 return Ok(Flow::Stop);
             }
         }
@@ -272,7 +277,7 @@ fn read(
     if !parser.is_complete() || !carry.is_empty() {
         return Err(malformed("the COPY stream ended in the middle of a row"));
     }
-    if !batch.is_empty() && sender.send(Ok(batch)).is_err() {
+    if !batch.is_empty() && sender.send(Ok(std::mem::take(batch))).is_err() {
         return Ok(Flow::Stop);
     }
     Ok(Flow::Continue)
