@@ -1,0 +1,158 @@
+//! The backend database settings: `config.yml`'s `backend_db` plus `sslrootcert` from
+//! `datadiff.yml` (config note §5.1, SPEC §3).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::Secret;
+use crate::document::{Document, join};
+use crate::yaml::Node;
+
+/// libpq's `sslmode` values datadiff supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SslMode {
+    /// `disable`.
+    Disable,
+    /// `prefer` (libpq's default when unset).
+    Prefer,
+    /// `require`.
+    Require,
+    /// `verify-ca`.
+    VerifyCa,
+    /// `verify-full`.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// The libpq spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+}
+
+/// A text that is not a supported `sslmode`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sslmode must be one of disable, prefer, require, verify-ca, verify-full; got '{0}'")]
+pub struct UnknownSslMode(pub String);
+
+impl FromStr for SslMode {
+    type Err = UnknownSslMode;
+
+    fn from_str(text: &str) -> Result<SslMode, UnknownSslMode> {
+        match text {
+            "disable" => Ok(SslMode::Disable),
+            "prefer" => Ok(SslMode::Prefer),
+            "require" => Ok(SslMode::Require),
+            "verify-ca" => Ok(SslMode::VerifyCa),
+            "verify-full" => Ok(SslMode::VerifyFull),
+            other => Err(UnknownSslMode(other.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for SslMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `backend_db`: where definitions, attempts and coverage live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendSettings {
+    /// Host.
+    pub host: String,
+    /// Port; default 5432.
+    pub port: u16,
+    /// The application role (SELECT, INSERT, UPDATE).
+    pub user: String,
+    /// Its password.
+    pub password: Secret,
+    /// Database.
+    pub dbname: String,
+    /// The role that runs migrations.
+    pub ddl_user: String,
+    /// Its password.
+    pub ddl_password: Secret,
+    /// Seconds; default 10 (the application connection).
+    pub connect_timeout: u32,
+    /// `sslmode`; `None` leaves libpq's default (`prefer`). Used by both connections.
+    pub sslmode: Option<SslMode>,
+    /// CA certificate file for `verify-ca`/`verify-full`, from `datadiff.yml` (relative paths
+    /// are resolved against the project directory).
+    pub sslrootcert: Option<std::path::PathBuf>,
+}
+
+/// The keys PipelineWise's schema allows in `backend_db`.
+const KEYS: [&str; 9] =
+    ["host", "port", "user", "password", "dbname", "ddl_user", "ddl_password", "sslmode", "connect_timeout"];
+const REQUIRED: [&str; 6] = ["host", "user", "password", "dbname", "ddl_user", "ddl_password"];
+
+impl BackendSettings {
+    /// Reads `backend_db` from `config.yml`'s root; `None` when absent or invalid (problems
+    /// recorded).
+    pub(crate) fn read(document: &mut Document, root: &Node) -> Option<BackendSettings> {
+        let node = root.get("backend_db")?;
+        if node.is_null() {
+            return None;
+        }
+        let path = "backend_db";
+        document.mapping(node, path)?;
+        document.reject_unknown_keys(node, path, &KEYS);
+        let text =
+            |document: &mut Document, key: &str| document.optional_text(node, path, key).filter(|t| !t.is_empty());
+        let values: Vec<Option<String>> = REQUIRED.iter().map(|key| text(document, key)).collect();
+        let missing: Vec<&str> = REQUIRED.iter().zip(&values).filter(|(_, v)| v.is_none()).map(|(k, _)| *k).collect();
+        if !missing.is_empty() {
+            document.problem(
+                path,
+                Some(node.line),
+                format!("backend_db is missing required fields: {}", missing.join(", ")),
+            );
+        }
+        let port = match document.optional_u32(node, path, "port") {
+            None => 5432,
+            Some(port) => match u16::try_from(port) {
+                Ok(port) => port,
+                Err(_) => {
+                    document.problem(
+                        &join(path, "port"),
+                        node.get("port").map(|n| n.line),
+                        "port must be at most 65535",
+                    );
+                    5432
+                }
+            },
+        };
+        let connect_timeout = document.optional_u32(node, path, "connect_timeout").unwrap_or(10);
+        let sslmode = document.optional_str(node, path, "sslmode").and_then(|mode| match mode.parse::<SslMode>() {
+            Ok(mode) => Some(mode),
+            Err(error) => {
+                document.problem(&join(path, "sslmode"), node.get("sslmode").map(|n| n.line), error.to_string());
+                None
+            }
+        });
+        if !missing.is_empty() {
+            return None;
+        }
+        let mut values = values.into_iter().map(Option::unwrap_or_default);
+        let mut next = || values.next().unwrap_or_default();
+        Some(BackendSettings {
+            host: next(),
+            user: next(),
+            password: Secret::new(next()),
+            dbname: next(),
+            ddl_user: next(),
+            ddl_password: Secret::new(next()),
+            port,
+            connect_timeout,
+            sslmode,
+            sslrootcert: None,
+        })
+    }
+}

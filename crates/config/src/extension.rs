@@ -1,0 +1,161 @@
+//! `datadiff.yml`: datadiff's opt-in extensions, in a file PipelineWise never reads
+//! (SPEC §10). Every key and name is checked: a typo is an error, never a silently ignored
+//! setting.
+//!
+//! ```yaml
+//! backend_db: {sslrootcert: certs/ca.pem}
+//! alert_handlers:
+//!   webhook: {url: "https://hooks.example.com/dd"}
+//!   log: {path: "datadiff-alerts.jsonl"}
+//! checks:                                   # keyed by full_check_name
+//!   postgres/payments/public/transfers:
+//!     row_diff: {max_examples: 20}          # 1..100, default 20
+//!     exclude_soft_deleted: true
+//! ```
+
+use std::path::PathBuf;
+
+use datadiff_diff_core::{CheckDefinition, Extensions, RowDiffSettings};
+
+use crate::alerts::AlertSettings;
+use crate::document::{Document, join};
+use crate::yaml::Node;
+
+/// One `checks` entry of `datadiff.yml`.
+pub(crate) struct CheckExtension {
+    pub(crate) full_check_name: String,
+    pub(crate) extensions: Extensions,
+    pub(crate) path: String,
+    pub(crate) line: usize,
+}
+
+/// What `datadiff.yml` adds.
+#[derive(Default)]
+pub(crate) struct ExtensionFile {
+    pub(crate) sslrootcert: Option<PathBuf>,
+    pub(crate) checks: Vec<CheckExtension>,
+}
+
+impl ExtensionFile {
+    /// Reads the file's root; alert handlers go straight into `alerts`.
+    pub(crate) fn read(document: &mut Document, root: &Node, alerts: &mut AlertSettings) -> ExtensionFile {
+        let mut file = ExtensionFile::default();
+        if root.is_null() {
+            return file;
+        }
+        if document.mapping(root, "").is_none() {
+            return file;
+        }
+        document.reject_unknown_keys(root, "", &["backend_db", "alert_handlers", "checks"]);
+        if let Some(backend) = root.get("backend_db") {
+            if document.mapping(backend, "backend_db").is_some() {
+                document.reject_unknown_keys(backend, "backend_db", &["sslrootcert"]);
+                file.sslrootcert = document.optional_str(backend, "backend_db", "sslrootcert").map(PathBuf::from);
+            }
+        }
+        if let Some(handlers) = root.get("alert_handlers") {
+            alerts.read_extensions(document, handlers);
+        }
+        if let Some(checks) = root.get("checks") {
+            if let Some(entries) = document.mapping(checks, "checks") {
+                for (key, settings) in entries {
+                    let Some(name) = key.as_str() else {
+                        document.problem(
+                            "checks",
+                            Some(key.line),
+                            "check names must be strings (target/tap/schema/table)",
+                        );
+                        continue;
+                    };
+                    let path = join("checks", name);
+                    if let Some(extensions) = read_check(document, settings, &path) {
+                        file.checks.push(CheckExtension {
+                            full_check_name: name.to_owned(),
+                            extensions,
+                            path,
+                            line: key.line,
+                        });
+                    }
+                }
+            }
+        }
+        file
+    }
+
+    /// Applies the `checks` entries to the definitions they name.
+    pub(crate) fn apply(
+        &self,
+        document: &mut Document,
+        definitions: &mut [CheckDefinition],
+        names_with_problems: &[String],
+    ) {
+        for entry in &self.checks {
+            let Some(definition) = definitions.iter_mut().find(|d| d.full_check_name == entry.full_check_name) else {
+                // A definition that failed validation is already reported in its tap file.
+                if !names_with_problems.contains(&entry.full_check_name) {
+                    document.problem(
+                        &entry.path,
+                        Some(entry.line),
+                        format!(
+                            "unknown check '{}': no data_diff definition has this full_check_name",
+                            entry.full_check_name
+                        ),
+                    );
+                }
+                continue;
+            };
+            if entry.extensions.row_diff.is_some() && definition.source_compare_columns.is_empty() {
+                document.problem(
+                    &join(&entry.path, "row_diff"),
+                    Some(entry.line),
+                    format!(
+                        "row_diff requires at least one compare_columns entry for {}.{}",
+                        definition.source_schema, definition.source_table
+                    ),
+                );
+                continue;
+            }
+            definition.extensions = entry.extensions;
+        }
+    }
+}
+
+fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Extensions> {
+    document.mapping(settings, path)?;
+    let before = document.problems.len();
+    document.reject_unknown_keys(settings, path, &["row_diff", "exclude_soft_deleted"]);
+    let mut extensions = Extensions::default();
+    if let Some(row_diff) = settings.get("row_diff") {
+        let row_diff_path = join(path, "row_diff");
+        if document.mapping(row_diff, &row_diff_path).is_some() {
+            document.reject_unknown_keys(row_diff, &row_diff_path, &["max_examples"]);
+            let max_examples = match row_diff.get("max_examples") {
+                None => Some(RowDiffSettings::DEFAULT_MAX_EXAMPLES),
+                Some(value) => value
+                    .scalar_text()
+                    .filter(|_| value.type_name() == "int")
+                    .and_then(|text| text.parse::<u32>().ok())
+                    .filter(|n| (1..=RowDiffSettings::MAX_MAX_EXAMPLES).contains(n)),
+            };
+            match max_examples.and_then(RowDiffSettings::new) {
+                Some(settings) => extensions.row_diff = Some(settings),
+                None => document.problem(
+                    &join(&row_diff_path, "max_examples"),
+                    row_diff.get("max_examples").map(|n| n.line),
+                    "max_examples must be an integer from 1 to 100",
+                ),
+            }
+        }
+    }
+    if let Some(flag) = settings.get("exclude_soft_deleted") {
+        match flag.as_bool() {
+            Some(value) => extensions.exclude_soft_deleted = value,
+            None => document.problem(
+                &join(path, "exclude_soft_deleted"),
+                Some(flag.line),
+                "exclude_soft_deleted must be a boolean",
+            ),
+        }
+    }
+    (document.problems.len() == before).then_some(extensions)
+}
