@@ -1,0 +1,10 @@
+//! Integration tests of the backend store against real PostgreSQL (testkit clusters).
+
+mod adoption;
+mod catalog;
+mod connection;
+mod constraints;
+mod gate;
+mod migrate;
+mod support;
+mod tls;

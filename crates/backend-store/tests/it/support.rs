@@ -1,0 +1,157 @@
+//! A fresh backend database with its two roles, per test.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use datadiff_backend_store::{BackendConfig, Catalog, CatalogScope};
+use datadiff_testkit::{Cluster, Database, quote_ident, shared_cluster};
+
+static NEXT_ROLE: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh database owned by a fresh DDL role, and a fresh application role with CONNECT.
+pub(crate) struct Backend<'c> {
+    pub(crate) db: Database<'c>,
+    pub(crate) config: BackendConfig,
+}
+
+/// On the test binary's shared cluster.
+pub(crate) fn backend() -> Backend<'static> {
+    backend_on(shared_cluster())
+}
+
+/// On the shared cluster, with an application role name that needs quoting.
+pub(crate) fn backend_with_app_role(app_prefix: &str) -> Backend<'static> {
+    make(shared_cluster(), app_prefix, false)
+}
+
+/// On the shared cluster, one role for both purposes.
+pub(crate) fn single_role_backend() -> Backend<'static> {
+    make(shared_cluster(), "owner", true)
+}
+
+pub(crate) fn backend_on(cluster: &Cluster) -> Backend<'_> {
+    make(cluster, "app", false)
+}
+
+fn make<'c>(cluster: &'c Cluster, app_prefix: &str, single: bool) -> Backend<'c> {
+    let n = NEXT_ROLE.fetch_add(1, Ordering::Relaxed);
+    let db = cluster.fresh_database().unwrap();
+    let ddl = format!("ddl_{}_{n}", std::process::id());
+    let ddl_password = format!("ddl-pw-{n}");
+    cluster.create_role(&ddl, &ddl_password).unwrap();
+    let (user, password) = if single {
+        (ddl.clone(), ddl_password.clone())
+    } else {
+        let app = format!("{app_prefix}_{}_{n}", std::process::id());
+        let password = format!("app-pw-{n}");
+        cluster.create_role(&app, &password).unwrap();
+        (app, password)
+    };
+    let mut superuser = db.client().unwrap();
+    superuser
+        .batch_execute(&format!(
+            "ALTER DATABASE {db} OWNER TO {ddl}; REVOKE CONNECT ON DATABASE {db} FROM PUBLIC; \
+             GRANT CONNECT ON DATABASE {db} TO {app}",
+            db = quote_ident(db.name()),
+            ddl = quote_ident(&ddl),
+            app = quote_ident(&user),
+        ))
+        .unwrap();
+    let config = BackendConfig {
+        host: cluster.host().to_owned(),
+        port: cluster.port(),
+        user,
+        password,
+        dbname: db.name().to_owned(),
+        ddl_user: ddl,
+        ddl_password,
+        ..BackendConfig::default()
+    };
+    Backend { db, config }
+}
+
+impl Backend<'_> {
+    /// A superuser session on the backend database.
+    pub(crate) fn superuser(&self) -> postgres::Client {
+        self.db.client().unwrap()
+    }
+
+    /// The live catalog of `scope`, read as the superuser.
+    pub(crate) fn catalog(&self, scope: CatalogScope) -> Catalog {
+        Catalog::read(&mut self.superuser(), scope, &self.config.user, &self.config.ddl_user).unwrap()
+    }
+
+    /// `alembic_version`'s rows.
+    pub(crate) fn alembic_versions(&self) -> Vec<String> {
+        self.superuser()
+            .query("SELECT version_num::text FROM public.alembic_version ORDER BY 1", &[])
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    }
+
+    /// Whether `public.<name>` exists.
+    pub(crate) fn has_relation(&self, name: &str) -> bool {
+        self.superuser().query_one("SELECT to_regclass($1) IS NOT NULL", &[&format!("public.{name}")]).unwrap().get(0)
+    }
+
+    /// The extension rows (version, name, checksum).
+    pub(crate) fn extension_rows(&self) -> Vec<(i32, String, String)> {
+        self.superuser()
+            .query("SELECT version, name, checksum::text FROM public.datadiff_schema_migrations ORDER BY 1", &[])
+            .unwrap()
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect()
+    }
+}
+
+/// Asserts two catalogs are identical, showing every differing line when they are not.
+pub(crate) fn assert_same_catalog(expected: &Catalog, actual: &Catalog) {
+    if expected.first_difference(actual).is_some() {
+        let missing: Vec<&String> = expected.lines().iter().filter(|line| !actual.lines().contains(line)).collect();
+        let unexpected: Vec<&String> = actual.lines().iter().filter(|line| !expected.lines().contains(line)).collect();
+        panic!("catalogs differ\nmissing:\n{missing:#?}\nunexpected:\n{unexpected:#?}");
+    }
+}
+
+/// The extension chain's expected catalog, typed by hand.
+pub(crate) fn expected_extensions() -> Catalog {
+    Catalog::parse(include_str!("fixtures/extensions.txt"))
+}
+
+/// Inserts a current check definition with this id (as whoever `client` is).
+pub(crate) fn insert_definition(client: &mut impl postgres::GenericClient, check_id: &str) {
+    client
+        .execute(
+            &format!(
+                "INSERT INTO public.dd_check_definitions VALUES ('{check_id}', 'postgres/tap/public/t{check_id}', 1, \
+                 repeat('a', 64), '{{}}', 'postgres', 'tap', 'postgres', 'postgres', 'src', 'tgt', 'public', 't', \
+                 'public', 't', 'id', 'id', 'updated_at', 'updated_at', '[\"row_count\"]', '0 * * * *', 3600, 0, \
+                 60, true, now(), NULL)"
+            ),
+            &[],
+        )
+        .unwrap();
+}
+
+/// Inserts an attempt; `window_start` is an SQL expression (`NULL` or a quoted time).
+pub(crate) fn insert_attempt(
+    client: &mut impl postgres::GenericClient,
+    run_id: &str,
+    check_id: &str,
+    scheduled_for: &str,
+    window_start: &str,
+    status: &str,
+) {
+    client
+        .execute(
+            &format!(
+                "INSERT INTO public.dd_run_attempts (run_id, check_id, scheduled_for, window_start, window_end, \
+                 attempt, trigger_type, status, started_at) VALUES ('{run_id}', '{check_id}', '{scheduled_for}', \
+                 {window_start}, '{scheduled_for}', 1, 'SCHEDULED', '{status}', now())"
+            ),
+            &[],
+        )
+        .unwrap();
+}

@@ -1,0 +1,106 @@
+//! libpq `sslmode` semantics against a TLS cluster whose certificate names only `localhost`.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use datadiff_backend_store::{BackendConfig, MigrateOptions, SslMode, Store};
+use datadiff_testkit::{Cluster, ClusterOptions, write_unrelated_ca};
+
+use crate::support::{backend, backend_on};
+
+static TLS_CLUSTER: OnceLock<Cluster> = OnceLock::new();
+
+fn tls_cluster() -> &'static Cluster {
+    TLS_CLUSTER.get_or_init(|| Cluster::start_with(ClusterOptions::new().tls(&["localhost"], &[])).unwrap())
+}
+
+fn right_ca() -> PathBuf {
+    tls_cluster().ca_certificate().unwrap().to_path_buf()
+}
+
+fn wrong_ca() -> PathBuf {
+    let path = tls_cluster().dir().join("datadiff-store-unrelated-ca.pem");
+    if !path.exists() {
+        write_unrelated_ca(&path).unwrap();
+    }
+    path
+}
+
+/// Whether the application session is encrypted, or the open error.
+fn open_ssl(config: BackendConfig) -> Result<bool, datadiff_backend_store::Error> {
+    let store = Store::open(config)?;
+    let mut client = store.connection()?;
+    Ok(client.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).unwrap().get(0))
+}
+
+fn with(config: &BackendConfig, host: &str, mode: SslMode, root: Option<PathBuf>) -> BackendConfig {
+    BackendConfig { host: host.to_owned(), sslmode: Some(mode), sslrootcert: root, ..config.clone() }
+}
+
+#[test]
+fn verify_full_accepts_the_right_ca_and_host_and_migrates_over_tls() {
+    let backend = backend_on(tls_cluster());
+    let config = with(&backend.config, "localhost", SslMode::VerifyFull, Some(right_ca()));
+    assert!(open_ssl(config.clone()).unwrap());
+    let store = Store::open(config).unwrap();
+    store.migrate(&MigrateOptions::latest()).unwrap();
+    let mut ddl = store.connect_ddl().unwrap();
+    let ssl: bool = ddl.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).unwrap().get(0);
+    assert!(ssl);
+    assert_eq!(backend.alembic_versions(), vec!["004"]);
+}
+
+#[test]
+fn verify_full_refuses_a_host_name_mismatch_that_verify_ca_accepts() {
+    let backend = backend_on(tls_cluster());
+    // The certificate names localhost only; 127.0.0.1 does not match it.
+    let error = open_ssl(with(&backend.config, "127.0.0.1", SslMode::VerifyFull, Some(right_ca()))).unwrap_err();
+    assert!(error.is_connection(), "{error}");
+    assert!(open_ssl(with(&backend.config, "127.0.0.1", SslMode::VerifyCa, Some(right_ca()))).unwrap());
+}
+
+#[test]
+fn verify_ca_refuses_a_certificate_from_another_ca() {
+    let backend = backend_on(tls_cluster());
+    let error = open_ssl(with(&backend.config, "localhost", SslMode::VerifyCa, Some(wrong_ca()))).unwrap_err();
+    assert!(error.is_connection(), "{error}");
+    assert!(error.to_string().starts_with("backend connection failed"));
+    let error = open_ssl(with(&backend.config, "localhost", SslMode::VerifyFull, Some(wrong_ca()))).unwrap_err();
+    assert!(error.is_connection(), "{error}");
+}
+
+#[test]
+fn require_encrypts_without_verifying_unless_a_root_certificate_is_given() {
+    let backend = backend_on(tls_cluster());
+    // No root file: any certificate, any name.
+    assert!(open_ssl(with(&backend.config, "127.0.0.1", SslMode::Require, None)).unwrap());
+    // With a root file, libpq's require verifies the chain like verify-ca.
+    assert!(open_ssl(with(&backend.config, "127.0.0.1", SslMode::Require, Some(right_ca()))).unwrap());
+    let error = open_ssl(with(&backend.config, "127.0.0.1", SslMode::Require, Some(wrong_ca()))).unwrap_err();
+    assert!(error.is_connection(), "{error}");
+}
+
+#[test]
+fn require_refuses_a_server_without_tls() {
+    let backend = backend();
+    let error = open_ssl(with(&backend.config, "127.0.0.1", SslMode::Require, None)).unwrap_err();
+    assert!(error.is_connection(), "{error}");
+}
+
+#[test]
+fn prefer_uses_tls_when_offered_and_falls_back_to_plaintext() {
+    let plain = backend();
+    assert!(!open_ssl(with(&plain.config, "127.0.0.1", SslMode::Prefer, None)).unwrap());
+    // Unset means prefer.
+    assert!(!open_ssl(BackendConfig { sslmode: None, ..plain.config.clone() }).unwrap());
+    let tls = backend_on(tls_cluster());
+    assert!(open_ssl(with(&tls.config, "127.0.0.1", SslMode::Prefer, None)).unwrap());
+    assert!(open_ssl(BackendConfig { sslmode: None, ..tls.config.clone() }).unwrap());
+}
+
+#[test]
+fn disable_and_allow_stay_plaintext_when_the_server_accepts_it() {
+    let backend = backend_on(tls_cluster());
+    assert!(!open_ssl(with(&backend.config, "127.0.0.1", SslMode::Disable, None)).unwrap());
+    assert!(!open_ssl(with(&backend.config, "127.0.0.1", SslMode::Allow, None)).unwrap());
+}
