@@ -69,6 +69,51 @@
 //! `datadiff_schema_migrations`, and `USAGE` on the schema — never `DELETE`, `TRUNCATE` or
 //! DDL.
 //!
+//! # datadiff's extension tables
+//!
+//! Extension 1 (`run_differences`) creates `public.datadiff_run_differences`, the
+//! `row_diff` evidence of SPEC §10:
+//!
+//! | column | type | meaning |
+//! |---|---|---|
+//! | `run_id` | `UUID NOT NULL` | FK `datadiff_run_differences_run_id_fkey` → `dd_run_attempts(run_id) ON DELETE RESTRICT` |
+//! | `check_type` | `TEXT NOT NULL` | `row_diff` today; free text, like `dd_run_results.check_type` |
+//! | `ordinal` | `INTEGER NOT NULL` | position in key order, **from 1** (`ck_datadiff_run_differences_ordinal`: `> 0`) |
+//! | `kind` | `TEXT NOT NULL` | `MISSING_IN_TARGET`, `EXTRA_IN_TARGET` or `CHANGED` (`ck_datadiff_run_differences_kind`) |
+//! | `key` | `JSONB NOT NULL` | the row's canonical key; never a non-key value |
+//! | `fields` | `TEXT[] NOT NULL` | differing column names: non-empty exactly when `kind = 'CHANGED'`, else `'{}'` (`ck_datadiff_run_differences_fields`) |
+//!
+//! Primary key `datadiff_run_differences_pkey (run_id, check_type, ordinal)`; table and
+//! column comments; the application role may `SELECT, INSERT, UPDATE`. The foreign key
+//! points at the attempt rather than at `dd_run_results(run_id, check_type)` so that the
+//! runner may write evidence and result in either order within the attempt's transaction.
+//! `public.datadiff_schema_migrations (version INTEGER PK > 0, name TEXT, checksum
+//! CHAR(64), applied_at TIMESTAMPTZ)` is created by the migrator before the first extension
+//! and is readable, not writable, by the application role. The checksum is the hex SHA-256
+//! of the migration's SQL file (CRLF read as LF). Names all start with `datadiff_` so no
+//! PipelineWise revision can collide with them.
+//!
+//! # Decisions where the sources are silent
+//!
+//! * **`application_name`**: `datadiff` for application sessions and `datadiff-migrate`
+//!   for the migration session, not upstream's `pipelinewise-data-diff` — both tools may
+//!   share one backend and an operator must be able to tell their sessions and lock holders
+//!   apart in `pg_stat_activity`, `pg_locks` and the server log ([`APPLICATION_NAME`]).
+//! * **`sslmode`**: libpq's meaning for all six modes, including `require` verifying the
+//!   chain when `sslrootcert` is given; without `sslrootcert` the verifying modes use
+//!   `~/.postgresql/root.crt` when present, else the system trust store (where libpq would
+//!   refuse). `prefer` does not retry in plaintext after a failed TLS handshake (libpq does).
+//!   See [`SslMode`].
+//! * **Timeouts**: `connect_timeout` (default 10 s) applies to both roles (upstream: the
+//!   application role only); `statement_timeout` only to application sessions.
+//! * **Schema gate** ([`SchemaStatus::gate`]): an older, newer or unknown version is refused
+//!   with SPEC §3's message; a changed, unknown or out-of-order extension migration with its
+//!   own error. A PipelineWise backend at 004 without datadiff's extensions reads as
+//!   `004 (+ extensions 0)`.
+//! * **Adoption check**: the catalog comparison runs only when a migration applies
+//!   something (a migrate with nothing pending reads two version tables and commits), so an
+//!   index a DBA adds later does not block everyday imports.
+//!
 //! # What it does not do
 //!
 //! It does not parse YAML (the config crate maps `backend_db` and `datadiff.yml` onto

@@ -104,3 +104,33 @@ fn disable_and_allow_stay_plaintext_when_the_server_accepts_it() {
     assert!(!open_ssl(with(&backend.config, "127.0.0.1", SslMode::Disable, None)).unwrap());
     assert!(!open_ssl(with(&backend.config, "127.0.0.1", SslMode::Allow, None)).unwrap());
 }
+
+#[test]
+fn allow_falls_back_to_tls_when_the_server_rejects_plaintext() {
+    let backend = backend_on(tls_cluster());
+    // Reject plaintext logins of this test's application role only (other tests share the
+    // cluster), then reload the server's configuration.
+    let mut superuser = tls_cluster().connect("postgres").unwrap();
+    let hba_file: String = superuser.query_one("SHOW hba_file", &[]).unwrap().get(0);
+    let rules = std::fs::read_to_string(&hba_file).unwrap();
+    let reject = format!("hostnossl all \"{}\" 127.0.0.1/32 reject\n", backend.config.user);
+    std::fs::write(&hba_file, format!("{reject}{rules}")).unwrap();
+    superuser.execute("SELECT pg_reload_conf()", &[]).unwrap();
+
+    // Wait (bounded) until the reloaded rules refuse a plaintext login.
+    let plaintext = with(&backend.config, "127.0.0.1", SslMode::Disable, None);
+    let mut refused = None;
+    for _ in 0..200 {
+        match open_ssl(plaintext.clone()) {
+            Ok(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            Err(error) => {
+                refused = Some(error);
+                break;
+            }
+        }
+    }
+    let refused = refused.expect("the server kept accepting plaintext");
+    assert!(refused.is_connection(), "{refused}");
+
+    assert!(open_ssl(with(&backend.config, "127.0.0.1", SslMode::Allow, None)).unwrap());
+}
