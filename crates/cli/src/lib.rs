@@ -1,31 +1,131 @@
 //! The `datadiff` command line as a library: argument parsing, output and exit codes only.
 //!
 //! Decisions live in the library crates; this crate parses, calls, prints and maps outcomes
-//! to exit codes: 0 success, 1 a failed check or an undeliverable alert, 2 usage,
-//! configuration, connection and schema problems (SPEC §8). The root package's `datadiff`
-//! binary is a three-line `main` calling [`main`].
+//! to exit codes: 0 success, 1 a failed check (the audit blocked the cutover), 2 usage,
+//! configuration, connection and schema problems and refusals (SPEC §8, §9). The root
+//! package's `datadiff` binary is a three-line `main` calling [`main`].
 //!
-//! The PipelineWise-compatible commands arrive with their issues; today the binary answers
-//! `--help` and `--version`.
+//! # Structure
+//!
+//! * [`main`] runs [`run`] with the process's arguments and a [`Console`] over the real
+//!   stdout, stderr and environment; tests call [`run`] with [`Console::capture`].
+//! * One module per command (`audit.rs`), each a clap `Args` struct and a `run` function
+//!   returning an [`Exit`]; the `Command` enum dispatches.
+//! * Logs go to stderr through `tracing` (`-v`, `-vv`, `-vvv`, or `RUST_LOG`). An error is one
+//!   line naming what to fix; `-v` adds the cause chain. Nothing printed ever holds a
+//!   password or a row value: DSNs are never echoed, and argument-parser messages (which quote
+//!   rejected arguments) are scrubbed of passwords.
+//!
+//! ```no_run
+//! use datadiff_cli::{Console, Exit, run};
+//! use datadiff_runner::Environment;
+//!
+//! let (console, captured) = Console::capture(Environment::default());
+//! let exit = run(["datadiff", "--version"], console);
+//! assert_eq!(exit, Exit::Success);
+//! assert!(captured.stdout().starts_with("datadiff "));
+//! ```
+//!
+//! The PipelineWise-compatible commands arrive with their issues; today: `audit`.
 
+mod audit;
+mod console;
+mod exit;
+mod logging;
+mod progress;
+mod secret;
+
+use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
+
+pub use console::{Captured, Console};
+pub use exit::Exit;
 
 /// Prove, continuously and with evidence, that a PostgreSQL replica matches its source.
 #[derive(Debug, Parser)]
 #[command(name = "datadiff", version, about)]
-struct Cli {}
+struct Cli {
+    /// More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Verify a whole replica table against its source before a cutover (no backend).
+    Audit(audit::AuditArgs),
+}
 
 /// Runs the command line with the process arguments and returns the exit code.
 pub fn main() -> ExitCode {
-    match Cli::try_parse() {
-        Ok(Cli {}) => ExitCode::SUCCESS,
+    run(std::env::args_os(), Console::process()).into()
+}
+
+/// Runs the command line with `args` (the program name first) on `console`.
+pub fn run<I, T>(args: I, mut console: Console) -> Exit
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
         Err(error) => {
-            let code = if error.use_stderr() { 2 } else { 0 };
-            // clap renders help, version and usage errors itself.
-            let _ = error.print();
-            ExitCode::from(code)
+            // clap renders help, version and usage errors; usage errors quote arguments.
+            let text = secret::redact(&error.render().to_string());
+            if error.use_stderr() {
+                console.stderr().line(text.trim_end());
+                return Exit::Error;
+            }
+            let _ = write!(console.stdout(), "{text}");
+            return Exit::Success;
         }
+    };
+    let rust_log = console.environment().get("RUST_LOG").map(str::to_owned);
+    let subscriber =
+        logging::subscriber(cli.verbose, rust_log.as_deref(), console.stderr(), console.stderr_is_terminal());
+    tracing::subscriber::with_default(subscriber, || {
+        let result = match &cli.command {
+            Command::Audit(args) => audit::run(args, &mut console),
+        };
+        match result {
+            Ok(exit) => exit,
+            Err(error) => {
+                report_error(&console, &error, cli.verbose > 0);
+                Exit::Error
+            }
+        }
+    })
+}
+
+/// One line naming what to fix; with `verbose`, the cause chain below it.
+fn report_error(console: &Console, error: &anyhow::Error, verbose: bool) {
+    let stderr = console.stderr();
+    let refused = error.downcast_ref::<datadiff_runner::Error>().is_some_and(datadiff_runner::Error::is_refusal);
+    let label = if refused { "refused" } else { "error" };
+    let mut line = format!("{label}: {error}");
+    if !verbose {
+        if error.chain().nth(1).is_some()
+            && let Some(root) = error.chain().last()
+        {
+            // The innermost cause usually says what happened (refused, timed out, auth).
+            line.push_str(&format!(": {}", first_line(root)));
+        }
+        stderr.line(&secret::redact(&line));
+        return;
     }
+    stderr.line(&secret::redact(&line));
+    for cause in error.chain().skip(1) {
+        stderr.line(&secret::redact(&format!("  caused by: {}", first_line(cause))));
+    }
+}
+
+/// The first line of an error's text: a server error's DETAIL and HINT lines may quote row
+/// values (a constraint's key, an unparsable input) and are never printed.
+fn first_line(error: &(dyn std::error::Error + 'static)) -> String {
+    error.to_string().lines().next().unwrap_or_default().to_owned()
 }

@@ -1,0 +1,130 @@
+//! `datadiff audit`: the parity audit before a cutover (SPEC §9).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use datadiff_runner::TableName;
+use datadiff_runner::audit::{self, AuditOptions, CdcMetadata, Refusal, Status};
+
+use crate::console::Console;
+use crate::exit::Exit;
+use crate::progress::ScanProgress;
+
+/// Verify that a replica table equals its source before a cutover. Exits 0 on PASS, 1 on
+/// BLOCK, 2 on a refusal or an error.
+///
+/// Read-only, in repeatable-read snapshots; stream both tables by key with flat memory. The
+/// report holds counts, keys and column names, never a row value. Passwords may come from the
+/// DSN, PGPASSWORD or a password file (PGPASSFILE or ~/.pgpass) and are never printed.
+#[derive(Debug, Args)]
+pub(crate) struct AuditArgs {
+    /// Source connection string: a libpq URI (postgresql://user@host/db) or key=value pairs.
+    #[arg(long, value_name = "DSN", hide_env_values = true)]
+    source: String,
+    /// Replica connection string (a different database than the source).
+    #[arg(long, value_name = "DSN", hide_env_values = true)]
+    replica: String,
+    /// The source table, schema.table (names are matched exactly; quote a part with a dot).
+    #[arg(long, value_name = "S.T")]
+    table: TableName,
+    /// The replica table, when its name differs from the source table's.
+    #[arg(long, value_name = "S.T")]
+    replica_table: Option<TableName>,
+    /// The key column: one integer, uuid or text column, unique on both sides.
+    #[arg(long, value_name = "COLUMN", default_value = "id")]
+    key: String,
+    /// Columns to compare, comma-separated [default: every column both tables share, except
+    /// the key].
+    #[arg(long, value_name = "A,B")]
+    columns: Option<String>,
+    /// The replica's CDC metadata table (replica rows are counted from its non-deleted rows).
+    #[arg(long, value_name = "S.T")]
+    replica_metadata_table: Option<TableName>,
+    /// The metadata table's LSN column (NULL or negative is invalid).
+    #[arg(long, value_name = "COLUMN")]
+    lsn_column: Option<String>,
+    /// The metadata table's boolean deleted flag (NULL is invalid).
+    #[arg(long, value_name = "COLUMN")]
+    deleted_column: Option<String>,
+    /// Confirm that source writes are paused and CDC is drained (the audit cannot prove it).
+    #[arg(long)]
+    cutover_ready: bool,
+    /// Refuse when either table has more rows than this (1 to 50000000).
+    #[arg(long, value_name = "N", default_value_t = 5_000_000, allow_negative_numbers = true)]
+    max_rows: i64,
+    /// Differences kept as examples in the report (1 to 100).
+    #[arg(long, value_name = "N", default_value_t = 20, allow_negative_numbers = true)]
+    max_examples: i64,
+    /// Let two empty tables pass (by default they block: a wrong target, most likely).
+    #[arg(long)]
+    allow_empty: bool,
+    /// Write the JSON report to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Output format of the report on stdout.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Json)]
+    output_format: OutputFormat,
+}
+
+/// Report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OutputFormat {
+    /// Pretty JSON, keys sorted.
+    Json,
+}
+
+impl AuditArgs {
+    fn options(&self) -> Result<AuditOptions, Refusal> {
+        let metadata = match (&self.replica_metadata_table, &self.lsn_column, &self.deleted_column) {
+            (None, None, None) => None,
+            (Some(table), Some(lsn), Some(deleted)) => {
+                Some(CdcMetadata { table: table.clone(), lsn_column: lsn.clone(), deleted_column: deleted.clone() })
+            }
+            _ => return Err(Refusal::IncompleteMetadataFlags),
+        };
+        let columns = match &self.columns {
+            None => None,
+            Some(text) => {
+                Some(datadiff_runner::parse_column_list(text).ok_or(Refusal::InvalidColumnList { flag: "--columns" })?)
+            }
+        };
+        let mut options = AuditOptions::new(self.source.clone(), self.replica.clone(), self.table.clone());
+        options.replica_table = self.replica_table.clone();
+        options.key = self.key.clone();
+        options.columns = columns;
+        options.metadata = metadata;
+        options.cutover_ready = self.cutover_ready;
+        options.max_rows = self.max_rows;
+        options.max_examples = self.max_examples;
+        options.allow_empty = self.allow_empty;
+        Ok(options)
+    }
+}
+
+/// Runs the audit and prints or writes its report.
+pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exit> {
+    let options = args.options().map_err(datadiff_runner::Error::Refused)?;
+    let progress = ScanProgress::new(console.stderr_is_terminal());
+    let result = audit::audit(&options, console.environment(), &mut |event| progress.update(event));
+    progress.finish();
+    let report = result?;
+    let json = report.to_json();
+    let stderr = console.stderr();
+    match &args.report {
+        Some(path) => {
+            std::fs::write(path, &json)
+                .map_err(|source| datadiff_runner::Error::WriteReport { path: path.clone(), source })?;
+            let line = format!("{} (report: {})", report.summary_line(), path.display());
+            writeln!(console.stdout(), "{line}").context("writing to stdout")?;
+        }
+        None => {
+            console.stdout().write_all(json.as_bytes()).context("writing the report to stdout")?;
+            stderr.line(&report.summary_line());
+        }
+    }
+    Ok(match report.status {
+        Status::Pass => Exit::Success,
+        Status::Block => Exit::Failure,
+    })
+}

@@ -1,0 +1,124 @@
+//! Where a command's output goes: the process's stdout and stderr, or buffers for tests.
+
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use datadiff_runner::Environment;
+
+/// The output streams and environment a command runs with.
+///
+/// [`Console::process`] is the real process; [`Console::capture`] collects everything in
+/// memory so tests can assert on it (and check that no password or row value leaks into any
+/// output, logs included).
+pub struct Console {
+    stdout: Box<dyn Write + Send>,
+    stderr: SharedWriter,
+    stderr_is_terminal: bool,
+    environment: Environment,
+}
+
+/// What a captured [`Console`] received.
+#[derive(Debug, Clone, Default)]
+pub struct Captured {
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Captured {
+    /// Everything written to stdout so far.
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.stdout.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+    }
+
+    /// Everything written to stderr so far (logs included).
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+    }
+}
+
+/// A buffer shared with a [`Captured`].
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Console {
+    /// The process's stdout, stderr and environment.
+    pub fn process() -> Console {
+        use std::io::IsTerminal;
+        Console {
+            stdout: Box::new(io::stdout()),
+            stderr: SharedWriter::new(Box::new(io::stderr())),
+            stderr_is_terminal: io::stderr().is_terminal(),
+            environment: Environment::process(),
+        }
+    }
+
+    /// In-memory stdout and stderr (not a terminal: no progress bar) and the given
+    /// environment.
+    pub fn capture(environment: Environment) -> (Console, Captured) {
+        let captured = Captured::default();
+        let console = Console {
+            stdout: Box::new(Buffer(Arc::clone(&captured.stdout))),
+            stderr: SharedWriter::new(Box::new(Buffer(Arc::clone(&captured.stderr)))),
+            stderr_is_terminal: false,
+            environment,
+        };
+        (console, captured)
+    }
+
+    /// Standard output.
+    pub(crate) fn stdout(&mut self) -> &mut dyn Write {
+        &mut self.stdout
+    }
+
+    /// Standard error, shareable with the log subscriber.
+    pub(crate) fn stderr(&self) -> SharedWriter {
+        self.stderr.clone()
+    }
+
+    /// Whether stderr is a terminal (progress bars are drawn only then).
+    pub(crate) fn stderr_is_terminal(&self) -> bool {
+        self.stderr_is_terminal
+    }
+
+    /// The environment (`RUST_LOG`, `PGPASSWORD`, `PGPASSFILE`, ...).
+    pub(crate) fn environment(&self) -> &Environment {
+        &self.environment
+    }
+}
+
+/// A writer several owners write to (the command and the log subscriber), one write at a time.
+#[derive(Clone)]
+pub(crate) struct SharedWriter(Arc<Mutex<Box<dyn Write + Send>>>);
+
+impl SharedWriter {
+    fn new(writer: Box<dyn Write + Send>) -> SharedWriter {
+        SharedWriter(Arc::new(Mutex::new(writer)))
+    }
+
+    /// Writes one line (best effort: a closed stderr is not an error worth dying for).
+    pub(crate) fn line(&self, text: &str) {
+        let mut writer = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = writeln!(writer, "{text}");
+        let _ = writer.flush();
+    }
+}
+
+impl Write for SharedWriter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).write(bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).flush()
+    }
+}

@@ -1,0 +1,29 @@
+//! Logs on stderr: `RUST_LOG` when set, else `-v` (info), `-vv` (debug), `-vvv` (trace),
+//! warnings otherwise.
+
+use tracing_subscriber::EnvFilter;
+
+use crate::console::SharedWriter;
+
+/// A subscriber writing plain-text events to `stderr`.
+pub(crate) fn subscriber(
+    verbose: u8,
+    rust_log: Option<&str>,
+    stderr: SharedWriter,
+    ansi: bool,
+) -> impl tracing::Subscriber + Send + Sync {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter =
+        rust_log.and_then(|directives| EnvFilter::try_new(directives).ok()).unwrap_or_else(|| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(move || stderr.clone())
+        .with_ansi(ansi)
+        .with_target(false)
+        .finish()
+}

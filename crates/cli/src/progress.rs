@@ -1,0 +1,42 @@
+//! The scan's progress bar (rows/s and ETA), drawn on stderr only when it is a terminal.
+
+use datadiff_runner::audit::AuditProgress;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// A progress bar fed by [`AuditProgress`] events; invisible when stderr is not a terminal.
+pub(crate) struct ScanProgress {
+    bar: Option<ProgressBar>,
+}
+
+impl ScanProgress {
+    /// A bar on the process's stderr when `terminal`, else nothing.
+    pub(crate) fn new(terminal: bool) -> ScanProgress {
+        if !terminal {
+            return ScanProgress { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:32} {human_pos}/{human_len} rows  {per_sec}  ETA {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        ScanProgress { bar: Some(bar) }
+    }
+
+    /// Updates the bar.
+    pub(crate) fn update(&self, progress: AuditProgress) {
+        let Some(bar) = &self.bar else { return };
+        match progress {
+            AuditProgress::Inventory { source_rows, replica_rows } => bar.set_length(source_rows.max(replica_rows)),
+            AuditProgress::Scanned { source_rows, replica_rows } => bar.set_position(source_rows.max(replica_rows)),
+            _ => {}
+        }
+    }
+
+    /// Removes the bar.
+    pub(crate) fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! `datadiff audit` end to end through `datadiff_cli::run` against throwaway clusters.
+
+use datadiff_cli::{Console, Exit, run};
+use datadiff_runner::Environment;
+use datadiff_testkit::{Database, SUPERUSER, shared_cluster};
+
+const TABLE: &str = "CREATE TABLE public.customers (id bigint PRIMARY KEY, email text, plan text, notes text);";
+
+struct Outcome {
+    exit: Exit,
+    stdout: String,
+    stderr: String,
+}
+
+fn datadiff_with(environment: Environment, args: &[&str]) -> Outcome {
+    let (console, captured) = Console::capture(environment);
+    let exit = run(std::iter::once("datadiff").chain(args.iter().copied()), console);
+    Outcome { exit, stdout: captured.stdout(), stderr: captured.stderr() }
+}
+
+fn datadiff(args: &[&str]) -> Outcome {
+    datadiff_with(Environment::default(), args)
+}
+
+fn url(database: &Database<'_>) -> String {
+    database.url(SUPERUSER, shared_cluster().superuser_password())
+}
+
+struct Pair {
+    source: Database<'static>,
+    replica: Database<'static>,
+}
+
+impl Pair {
+    fn new(source_sql: &str, replica_sql: &str) -> Pair {
+        let cluster = shared_cluster();
+        let source = cluster.fresh_database().unwrap();
+        let replica = cluster.fresh_database().unwrap();
+        source.client().unwrap().batch_execute(source_sql).unwrap();
+        replica.client().unwrap().batch_execute(replica_sql).unwrap();
+        Pair { source, replica }
+    }
+
+    fn audit(&self, extra: &[&str]) -> Outcome {
+        let (source, replica) = (url(&self.source), url(&self.replica));
+        let mut args = vec!["audit", "--source", &source, "--replica", &replica, "--table", "public.customers"];
+        args.extend_from_slice(extra);
+        datadiff(&args)
+    }
+}
+
+fn rows(count: u32) -> String {
+    format!(
+        "INSERT INTO public.customers SELECT g, 'u' || g || '@example.com', 'free', NULL FROM generate_series(1, {count}) g;"
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|error| panic!("stdout is not JSON ({error}): {text}"))
+}
+
+#[test]
+fn pass_prints_the_json_report_on_stdout_and_exits_zero() {
+    let pair = Pair::new(&format!("{TABLE}{}", rows(25)), &format!("{TABLE}{}", rows(25)));
+    let outcome = pair.audit(&["--cutover-ready"]);
+    assert_eq!(outcome.exit, Exit::Success, "{}", outcome.stderr);
+    let report = json(&outcome.stdout);
+    assert_eq!(report["status"], "PASS");
+    assert_eq!(report["reason"], "PARITY_VERIFIED");
+    assert_eq!(report["source_rows"], 25);
+    assert_eq!(report["replica_rows"], 25);
+    assert_eq!(report["columns"], serde_json::json!(["email", "plan", "notes"]));
+    assert!(outcome.stderr.contains("CDC parity verified for 25 rows"), "{}", outcome.stderr);
+}
+
+#[test]
+fn block_exits_one_and_the_report_file_gets_the_json() {
+    let pair = Pair::new(
+        &format!("{TABLE}{}", rows(5)),
+        &format!(
+            "{TABLE}{} DELETE FROM public.customers WHERE id = 4; UPDATE public.customers SET plan = 'pro' WHERE id = 1;",
+            rows(5)
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cdc-parity-report.json");
+    let path_text = path.display().to_string();
+    let outcome = pair.audit(&["--cutover-ready", "--report", &path_text]);
+    assert_eq!(outcome.exit, Exit::Failure, "{}", outcome.stderr);
+    let report = json(&std::fs::read_to_string(&path).unwrap());
+    assert_eq!(report["status"], "BLOCK");
+    assert_eq!(report["reason"], "ROW_DIFFERENCES");
+    assert_eq!(
+        (report["missing"].as_u64(), report["changed"].as_u64(), report["difference_count"].as_u64()),
+        (Some(1), Some(1), Some(2))
+    );
+    assert_eq!(
+        report["examples"],
+        serde_json::json!([{"id": 1, "kind": "CHANGED", "fields": ["plan"]}, {"id": 4, "kind": "MISSING_IN_REPLICA"}])
+    );
+    assert!(
+        outcome.stdout.starts_with("CDC parity failed: ROW_DIFFERENCES. source=5, replica=4, differences=2"),
+        "{}",
+        outcome.stdout
+    );
+}
+
+#[test]
+fn empty_tables_block_unless_allowed() {
+    let pair = Pair::new(TABLE, TABLE);
+    let outcome = pair.audit(&["--cutover-ready"]);
+    assert_eq!(outcome.exit, Exit::Failure);
+    assert_eq!(json(&outcome.stdout)["reason"], "EMPTY_DATASET");
+    let outcome = pair.audit(&["--cutover-ready", "--allow-empty"]);
+    assert_eq!(outcome.exit, Exit::Success);
+    assert_eq!(json(&outcome.stdout)["status"], "PASS");
+}
+
+#[test]
+fn refusals_exit_two_with_one_line_naming_the_flag_and_no_report() {
+    let pair = Pair::new(&format!("{TABLE}{}", rows(3)), &format!("{TABLE}{}", rows(3)));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    let path_text = path.display().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "--cutover-ready was not given"),
+        (&["--cutover-ready", "--max-rows", "0"], "--max-rows must be between 1 and 50000000, got 0"),
+        (&["--cutover-ready", "--max-rows", "50000001"], "--max-rows must be between 1 and 50000000, got 50000001"),
+        (&["--cutover-ready", "--max-examples", "101"], "--max-examples must be between 1 and 100, got 101"),
+        (&["--cutover-ready", "--max-examples", "-1"], "--max-examples must be between 1 and 100, got -1"),
+        (&["--cutover-ready", "--key", "id,email"], "composite keys are not supported: --key takes exactly one"),
+        (
+            &["--cutover-ready", "--lsn-column", "_cdc_lsn"],
+            "--replica-metadata-table, --lsn-column and --deleted-column go together",
+        ),
+        (
+            &["--cutover-ready", "--max-rows", "2"],
+            "Audit preflight failed. Check inventory counts and invalid CDC metadata. source=3 replica=3",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let mut args = extra.to_vec();
+        args.extend(["--report", &path_text]);
+        let outcome = pair.audit(&args);
+        assert_eq!(outcome.exit, Exit::Error, "{extra:?}");
+        assert!(outcome.stderr.starts_with("refused: "), "{extra:?}: {}", outcome.stderr);
+        assert!(outcome.stderr.contains(expected), "{extra:?}: {}", outcome.stderr);
+        assert_eq!(outcome.stderr.lines().count(), 1, "{extra:?}: {}", outcome.stderr);
+        assert!(outcome.stdout.is_empty());
+        assert!(!path.exists(), "a refusal writes no report");
+    }
+    let seed = "Pause source writes, drain CDC, confirm cutover_ready, and provide valid scan limits";
+    assert!(pair.audit(&[]).stderr.contains(seed));
+}
+
+#[test]
+fn one_database_behind_both_dsns_is_refused_over_a_unix_socket() {
+    let cluster = shared_cluster();
+    let database = cluster.fresh_database().unwrap();
+    database.client().unwrap().batch_execute(&format!("{TABLE}{}", rows(2))).unwrap();
+    let socket = format!(
+        "host={} port={} user={SUPERUSER} dbname={}",
+        cluster.socket_dir().display(),
+        cluster.port(),
+        database.name()
+    );
+    let tcp = url(&database);
+    for (source, replica) in [(&socket, &socket), (&tcp, &socket), (&tcp, &tcp)] {
+        let outcome = datadiff(&[
+            "audit",
+            "--source",
+            source,
+            "--replica",
+            replica,
+            "--table",
+            "public.customers",
+            "--cutover-ready",
+        ]);
+        assert_eq!(outcome.exit, Exit::Error);
+        assert!(outcome.stderr.contains("source and replica must be separate databases"), "{}", outcome.stderr);
+    }
+}
+
+#[test]
+fn a_duplicate_key_is_an_error_naming_the_key() {
+    let pair = Pair::new(
+        &format!("{TABLE}{}", rows(3)),
+        "CREATE TABLE public.customers (id bigint, email text, plan text, notes text); \
+         INSERT INTO public.customers VALUES (1, 'a', 'free', NULL), (3, 'c', 'free', NULL), (3, 'c', 'free', NULL);",
+    );
+    let outcome = pair.audit(&["--cutover-ready"]);
+    assert_eq!(outcome.exit, Exit::Error);
+    assert!(
+        outcome.stderr.contains("error: duplicate key 3 in public.customers on the replica database"),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn a_marker_value_and_the_password_never_appear_in_any_output() {
+    const MARKER: &str = "MARKER-7d1f-never-print-me";
+    const PASSWORD: &str = "pw-9c4e-secret";
+    let cluster = shared_cluster();
+    let role = format!("marker_{}", std::process::id());
+    let _ = cluster.create_role(&role, PASSWORD);
+    let grant = format!("GRANT SELECT ON public.customers TO {role};");
+    let pair = Pair::new(
+        &format!("{TABLE}{} UPDATE public.customers SET notes = '{MARKER}' WHERE id = 2; {grant}", rows(3)),
+        &format!("{TABLE}{} UPDATE public.customers SET notes = 'other {MARKER}' WHERE id = 2; {grant}", rows(3)),
+    );
+    let source = pair.source.url(&role, PASSWORD);
+    let replica = pair.replica.url(&role, PASSWORD);
+    let wrong = pair.replica.url(&role, "wrong-pw");
+    let dir = tempfile::tempdir().unwrap();
+    let report_path = dir.path().join("r.json").display().to_string();
+    let base = ["audit", "--table", "public.customers", "--cutover-ready", "-vvv"];
+    let runs: Vec<Vec<&str>> = vec![
+        [&base[..], &["--source", &source, "--replica", &replica]].concat(),
+        [&base[..], &["--source", &source, "--replica", &replica, "--report", &report_path]].concat(),
+        [&base[..], &["--source", &source, "--replica", &wrong]].concat(),
+        [&base[..], &["--source", &source, "--replica", &replica, "--key", "email,notes"]].concat(),
+        [&base[..], &["--source", &source, "--replica", &replica, "--columns", "nope"]].concat(),
+        vec!["audit", &source],
+    ];
+    let mut blocked = 0;
+    for args in &runs {
+        let outcome = datadiff(args);
+        blocked += usize::from(outcome.exit == Exit::Failure);
+        for text in [&outcome.stdout, &outcome.stderr] {
+            assert!(!text.contains(MARKER), "a row value leaked with {args:?}: {text}");
+            assert!(!text.contains(PASSWORD), "the password leaked with {args:?}: {text}");
+        }
+    }
+    assert_eq!(blocked, 2, "the planted difference blocks both full runs");
+    let report = std::fs::read_to_string(&report_path).unwrap();
+    assert!(report.contains("\"notes\"") && !report.contains(MARKER) && !report.contains(PASSWORD), "{report}");
+}
+
+#[test]
+fn connection_errors_are_one_line_with_the_cause_chain_under_verbose() {
+    let args = [
+        "audit",
+        "--source",
+        "host=127.0.0.1 port=1 user=u",
+        "--replica",
+        "host=127.0.0.1 port=1 user=u",
+        "--table",
+        "public.t",
+        "--cutover-ready",
+    ];
+    let outcome = datadiff(&args);
+    assert_eq!(outcome.exit, Exit::Error);
+    assert_eq!(outcome.stderr.lines().count(), 1, "{}", outcome.stderr);
+    assert!(outcome.stderr.starts_with("error: cannot connect to the"), "{}", outcome.stderr);
+    let verbose = datadiff(&[&args[..], &["-v"]].concat());
+    assert!(verbose.stderr.contains("caused by:"), "{}", verbose.stderr);
+}
+
+#[test]
+fn pgpassword_from_the_environment_authenticates_both_sides() {
+    let pair = Pair::new(&format!("{TABLE}{}", rows(2)), &format!("{TABLE}{}", rows(2)));
+    let cluster = shared_cluster();
+    let dsn =
+        |database: &Database<'_>| format!("postgresql://{SUPERUSER}@127.0.0.1:{}/{}", cluster.port(), database.name());
+    let (source, replica) = (dsn(&pair.source), dsn(&pair.replica));
+    let args = ["audit", "--source", &source, "--replica", &replica, "--table", "public.customers", "--cutover-ready"];
+    let environment = Environment::from_pairs([("PGPASSWORD", cluster.superuser_password())]);
+    let outcome = datadiff_with(environment, &args);
+    assert_eq!(outcome.exit, Exit::Success, "{}", outcome.stderr);
+    assert!(!outcome.stderr.contains(cluster.superuser_password()));
+}

@@ -1,0 +1,4 @@
+//! Integration tests of the command line through its testable entry point, `datadiff_cli::run`.
+
+mod audit;
+mod usage;

@@ -1,0 +1,51 @@
+//! Arguments, help, version and usage errors.
+
+use datadiff_cli::{Console, Exit, run};
+use datadiff_runner::Environment;
+
+fn datadiff(args: &[&str]) -> (Exit, String, String) {
+    let (console, captured) = Console::capture(Environment::default());
+    let exit = run(std::iter::once("datadiff").chain(args.iter().copied()), console);
+    (exit, captured.stdout(), captured.stderr())
+}
+
+#[test]
+fn version_and_help_print_to_stdout_and_exit_zero() {
+    let (exit, stdout, _) = datadiff(&["--version"]);
+    assert_eq!(exit, Exit::Success);
+    assert_eq!(stdout.trim(), format!("datadiff {}", env!("CARGO_PKG_VERSION")));
+    let (exit, stdout, _) = datadiff(&["audit", "--help"]);
+    assert_eq!(exit, Exit::Success);
+    for flag in [
+        "--source",
+        "--replica",
+        "--table",
+        "--replica-table",
+        "--key",
+        "--columns",
+        "--replica-metadata-table",
+        "--lsn-column",
+        "--deleted-column",
+        "--cutover-ready",
+        "--max-rows",
+        "--max-examples",
+        "--allow-empty",
+        "--report",
+    ] {
+        assert!(stdout.contains(flag), "audit --help lacks {flag}");
+    }
+}
+
+#[test]
+fn usage_errors_exit_two_and_never_echo_a_password() {
+    let (exit, stdout, stderr) = datadiff(&["audit", "postgresql://app:pw-in-argv-123@db/x"]);
+    assert_eq!(exit, Exit::Error);
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("unexpected argument"), "{stderr}");
+    assert!(!stderr.contains("pw-in-argv-123"), "{stderr}");
+    let (exit, _, stderr) = datadiff(&["audit", "--source", "s", "--replica", "r", "--table", "no_schema"]);
+    assert_eq!(exit, Exit::Error);
+    assert!(stderr.contains("--table") && stderr.contains("schema.table"), "{stderr}");
+    let (exit, _, _) = datadiff(&[]);
+    assert_eq!(exit, Exit::Error, "a command is required");
+}
