@@ -67,7 +67,8 @@ pub(crate) fn check_defaults(document: &mut Document, defaults: &Node) -> bool {
 /// A timing value must be a string of at least two characters (`minLength: 2`).
 fn timing_string(document: &mut Document, value: &Node, path: &str) -> bool {
     match value.as_str() {
-        Some(text) if text.chars().count() >= 2 => true,
+        // An empty value is "missing" (rule 1) or an empty duration (rules 7, 9, 10).
+        Some(text) if text.chars().count() >= 2 || text.is_empty() => true,
         Some(text) => {
             document.problem(
                 path,
@@ -161,14 +162,10 @@ pub(crate) fn table_definition(
             timing_string(document, value, &join(&dd_path, key));
         }
     }
-    if let Some(version) = data_diff.get("schema_version") {
-        if version.type_name() != "int" || version.scalar_text() != Some("1") {
-            document.problem(
-                &join(&dd_path, "schema_version"),
-                Some(version.line),
-                "schema_version: only 1 is accepted",
-            );
-        }
+    if let Some(version) = data_diff.get("schema_version")
+        && (version.type_name() != "int" || version.scalar_text() != Some("1"))
+    {
+        document.problem(&join(&dd_path, "schema_version"), Some(version.line), "schema_version: only 1 is accepted");
     }
     // tap.json's "row_checksum requires compare_columns" is rule 4 below, with its message.
 
@@ -244,7 +241,8 @@ pub(crate) fn table_definition(
     }
     // 4. row_checksum needs compare columns.
     let compare = compare_columns.clone().unwrap_or_default();
-    if checks.as_ref().is_some_and(|c| c.iter().any(|n| n == "row_checksum")) && compare.is_empty() {
+    let no_compare_columns = compare_columns.as_ref().is_some_and(Vec::is_empty);
+    if checks.as_ref().is_some_and(|c| c.iter().any(|n| n == "row_checksum")) && no_compare_columns {
         document.problem(
             &join(&dd_path, "checks"),
             data_diff.get("checks").map(|n| n.line),
@@ -270,26 +268,25 @@ pub(crate) fn table_definition(
         );
     }
     // 6. Crontab.
-    if let Some(setting) = frequency.as_ref().filter(|_| truthy(&frequency)) {
-        if let Some(text) = setting.node.as_str() {
-            if let Err(error) = Schedule::parse(text) {
-                let mut message = format!(
-                    "frequency must be a crontab expression, got '{text}' in check '{full_check_name}'. Example: '0 */6 * * *' for every six hours"
-                );
-                if let ScheduleError::FieldCount { fields, .. } = error {
-                    message.push_str(&format!(
-                        " (it has {fields} fields: datadiff reads only 5 fields, minute hour day-of-month month day-of-week)"
-                    ));
-                }
-                document.problem(&setting.path, Some(setting.node.line), message);
-            }
+    if let Some(setting) = frequency.as_ref().filter(|_| truthy(&frequency))
+        && let Some(text) = setting.node.as_str()
+        && let Err(error) = Schedule::parse(text)
+    {
+        let mut message = format!(
+            "frequency must be a crontab expression, got '{text}' in check '{full_check_name}'. Example: '0 */6 * * *' for every six hours"
+        );
+        if let ScheduleError::FieldCount { fields, .. } = error {
+            message.push_str(&format!(
+                " (it has {fields} fields: datadiff reads only 5 fields, minute hour day-of-month month day-of-week)"
+            ));
         }
+        document.problem(&setting.path, Some(setting.node.line), message);
     }
     // 7. window_start.
     let window_start_seconds = window_start
         .as_ref()
         .filter(|_| truthy(&window_start))
-        .and_then(|setting| duration(document, setting, |text| Duration::parse_positive_window_offset(text)));
+        .and_then(|setting| duration(document, setting, Duration::parse_positive_window_offset));
     // 8. initial_full_scan is a boolean.
     let initial_full_scan = match &initial_full_scan {
         None => Some(false),
@@ -308,27 +305,27 @@ pub(crate) fn table_definition(
     // 9. window_end (default 0s) is closer to the fire time than window_start.
     let window_end_seconds = match &window_end {
         None => Some(0),
-        Some(setting) => duration(document, setting, |text| Duration::parse_window_offset(text)),
+        Some(setting) => duration(document, setting, Duration::parse_window_offset),
     };
-    if let (Some(start), Some(end)) = (window_start_seconds, window_end_seconds) {
-        if end >= start {
-            let (path, line) = match &window_end {
-                Some(setting) => (setting.path.clone(), Some(setting.node.line)),
-                None => (dd_path.clone(), Some(data_diff.line)),
-            };
-            document.problem(
+    if let (Some(start), Some(end)) = (window_start_seconds, window_end_seconds)
+        && end >= start
+    {
+        let (path, line) = match &window_end {
+            Some(setting) => (setting.path.clone(), Some(setting.node.line)),
+            None => (dd_path.clone(), Some(data_diff.line)),
+        };
+        document.problem(
                 &path,
                 line,
                 format!(
                     "window_end must be closer to fire time than window_start (window_start={start}s, window_end={end}s) in check '{full_check_name}'"
                 ),
             );
-        }
     }
     // 10. statement_timeout (default 5min), no sign stripped.
     let statement_timeout_seconds = match &statement_timeout {
         None => Some(300),
-        Some(setting) => duration(document, setting, |text| Duration::parse(text)),
+        Some(setting) => duration(document, setting, Duration::parse),
     };
 
     let source_database = context.source_database;
@@ -385,8 +382,8 @@ fn duration(
     setting: &Setting<'_>,
     parse: impl Fn(&str) -> Result<Duration, datadiff_diff_core::DurationError>,
 ) -> Option<i64> {
-    // A non-string was already reported by the schema rule.
-    let text = setting.node.as_str()?;
+    // A non-string or a one-character string was already reported by the schema rule.
+    let text = setting.node.as_str().filter(|text| text.is_empty() || text.chars().count() >= 2)?;
     match parse(text) {
         Ok(duration) => Some(duration.seconds()),
         Err(error) => {

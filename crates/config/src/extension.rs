@@ -47,35 +47,31 @@ impl ExtensionFile {
             return file;
         }
         document.reject_unknown_keys(root, "", &["backend_db", "alert_handlers", "checks"]);
-        if let Some(backend) = root.get("backend_db") {
-            if document.mapping(backend, "backend_db").is_some() {
-                document.reject_unknown_keys(backend, "backend_db", &["sslrootcert"]);
-                file.sslrootcert = document.optional_str(backend, "backend_db", "sslrootcert").map(PathBuf::from);
-            }
+        if let Some(backend) = root.get("backend_db")
+            && document.mapping(backend, "backend_db").is_some()
+        {
+            document.reject_unknown_keys(backend, "backend_db", &["sslrootcert"]);
+            file.sslrootcert = document.optional_str(backend, "backend_db", "sslrootcert").map(PathBuf::from);
         }
         if let Some(handlers) = root.get("alert_handlers") {
             alerts.read_extensions(document, handlers);
         }
-        if let Some(checks) = root.get("checks") {
-            if let Some(entries) = document.mapping(checks, "checks") {
-                for (key, settings) in entries {
-                    let Some(name) = key.as_str() else {
-                        document.problem(
-                            "checks",
-                            Some(key.line),
-                            "check names must be strings (target/tap/schema/table)",
-                        );
-                        continue;
-                    };
-                    let path = join("checks", name);
-                    if let Some(extensions) = read_check(document, settings, &path) {
-                        file.checks.push(CheckExtension {
-                            full_check_name: name.to_owned(),
-                            extensions,
-                            path,
-                            line: key.line,
-                        });
-                    }
+        if let Some(checks) = root.get("checks")
+            && let Some(entries) = document.mapping(checks, "checks")
+        {
+            for (key, settings) in entries {
+                let Some(name) = key.as_str() else {
+                    document.problem("checks", Some(key.line), "check names must be strings (target/tap/schema/table)");
+                    continue;
+                };
+                let path = join("checks", name);
+                if let Some(extensions) = read_check(document, settings, &path) {
+                    file.checks.push(CheckExtension {
+                        full_check_name: name.to_owned(),
+                        extensions,
+                        path,
+                        line: key.line,
+                    });
                 }
             }
         }

@@ -203,10 +203,10 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
     for entry in entries {
         let entry = entry.map_err(|source| Error::Directory { dir: dir.clone(), source })?;
         let Ok(name) = entry.file_name().into_string() else { continue };
-        if entry.file_type().map(|t| t.is_file() || t.is_symlink()).unwrap_or(false) {
-            if let Some(kind) = file_kind(&name) {
-                files.push((kind, name));
-            }
+        if entry.file_type().map(|t| t.is_file() || t.is_symlink()).unwrap_or(false)
+            && let Some(kind) = file_kind(&name)
+        {
+            files.push((kind, name));
         }
     }
     files.sort();
@@ -221,11 +221,11 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
     match files.iter().find(|(kind, _)| *kind == FileKind::Config) {
         Some((_, name)) => {
             let ReadFile { mut document, root } = read_file(&dir.join(name), name, &env, secret, &mut warnings);
-            if let Some(root) = root.filter(|r| !r.is_null()) {
-                if document.mapping(&root, "").is_some() {
-                    backend = BackendSettings::read(&mut document, &root);
-                    alerts = AlertSettings::read_pipelinewise(&mut document, &root);
-                }
+            if let Some(root) = root.filter(|r| !r.is_null())
+                && document.mapping(&root, "").is_some()
+            {
+                backend = BackendSettings::read(&mut document, &root);
+                alerts = AlertSettings::read_pipelinewise(&mut document, &root);
             }
             documents.push(document);
         }
@@ -332,10 +332,10 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
         }
         documents.push(document);
     }
-    if let Some(log) = alerts.log.as_mut() {
-        if log.path.is_relative() {
-            log.path = dir.join(&log.path);
-        }
+    if let Some(log) = alerts.log.as_mut()
+        && log.path.is_relative()
+    {
+        log.path = dir.join(&log.path);
     }
 
     let problems: Vec<Problem> = documents.into_iter().flat_map(|d| d.problems).collect();

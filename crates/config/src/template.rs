@@ -20,10 +20,10 @@ struct EnvVars {
 
 impl EnvVars {
     fn note_missing(&self, name: &str) {
-        if let Ok(mut missing) = self.missing.lock() {
-            if !missing.iter().any(|known| known == name) {
-                missing.push(name.to_owned());
-            }
+        if let Ok(mut missing) = self.missing.lock()
+            && !missing.iter().any(|known| known == name)
+        {
+            missing.push(name.to_owned());
         }
     }
 }

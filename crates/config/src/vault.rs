@@ -171,7 +171,7 @@ fn is_executable(_metadata: &std::fs::Metadata) -> bool {
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     let digit = |b: u8| (b as char).to_digit(16);

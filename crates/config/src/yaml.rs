@@ -221,6 +221,13 @@ fn build_raw(text: &str) -> Result<Option<Rc<Raw>>, YamlProblem> {
                 None
             }
             Event::Scalar(value, style, anchor, tag) => {
+                // A block scalar (`key: |`) starts on the line after its key; problems point at
+                // the key's line.
+                let block = matches!(style, ScalarStyle::Literal | ScalarStyle::Folded);
+                let line = match stack.last() {
+                    Some(Open::Map { pending_key: Some(key), .. }) if block => key.line(),
+                    _ => line,
+                };
                 let node = Rc::new(Raw::Scalar {
                     text: value.into_owned(),
                     plain: style == ScalarStyle::Plain,

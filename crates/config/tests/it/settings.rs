@@ -1,0 +1,161 @@
+//! backend_db, alert handlers, datadiff.yml, YAML 1.1 behaviour through the loader, and
+//! non-ASCII names hashed as Python does.
+
+use datadiff_config::SslMode;
+
+use crate::{CONFIG, TARGET, VALID, load_ok, problems, project, tap};
+
+fn files<'a>(config: &'a str, tap_text: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut files = vec![("config.yml", config), ("target_postgres.yml", TARGET), ("tap_payments.yml", tap_text)];
+    files.extend_from_slice(extra);
+    files
+}
+
+#[test]
+fn backend_defaults_and_required_fields() {
+    let text = tap("", "", VALID);
+    let loaded = load_ok(&project(&files(CONFIG, &text, &[])));
+    let backend = loaded.backend.unwrap_or_else(|| panic!("backend"));
+    assert_eq!((backend.port, backend.connect_timeout, backend.sslmode), (5432, 10, None));
+    assert_eq!((backend.user.as_str(), backend.ddl_user.as_str()), ("app", "owner"));
+
+    let config = "backend_db:\n  host: h\n  user: u\n  dbname: d\n  ddl_password: ''\n";
+    let found = problems(&project(&files(config, &text, &[])));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!((found[0].path.as_str(), found[0].line), ("backend_db", Some(2)));
+    assert_eq!(found[0].message, "backend_db is missing required fields: password, ddl_user, ddl_password");
+}
+
+#[test]
+fn backend_sslmode_and_timeouts() {
+    let text = tap("", "", VALID);
+    let config = format!("{CONFIG}  sslmode: require\n  connect_timeout: 3\n  port: '6543'\n");
+    let backend = load_ok(&project(&files(&config, &text, &[]))).backend.unwrap_or_else(|| panic!("backend"));
+    assert_eq!((backend.sslmode, backend.connect_timeout, backend.port), (Some(SslMode::Require), 3, 6543));
+    let config = format!("{CONFIG}  sslmode: sometimes\n");
+    let found = problems(&project(&files(&config, &text, &[])));
+    assert_eq!(found[0].path, "backend_db.sslmode");
+    assert!(found[0].message.contains("verify-full"));
+}
+
+#[test]
+fn without_backend_definitions_are_validated_returned_and_flagged() {
+    let text = tap("", "", VALID);
+    let loaded = load_ok(&project(&files("alert_handlers: {}\n", &text, &[])));
+    assert!(loaded.definitions_ignored());
+    assert_eq!(loaded.definitions.len(), 1);
+    assert_eq!(
+        loaded.warnings,
+        ["Ignoring 1 data_diff definition(s): config.yml does not define backend_db. Replication is unaffected."]
+    );
+    // Validation still runs in full.
+    let bad = tap("", "", &VALID.replace("'0 * * * *'", "'1h'"));
+    assert_eq!(problems(&project(&files("{}\n", &bad, &[])))[0].path, "schemas[0].tables[0].data_diff.frequency");
+}
+
+#[test]
+fn pipelinewise_keys_datadiff_does_not_use_are_accepted() {
+    let text = tap("", "", VALID)
+        .replace("name: Payments\n", "name: Payments\nowner: a@b.c\nbatch_size_rows: 1000\nstream_buffer_size: 0\n");
+    let config = format!("{CONFIG}notifications: {{}}\n");
+    assert_eq!(load_ok(&project(&files(&config, &text, &[]))).definitions.len(), 1);
+}
+
+#[test]
+fn extension_alert_handlers_belong_in_datadiff_yml() {
+    let text = tap("", "", VALID);
+    let config = format!("{CONFIG}alert_handlers:\n  webhook: {{url: 'https://x'}}\n");
+    let found = problems(&project(&files(&config, &text, &[])));
+    assert_eq!(found[0].path, "alert_handlers.webhook");
+    assert!(found[0].message.contains("datadiff.yml"));
+    let extensions = "alert_handlers:\n  webhook: {url: 'https://hooks.example.com/dd?token=abc'}\n";
+    let project = load_ok(&project(&files(CONFIG, &text, &[("datadiff.yml", extensions)])));
+    assert_eq!(
+        project.alerts.webhook.map(|w| w.url.expose().to_owned()).as_deref(),
+        Some("https://hooks.example.com/dd?token=abc")
+    );
+}
+
+#[test]
+fn datadiff_yml_rejects_unknown_keys_and_names() {
+    let text = tap("", "", VALID);
+    let extensions = "checks:\n  postgres/payments/public/transfers:\n    row_diff: {max_examples: 20, sample: 1}\n    exclude_soft_deleted: true\n  postgres/payments/public/nope:\n    exclude_soft_deleted: true\nbackend_db: {sslrootcert: ca.pem, sslcert: c.pem}\n";
+    let found = problems(&project(&files(CONFIG, &text, &[("datadiff.yml", extensions)])));
+    let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "backend_db.sslcert",
+            "checks.postgres/payments/public/transfers.row_diff.sample",
+            "checks.postgres/payments/public/nope"
+        ],
+        "{found:#?}"
+    );
+    assert!(found.iter().all(|p| p.file == "datadiff.yml"));
+    assert!(found[2].message.starts_with("unknown check 'postgres/payments/public/nope'"));
+}
+
+#[test]
+fn row_diff_limits_and_compare_columns() {
+    let text = tap("", "", VALID);
+    for bad in ["0", "101", "'20'", "2.5"] {
+        let extensions =
+            format!("checks:\n  postgres/payments/public/transfers:\n    row_diff: {{max_examples: {bad}}}\n");
+        let found = problems(&project(&files(CONFIG, &text, &[("datadiff.yml", &extensions)])));
+        assert_eq!(found[0].path, "checks.postgres/payments/public/transfers.row_diff.max_examples", "{bad}");
+    }
+    let extensions = "checks:\n  postgres/payments/public/transfers:\n    row_diff: {}\n";
+    let project_ok = load_ok(&project(&files(CONFIG, &text, &[("datadiff.yml", extensions)])));
+    assert_eq!(project_ok.definitions[0].extensions.row_diff.map(|r| r.max_examples()), Some(20));
+
+    let no_compare = tap(
+        "",
+        "",
+        &VALID.replace("row_count, row_checksum", "row_count").replace("compare_columns: [amount, status]\n", ""),
+    );
+    let found = problems(&project(&files(CONFIG, &no_compare, &[("datadiff.yml", extensions)])));
+    assert_eq!(found[0].message, "row_diff requires at least one compare_columns entry for public.transfers");
+}
+
+#[test]
+fn yaml_duplicate_keys_are_errors_and_merge_keys_work() {
+    let text = tap("", "", &format!("{VALID}key_column: other\n"));
+    let found = problems(&project(&files(CONFIG, &text, &[])));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].path, "schemas[0].tables[0].data_diff.key_column");
+    assert!(found[0].message.starts_with("duplicate key 'key_column'"));
+
+    // A data_diff block built from an anchor with a merge key, one value overridden.
+    let merged = tap("", "", "<<: *base\nkey_column: other_id\n")
+        .replace("schemas:\n", &format!("x-base: &base\n{}schemas:\n", crate::indent(VALID, 2)));
+    let definition = load_ok(&project(&files(CONFIG, &merged, &[]))).definitions.remove(0);
+    assert_eq!((definition.source_key_column.as_str(), definition.window_end_seconds), ("other_id", 3600));
+}
+
+#[test]
+fn non_ascii_names_hash_as_python() {
+    // The "non-ASCII names" vector of tests/vectors/hash_vectors.py, through the loader.
+    let target = "id: postgres\ntype: target-postgres\ndb_conn: {dbname: lager}\n";
+    let text = "\
+id: zahlungen
+type: tap-mysql
+target: postgres
+db_conn: {dbname: kasse}
+schemas:
+  - source_schema: öffentlich
+    target_schema: ZIEL_ß
+    tables:
+      - table_name: Überweisungen
+        data_diff:
+          checks: [schema_compatibility]
+          key_column: Schlüssel
+          timestamp_column: geändert_am
+          compare_columns: [betrag€, notiz😀, \"tab\\there\", 'quote\"back\\slash', \"ctl\\x01\\x7f/\"]
+          frequency: '@hourly'
+          window_start: 1h
+";
+    let dir = project(&[("config.yml", CONFIG), ("target_postgres.yml", target), ("tap_zahlungen.yml", text)]);
+    let definition = load_ok(&dir).definitions.remove(0);
+    assert_eq!(definition.full_check_name, "postgres/zahlungen/öffentlich/Überweisungen");
+    assert_eq!(definition.config_hash(), "eeccefc9aafd4f8d5b245aa0d14cb461f30744a6d60ff7746c22eb040790083c");
+}
