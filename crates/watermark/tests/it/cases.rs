@@ -368,3 +368,26 @@ fn incremental_matches_full_for_every_window_and_status_combination() {
     }
     assert_eq!(compared, 3 * 2 * 2 * 81 * 3);
 }
+
+/// Documented in the crate root: upstream's choice only compares the new start with the
+/// verified start, so a rolling window that starts before the historical start but after the
+/// verified start is applied incrementally even though it is not in window order. We follow
+/// upstream (the rows must match); a recomputation would name the newer failure.
+#[test]
+fn incremental_follows_upstream_when_a_historical_start_is_later_than_a_rolling_start() {
+    use crate::support::at;
+    let mut store = Store::default();
+    store.evaluate(attempt(1, Some(at(11, 30)), h(12), 1, AttemptStatus::Fail));
+    let widened = store.evaluate(attempt(2, Some(at(10, 30)), h(13), 1, AttemptStatus::Pass));
+    assert_eq!(widened.method, Method::Recompute, "starts before the verified start");
+    assert_eq!(widened.outcome.state.coverage.verified, interval(at(10, 30), at(11, 30)));
+    assert_eq!(widened.outcome.state.coverage.blocking_run_id, Some(run(1)));
+
+    let rolling = store.evaluate(attempt(3, Some(h(11)), at(13, 30), 1, AttemptStatus::Fail));
+    assert_eq!(rolling.method, Method::Incremental);
+    assert_eq!(rolling.outcome.state.coverage.verified, interval(at(10, 30), at(11, 30)));
+    assert_eq!(rolling.outcome.state.coverage.blocking_run_id, Some(run(1)));
+    let full = recompute(&store.slots, false).unwrap();
+    assert_eq!(full.verified, interval(at(10, 30), h(11)));
+    assert_eq!(full.blocking_run_id, Some(run(3)));
+}
