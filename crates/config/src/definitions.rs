@@ -328,11 +328,13 @@ pub(crate) fn table_definition(
         Some(setting) => duration(document, setting, Duration::parse),
     };
 
+    // The databases enter the definition; only worth saying for a route that can import.
     let source_database = context.source_database;
-    if source_database.is_none() {
+    let route_ok = source_type.is_some() && target_type.is_some();
+    if route_ok && source_database.is_none() {
         document.problem(table_path, Some(table.line), format!("tap '{}' has no db_conn.dbname", context.tap_id));
     }
-    if context.target_database.is_none() {
+    if route_ok && context.target_database.is_none() {
         document.problem(table_path, Some(table.line), format!("target '{}' has no db_conn.dbname", context.target_id));
     }
     if document.problems.len() > before {

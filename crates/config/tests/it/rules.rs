@@ -324,3 +324,18 @@ fn problems_of_several_files_are_reported_together() {
     let files: Vec<String> = problems(&dir).into_iter().map(|p| p.file).collect();
     assert_eq!(files, ["config.yml", "tap_payments.yml", "datadiff.yml"]);
 }
+
+#[test]
+fn definitions_need_both_database_names() {
+    let text = tap("", "", VALID).replace("db_conn: {host: primary, dbname: payments}", "db_conn: {host: primary}");
+    let target = TARGET.replace("dbname: warehouse", "port: 5432");
+    let dir = project(&[("config.yml", CONFIG), ("target_postgres.yml", &target), ("tap_payments.yml", &text)]);
+    let messages: Vec<String> = problems(&dir).into_iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+    assert_eq!(
+        messages,
+        [
+            "schemas[0].tables[0]: tap 'payments' has no db_conn.dbname",
+            "schemas[0].tables[0]: target 'postgres' has no db_conn.dbname"
+        ]
+    );
+}
