@@ -2,11 +2,14 @@
 //!
 //! # Why not serde-saphyr's typed deserialisation
 //!
-//! serde-saphyr (the recommended crate) resolves a scalar's type from the Rust type it is
-//! deserialised into: `initial_full_scan: "false"` would become `false` in a `bool` field,
-//! and `yes` would be a string in a `String` field. PipelineWise resolves types from the text
-//! alone, with PyYAML's YAML 1.1 rules, and then validates the types (`"false"` is rejected,
-//! `yes` is `True`, `dbname: 2024` is an integer). Validation messages also need the line of
+//! serde-saphyr (the recommended crate) parses YAML 1.1 the way PyYAML users expect (merge
+//! keys, `yes`/`no` booleans, duplicate keys rejected), but its typed deserialisation resolves a
+//! scalar's type from the Rust type it is read into ("the target Rust types serve as an
+//! explicit schema", its README says): `yes` read into a `String` stays a string, and whether
+//! a boolean field held `false` or the quoted `"false"` is not visible through serde.
+//! PipelineWise resolves types from the text alone, with PyYAML's YAML 1.1 rules, and then
+//! validates them (`initial_full_scan: "false"` is rejected, `yes` is `True`, `dbname: 2024` is
+//! an integer). Validation messages also need the line of
 //! every node, including nodes reached through aliases and merge keys. So this module uses
 //! serde-saphyr's event parser (`serde_saphyr::granit_parser`, re-exported by serde-saphyr, so no
 //! extra dependency) and composes the document itself:
@@ -22,6 +25,10 @@
 //!   `!!str`, `!!int`, `!!bool`, `!!null`, `!!float` honoured; any other tag is an error, as
 //!   PyYAML's safe loader has no constructor for it;
 //! * one document per file (PyYAML's `safe_load` rejects a stream of several).
+//!
+//! The event parser reads YAML 1.2 syntax; PyYAML reads YAML 1.1 syntax. Documents that only
+//! one of them accepts are rare in project files (an anchor name with `/`, tabs used for
+//! indentation); an unquoted `frequency: */15 * * * *` is an error for both (an alias).
 //!
 //! Deviation (SPEC §2): a key repeated in one mapping is an **error**; PyYAML silently keeps the
 //! last value. Merged keys overridden by explicit keys are not duplicates.
