@@ -132,10 +132,14 @@ pub struct BackendConfig {
     /// `statement_timeout` for application sessions (`None`: the server's setting).
     /// Migrations never get one: they wait for their lock and finish.
     pub statement_timeout: Option<Duration>,
+    /// `application_name` of application sessions; default upstream's
+    /// [`APPLICATION_NAME`](crate::APPLICATION_NAME), `pipelinewise-data-diff`.
+    pub application_name: String,
 }
 
 impl Default for BackendConfig {
-    /// Empty required fields, port 5432, no sslmode, 10 s connect timeout.
+    /// Empty required fields, port 5432, no sslmode, 10 s connect timeout, upstream's
+    /// `application_name`.
     fn default() -> Self {
         BackendConfig {
             host: String::new(),
@@ -149,6 +153,7 @@ impl Default for BackendConfig {
             sslrootcert: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             statement_timeout: None,
+            application_name: crate::connection::APPLICATION_NAME.to_owned(),
         }
     }
 }
@@ -196,6 +201,7 @@ impl fmt::Debug for BackendConfig {
             .field("sslrootcert", &self.sslrootcert)
             .field("connect_timeout", &self.connect_timeout)
             .field("statement_timeout", &self.statement_timeout)
+            .field("application_name", &self.application_name)
             .finish()
     }
 }
@@ -223,6 +229,7 @@ mod tests {
         assert_eq!(config.connect_timeout, Duration::from_secs(10));
         assert_eq!(config.sslmode, None);
         assert_eq!(config.effective_sslmode(), SslMode::Prefer);
+        assert_eq!(config.application_name, "pipelinewise-data-diff");
     }
 
     #[test]

@@ -21,17 +21,15 @@ use postgres_openssl::MakeTlsConnector;
 use crate::config::{BackendConfig, SslMode};
 use crate::error::Error;
 
-/// `application_name` of application sessions.
+/// The default `application_name` of application sessions: upstream's
+/// `pipelinewise-data-diff` (config note §5.1, which SPEC §3 adopts for session settings).
 ///
-/// Upstream's data-diff announces itself as `pipelinewise-data-diff`. datadiff says
-/// `datadiff` instead: the two tools may share one backend, and an operator reading
-/// `pg_stat_activity`, `pg_locks` or the server log (`%a`) must be able to tell which tool
-/// holds a session or an advisory lock. Nothing in the shared schema or its rows depends
-/// on the name.
-pub const APPLICATION_NAME: &str = "datadiff";
-
-/// `application_name` of the migration session (upstream's Alembic session sets none).
-pub const DDL_APPLICATION_NAME: &str = "datadiff-migrate";
+/// Keeping upstream's name means a team that switches tools keeps its monitoring
+/// (`pg_stat_activity` filters, `log_line_prefix` `%a`, connection limits per application).
+/// When both tools share a backend and an operator needs to tell their sessions apart, set
+/// [`BackendConfig::application_name`](crate::BackendConfig::application_name) to another
+/// name. The migration session sets none, as upstream's Alembic session.
+pub const APPLICATION_NAME: &str = "pipelinewise-data-diff";
 
 /// Which of the backend's two roles a session logs in as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,7 +64,7 @@ enum Verify {
     ChainAndHost,
 }
 
-/// Opens a session as `role`: UTC (`-c timezone=UTC`), the role's `application_name`, the
+/// Opens a session as `role`: UTC (`-c timezone=UTC`), `application_name` (application role), the
 /// configured timeouts and TLS.
 pub(crate) fn connect(config: &BackendConfig, role: Role) -> Result<Client, Error> {
     let mut driver = driver_config(config, role);
@@ -111,13 +109,13 @@ fn driver_config(config: &BackendConfig, role: Role) -> postgres::Config {
     let mut options = String::from("-c timezone=UTC");
     match role {
         Role::Application => {
-            driver.user(&config.user).password(&config.password).application_name(APPLICATION_NAME);
+            driver.user(&config.user).password(&config.password).application_name(&config.application_name);
             if let Some(timeout) = config.statement_timeout {
                 options.push_str(&format!(" -c statement_timeout={}", timeout.as_millis()));
             }
         }
         Role::Ddl => {
-            driver.user(&config.ddl_user).password(&config.ddl_password).application_name(DDL_APPLICATION_NAME);
+            driver.user(&config.ddl_user).password(&config.ddl_password);
         }
     }
     driver.options(&options);
@@ -215,7 +213,7 @@ mod tests {
         let driver = driver_config(&config(), Role::Ddl);
         assert_eq!(driver.get_user(), Some("owner"));
         assert_eq!(driver.get_password(), Some(&b"owner-password"[..]));
-        assert_eq!(driver.get_application_name(), Some(DDL_APPLICATION_NAME));
+        assert_eq!(driver.get_application_name(), None);
         assert_eq!(driver.get_options(), Some("-c timezone=UTC"));
     }
 

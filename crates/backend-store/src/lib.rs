@@ -7,7 +7,7 @@
 //!   plus datadiff's `sslrootcert`; `Debug` redacts passwords. [`SslMode`] has libpq's
 //!   meaning, implemented with OpenSSL (see its docs for exactly what each mode checks).
 //! * [`Store`] — an opened backend: an r2d2 pool of application-role sessions (UTC,
-//!   `application_name = datadiff`), a single DDL-role session for migrations,
+//!   upstream's `application_name`), a single DDL-role session for migrations,
 //!   [`Store::status`], the schema gate [`Store::gate`] and [`Store::migrate`].
 //! * [`migrate()`](migrate::migrate) and the pure [`plan`] — PipelineWise's Alembic chain
 //!   `001`–`004` reproduced in datadiff's own SQL, recorded in `public.alembic_version`, and
@@ -95,10 +95,11 @@
 //!
 //! # Decisions where the sources are silent
 //!
-//! * **`application_name`**: `datadiff` for application sessions and `datadiff-migrate`
-//!   for the migration session, not upstream's `pipelinewise-data-diff` — both tools may
-//!   share one backend and an operator must be able to tell their sessions and lock holders
-//!   apart in `pg_stat_activity`, `pg_locks` and the server log ([`APPLICATION_NAME`]).
+//! * **`application_name`**: upstream's `pipelinewise-data-diff` by default (SPEC §3 takes
+//!   session settings from the config note), so monitoring survives a switch of tools; it is
+//!   a [`BackendConfig`] field, so a deployment sharing a backend between both tools can
+//!   name datadiff's sessions differently ([`APPLICATION_NAME`]). The migration session
+//!   sets none, as upstream's.
 //! * **`sslmode`**: libpq's meaning for all six modes, including `require` verifying the
 //!   chain when `sslrootcert` is given; without `sslrootcert` the verifying modes use
 //!   `~/.postgresql/root.crt` when present, else the system trust store (where libpq would
@@ -132,7 +133,7 @@ mod store;
 
 pub use catalog::{Catalog, CatalogDifference, CatalogScope};
 pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, SslMode};
-pub use connection::{APPLICATION_NAME, DDL_APPLICATION_NAME, Role};
+pub use connection::{APPLICATION_NAME, Role};
 pub use error::Error;
 pub use migrate::{
     EXTENSIONS, ExtensionMigration, MIGRATION_LOCK, MigrateOptions, MigrationReport, Revision, Step, Target, plan,

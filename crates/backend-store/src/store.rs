@@ -79,7 +79,7 @@ impl Store {
         &self.pool
     }
 
-    /// An application-role session from the pool (UTC, `application_name=datadiff`).
+    /// An application-role session from the pool (UTC, the configured `application_name`).
     pub fn connection(&self) -> Result<PooledConnection, Error> {
         self.pool.get().map_err(Error::Pool)
     }

@@ -4,8 +4,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use datadiff_backend_store::{
-    APPLICATION_NAME, BackendConfig, DDL_APPLICATION_NAME, Error, MigrateOptions, PoolOptions, Role, Store,
-    migrate_backend,
+    APPLICATION_NAME, BackendConfig, Error, MigrateOptions, PoolOptions, Role, Store, migrate_backend,
 };
 
 use crate::support::backend;
@@ -31,14 +30,15 @@ fn application_sessions_are_utc_named_and_time_limited() {
     let store = Store::open(config).unwrap();
     let mut client = store.connection().unwrap();
     assert_eq!(setting(&mut client, "TimeZone"), "UTC");
-    assert_eq!(setting(&mut client, "application_name"), APPLICATION_NAME);
+    assert_eq!(setting(&mut client, "application_name"), "pipelinewise-data-diff");
+    assert_eq!(APPLICATION_NAME, "pipelinewise-data-diff");
     assert_eq!(setting(&mut client, "statement_timeout"), "2500ms");
     let user: String = client.query_one("SELECT current_user::text", &[]).unwrap().get(0);
     assert_eq!(user, backend.config.user);
 
     let mut ddl = store.connect_ddl().unwrap();
     assert_eq!(setting(&mut ddl, "TimeZone"), "UTC");
-    assert_eq!(setting(&mut ddl, "application_name"), DDL_APPLICATION_NAME);
+    assert_eq!(setting(&mut ddl, "application_name"), "");
     assert_eq!(setting(&mut ddl, "statement_timeout"), "0");
     let user: String = ddl.query_one("SELECT current_user::text", &[]).unwrap().get(0);
     assert_eq!(user, backend.config.ddl_user);
@@ -47,12 +47,14 @@ fn application_sessions_are_utc_named_and_time_limited() {
 #[test]
 fn the_pool_hands_out_several_sessions_at_once() {
     let backend = backend();
-    let store = Store::open_with(backend.config.clone(), PoolOptions { max_size: 3, checkout_timeout: None }).unwrap();
+    let config = BackendConfig { application_name: "datadiff".into(), ..backend.config.clone() };
+    let store = Store::open_with(config, PoolOptions { max_size: 3, checkout_timeout: None }).unwrap();
     let mut sessions: Vec<_> = (0..3).map(|_| store.connection().unwrap()).collect();
     let mut pids = std::collections::BTreeSet::new();
     for session in &mut sessions {
         let pid: i32 = session.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
         assert_eq!(setting(session, "TimeZone"), "UTC");
+        assert_eq!(setting(session, "application_name"), "datadiff");
         pids.insert(pid);
     }
     assert_eq!(pids.len(), 3);
