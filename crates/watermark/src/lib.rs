@@ -29,7 +29,7 @@
 //! |-----|-------|-----------------|---------|-------------|-----------------|-------------------|------------|---------|
 //! | a   | 11:00 | [10:00, 11:00)  | PASS    | recompute   | [10:00, 11:00)  | CONTIGUOUS        | INITIALIZE | 1       |
 //! | b   | 12:00 | [11:00, 12:00)  | FAIL    | incremental | [10:00, 11:00)  | BLOCKED, b        | BLOCK      | 2       |
-//! | c   | 13:00 | [12:00, 13:00)  | PASS    | incremental | [10:00, 11:00)  | BLOCKED, b (kept) | BLOCK      | 3       |
+//! | c   | 13:00 | [12:00, 13:00)  | PASS    | recompute   | [10:00, 11:00)  | BLOCKED, b (kept) | BLOCK      | 3       |
 //! | b'  | 12:00 | [11:00, 12:00)  | PASS    | recompute   | [10:00, 13:00)  | CONTIGUOUS        | ADVANCE    | 4       |
 //!
 //! A later pass never carries the watermark over an earlier failure or gap: `c` only moves
@@ -49,8 +49,8 @@
 //!   extended by a PASS or cut at a FAIL/ERROR; a BLOCKED one only records the new furthest
 //!   end.
 //! * **Choice** ([`Transition::plan`]): incremental for a new slot row after every other with
-//!   a start at or after the verified start; copy when the upsert changed nothing; recompute
-//!   otherwise.
+//!   a start at or after the verified start, when the previous coverage is CONTIGUOUS and the
+//!   definition has a data check; copy when the upsert changed nothing; recompute otherwise.
 //! * **Events** ([`event_type`]): INITIALIZE, then ADVANCE / INVALIDATE by the verified end,
 //!   else BLOCK or CONFIRM; `state_version` rises by one per evaluated attempt.
 //!
@@ -97,16 +97,16 @@
 //!
 //! * **Barrier ties.** Non-PASS slots with the same start are ordered by end, then by
 //!   `scheduled_for` (upstream sorts stably a list read in slot order).
-//! * **Metadata-only and the blocker.** Upstream's incremental rule clears the blocking run
-//!   of metadata-only definitions while its recomputation keeps a failure found at the
-//!   verified start. Both are reproduced, so rows match PipelineWise's; the property tests
-//!   compare everything else.
-//! * **What "in-order append" means.** Upstream's incremental rule assumes fixed window
-//!   offsets: each new slot's `(start, end)` comes after every existing slot's. Under that
-//!   assumption incremental equals recompute (property-tested). The store's choice only
-//!   checks the start against the verified start, as upstream does, so a historical start
-//!   later than a subsequent rolling start can make the two differ (a later failure
-//!   starting between the two keeps the earlier blocker); we follow upstream.
+//! * **Incremental only where it equals recomputation.** Upstream's store also applies its
+//!   incremental rule ([`advance`]) to BLOCKED coverage and to metadata-only definitions. There
+//!   the rule can disagree with a recomputation: it clears the blocking run of metadata-only
+//!   coverage (recomputation keeps a failure found at the verified start), and it keeps a
+//!   BLOCKED coverage's blocker even when a historical start later than a subsequent rolling
+//!   start lets a new failure start before it. SPEC §6 — which outranks the runs note —
+//!   requires incremental == recompute, so [`Transition::plan`] recomputes in those cases.
+//!   Rows therefore equal PipelineWise's recomputation (what its own retries would write);
+//!   they can differ from its incremental rows only in those edge cases. [`advance`] itself
+//!   stays upstream's rule, documented and tested as such.
 //! * **Copy.** When the upsert changes nothing (a late or duplicate completion of a lower
 //!   attempt), the coverage is kept but the attempt is still evaluated: a new event
 //!   (BLOCK or CONFIRM), `last_evaluated_run_id` = that run, `state_version` + 1.

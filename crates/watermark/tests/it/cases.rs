@@ -37,7 +37,7 @@ fn spec_worked_example_pass_fail_pass_then_remediation() {
     );
 
     let c = store.evaluate(first(3, 12, 13, AttemptStatus::Pass));
-    assert_eq!(c.method, Method::Incremental);
+    assert_eq!(c.method, Method::Recompute, "BLOCKED coverage is recomputed");
     assert_eq!(c.outcome.state.coverage.verified_end(), Some(h(11)), "a later pass never jumps the gap");
     assert_eq!(c.outcome.state.coverage.furthest_observed_end, h(13));
     assert_eq!(c.outcome.state.coverage.blocking_run_id, Some(run(2)));
@@ -158,25 +158,28 @@ fn metadata_only_definition_never_advances_coverage() {
     let mut store = Store::metadata_only();
     store.evaluate(first(1, 10, 11, AttemptStatus::Pass));
     let appended = store.evaluate(first(2, 11, 12, AttemptStatus::Pass));
-    assert_eq!(appended.method, Method::Incremental);
+    assert_eq!(appended.method, Method::Recompute, "metadata-only coverage is always recomputed");
     assert_eq!(appended.outcome.state.coverage.verified, interval(h(10), h(10)));
     assert_eq!(appended.outcome.state.coverage.reason, METADATA);
     assert_eq!(appended.outcome.event.event_type, EventType::Block);
 }
 
 #[test]
-fn metadata_only_keeps_a_failure_at_the_start_as_blocker_only_when_recomputed() {
+fn metadata_only_keeps_a_failure_at_the_start_as_blocker() {
     // Recomputation: the barrier at verified_start blocks (its id is kept).
     let slots = [slot(1, h(10), h(11), SlotStatus::Fail), slot(2, h(11), h(12), SlotStatus::Pass)];
     assert_eq!(recompute(&slots, true).map(|c| c.blocking_run_id), Ok(Some(run(1))));
-    // Upstream's incremental rule clears it for metadata-only definitions.
+    // The store recomputes metadata-only coverage, so the blocker survives the append.
     let mut store = Store::metadata_only();
     let initial = store.evaluate(first(1, 10, 11, AttemptStatus::Fail));
     assert_eq!(initial.outcome.state.coverage.blocking_run_id, Some(run(1)));
     assert_eq!(initial.outcome.state.coverage.reason, METADATA);
     let appended = store.evaluate(first(2, 11, 12, AttemptStatus::Pass));
-    assert_eq!(appended.method, Method::Incremental);
-    assert_eq!(appended.outcome.state.coverage.blocking_run_id, None);
+    assert_eq!(appended.method, Method::Recompute);
+    assert_eq!(appended.outcome.state.coverage.blocking_run_id, Some(run(1)));
+    // Upstream's incremental rule, kept as `advance`, would have cleared it (crate docs).
+    let advanced = advance(&initial.outcome.state.coverage, &slots[1], true).unwrap();
+    assert_eq!(advanced.blocking_run_id, None);
 }
 
 #[test]
@@ -370,11 +373,11 @@ fn incremental_matches_full_for_every_window_and_status_combination() {
 }
 
 /// Documented in the crate root: upstream's choice only compares the new start with the
-/// verified start, so a rolling window that starts before the historical start but after the
-/// verified start is applied incrementally even though it is not in window order. We follow
-/// upstream (the rows must match); a recomputation would name the newer failure.
+/// verified start, so it would advance incrementally a rolling window that starts before the
+/// historical start but after the verified start, keeping the older blocker. SPEC §6 requires
+/// incremental == recompute, so BLOCKED coverage is recomputed and the newer failure blocks.
 #[test]
-fn incremental_follows_upstream_when_a_historical_start_is_later_than_a_rolling_start() {
+fn blocked_coverage_is_recomputed_when_a_rolling_start_precedes_a_historical_start() {
     use crate::support::at;
     let mut store = Store::default();
     store.evaluate(attempt(1, Some(at(11, 30)), h(12), 1, AttemptStatus::Fail));
@@ -384,10 +387,11 @@ fn incremental_follows_upstream_when_a_historical_start_is_later_than_a_rolling_
     assert_eq!(widened.outcome.state.coverage.blocking_run_id, Some(run(1)));
 
     let rolling = store.evaluate(attempt(3, Some(h(11)), at(13, 30), 1, AttemptStatus::Fail));
-    assert_eq!(rolling.method, Method::Incremental);
-    assert_eq!(rolling.outcome.state.coverage.verified, interval(at(10, 30), at(11, 30)));
-    assert_eq!(rolling.outcome.state.coverage.blocking_run_id, Some(run(1)));
-    let full = recompute(&store.slots, false).unwrap();
-    assert_eq!(full.verified, interval(at(10, 30), h(11)));
-    assert_eq!(full.blocking_run_id, Some(run(3)));
+    assert_eq!(rolling.method, Method::Recompute, "the previous coverage is BLOCKED");
+    assert_eq!(rolling.outcome.state.coverage.verified, interval(at(10, 30), h(11)));
+    assert_eq!(rolling.outcome.state.coverage.blocking_run_id, Some(run(3)));
+    assert_eq!(rolling.outcome.state.coverage, recompute(&store.slots, false).unwrap());
+    // Upstream's incremental rule (`advance`) would have kept run 1 as the blocker.
+    let upstream = advance(&widened.outcome.state.coverage, store.slots.last().unwrap(), false).unwrap();
+    assert_eq!(upstream.blocking_run_id, Some(run(1)));
 }
