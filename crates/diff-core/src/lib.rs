@@ -44,17 +44,22 @@ mod attempt;
 mod batches;
 mod canonical_json;
 mod check;
+mod checksum;
+mod column;
 mod definition;
 mod duration;
 mod error;
+mod family;
 mod key;
 mod merge;
+mod query;
 mod row;
 mod run;
 mod schedule;
 mod summary;
 mod time;
 mod value;
+mod verdict;
 
 pub use attempt::{
     AttemptFacts, Bounds, MAX_CATCH_UP, NewAttempt, NewRemediation, RemediationRefusal, RevisionHistory,
@@ -64,15 +69,25 @@ pub use attempt::{
 pub use batches::Batches;
 pub use canonical_json::python_json;
 pub use check::{CheckType, UnknownCheckType};
+pub use checksum::{CHECKSUM_OFFSET, ChecksumColumn, ChecksumKind, ChecksumPlan, UnsupportedComparison};
+pub use column::{CatalogColumn, ColumnError, ColumnPair, ColumnPlan, ColumnSelection, TIMESTAMP_TYPES, TableColumns};
 pub use definition::{
     CheckDefinition, DefinitionError, Extensions, RowDiffSettings, SourceType, TargetType, UnknownConnectorType,
 };
 pub use duration::{Duration, DurationError};
 pub use error::{Error, MergeError, Side};
+pub use family::{TypeFamily, lookup_name};
 pub use key::Key;
 pub use merge::{Change, Merge, merge};
+pub use query::{
+    IdentifierError, MetricQuery, MinimumQuery, Placeholders, QueryError, SOFT_DELETE_COLUMN, qualified_table,
+    quote_ident,
+};
 pub use row::{DigestRow, Keyed, ValuesRow};
 pub use run::{CheckId, PreflightId, RunId, RunStatus, TriggerType, UnknownName};
 pub use schedule::{FiresAfter, Schedule, ScheduleError, Window};
 pub use summary::{ChangedFields, DifferenceKind, Example, Summary};
 pub use value::{Float, Numeric, Value};
+pub use verdict::{
+    CheckResult, ResultStatus, ResultType, RowDiffCounts, in_declared_order, metric_passes, result_value,
+};
