@@ -16,6 +16,13 @@
 //! * [`decide_start`], [`due_slots`], [`decide_remediation`], [`stale_cutoff`]: the pure rules of
 //!   attempts (which slots are due, whether an attempt may start, retries, remediation links),
 //!   with the run vocabulary [`RunStatus`], [`TriggerType`] and the id newtypes.
+//! * [`AggregatePlan`]: one attempt of the aggregate checks planned from a definition and both
+//!   tables' catalog columns — column resolution and the timestamp gate ([`TableColumns`],
+//!   [`ColumnPlan`]), [`TypeFamily`] compatibility, the `schema_compatibility` result, the
+//!   `row_checksum` descriptors ([`ChecksumPlan`]), the PostgreSQL aggregate and `MIN` SQL
+//!   ([`MetricQuery`], [`MinimumQuery`], [`quote_ident`]), metric verdicts ([`CheckResult`]),
+//!   the historical start ([`resolve_historical_start`]) and how the attempt ends
+//!   ([`Outcome`]: status aggregation, ERROR beating FAIL, and PipelineWise's `error` texts).
 //!
 //! ```
 //! use datadiff_diff_core::{merge, Key, Summary, Value, ValuesRow};
@@ -38,7 +45,10 @@
 //! # What it does not do
 //!
 //! No I/O and no clock: this crate never touches a file, a socket, the environment or the
-//! current time. Readers that stream rows from databases live in `datadiff-runner`.
+//! current time. Readers that stream rows from databases live in `datadiff-runner`; so does
+//! executing the SQL that [`AggregatePlan`] builds. That SQL is PostgreSQL's: the other
+//! dialects PipelineWise supports (MySQL sources, Snowflake targets) are imported but not run
+//! by datadiff.
 
 mod attempt;
 mod batches;
@@ -50,8 +60,11 @@ mod definition;
 mod duration;
 mod error;
 mod family;
+mod historical;
 mod key;
 mod merge;
+mod outcome;
+mod plan;
 mod query;
 mod row;
 mod run;
@@ -77,8 +90,11 @@ pub use definition::{
 pub use duration::{Duration, DurationError};
 pub use error::{Error, MergeError, Side};
 pub use family::{TypeFamily, lookup_name};
+pub use historical::{HistoricalStart, resolve_historical_start};
 pub use key::Key;
 pub use merge::{Change, Merge, merge};
+pub use outcome::{Outcome, Signal, aggregate_status, python_isoformat, results_error};
+pub use plan::{AggregatePlan, PlanError};
 pub use query::{
     IdentifierError, MetricQuery, MinimumQuery, Placeholders, QueryError, SOFT_DELETE_COLUMN, qualified_table,
     quote_ident,
