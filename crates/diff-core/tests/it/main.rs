@@ -1,3 +1,4 @@
 //! Integration tests of the pure core through its public API.
 
+mod checks_postgres;
 mod merge_properties;
