@@ -614,6 +614,50 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn schema_compatibility_uses_replication_type_families_across_routes() {
+        // PostgreSQL source, Snowflake-style target: bigint↔NUMBER, date→TIMESTAMP_NTZ, text↔VARCHAR.
+        let source = payments(vec![
+            column("id", "bigint"),
+            column("updated_at", "timestamp with time zone"),
+            column("day", "date"),
+            column("status", "text"),
+        ]);
+        let target = TableColumns::new(
+            "PUBLIC",
+            "PAYMENTS",
+            vec![
+                column("ID", "NUMBER"),
+                column("UPDATED_AT", "TIMESTAMP_TZ"),
+                column("DAY", "TIMESTAMP_NTZ"),
+                column("STATUS", "VARCHAR"),
+            ],
+        );
+        let mut upper = selection(&["day", "status"]);
+        upper.target_key = "ID".into();
+        upper.target_timestamp = "UPDATED_AT".into();
+        upper.target_compare = vec!["DAY".into(), "STATUS".into()];
+        let result = ColumnPlan::resolve(&upper, &source, &target).unwrap().schema_compatibility();
+        assert_eq!((result.status, result.error), (ResultStatus::Pass, None));
+        assert_eq!(result.target_value["columns"][2]["type_family"], json!("timestamp"));
+        assert_eq!(result.target_value["columns"][2]["logical_name"], json!("day"), "logical name is the source's");
+
+        // date↔DATE passes too; a target without the column fails with "target missing".
+        let result = ColumnPlan::resolve(
+            &upper,
+            &source,
+            &TableColumns::new(
+                "PUBLIC",
+                "PAYMENTS",
+                vec![column("ID", "NUMBER"), column("UPDATED_AT", "TIMESTAMP_TZ"), column("DAY", "DATE")],
+            ),
+        )
+        .unwrap()
+        .schema_compatibility();
+        assert_eq!(result.status, ResultStatus::Fail);
+        assert_eq!(result.error.as_deref(), Some("status: source string is not compatible with target missing"));
+    }
+
+    #[test]
     fn schema_compatibility_fails_with_findings_and_reports_missing() {
         let source = payments(vec![
             column("id", "bigint"),

@@ -29,7 +29,7 @@ use crate::column::{ColumnError, ColumnPlan, ColumnSelection, TableColumns};
 use crate::historical::{HistoricalStart, resolve_historical_start};
 use crate::outcome::Outcome;
 use crate::query::{MetricQuery, MinimumQuery, Placeholders, QueryError, SOFT_DELETE_COLUMN};
-use crate::verdict::{CheckResult, in_declared_order};
+use crate::verdict::{CheckResult, ResultType, in_declared_order};
 use crate::{CheckDefinition, CheckType, Side, Value};
 
 /// Why an attempt cannot be planned or its aggregate rows read. Column and identifier texts are
@@ -284,9 +284,17 @@ impl AggregatePlan {
     /// results, a `row_diff` result) in declared order, the status aggregated (ERROR beats
     /// FAIL), the failed results' texts as the error. With no `results` this ends a
     /// metadata-only attempt, or one whose only metric was a rejected checksum (ERROR).
+    ///
+    /// Every declared check must have a result (PipelineWise raises otherwise): a missing one
+    /// makes the attempt ERROR `no result for the declared check '<check>'` rather than let it
+    /// pass without that check.
     pub fn outcome(&self, results: Vec<CheckResult>) -> Outcome {
         let mut all = self.metadata.clone();
         all.extend(results);
+        let has_result = |check: &CheckType| all.iter().any(|result| result.check_type == ResultType::Check(*check));
+        if let Some(missing) = self.checks.iter().find(|check| !has_result(check)) {
+            return Outcome::failed(format!("no result for the declared check '{missing}'"));
+        }
         Outcome::from_results(in_declared_order(&self.checks, all))
     }
 
@@ -472,6 +480,20 @@ mod tests {
             plan.compare(&source_row[..2], &target_row, 1.0, 2.0),
             Err(PlanError::RowShape { side: Side::Source, expected: 5, found: 2 })
         );
+    }
+
+    #[test]
+    fn final_results_require_every_declared_check() {
+        let checks = [CheckType::RowCount, CheckType::MaxKey];
+        let (source, target) = tables(vec![]);
+        let plan = AggregatePlan::new(&definition(&checks, &[]), &source, &target).unwrap();
+        let outcome = plan.outcome(Vec::new());
+        assert_eq!(outcome.status, RunStatus::Error, "never a PASS without the declared checks");
+        assert_eq!(outcome.error.as_deref(), Some("no result for the declared check 'row_count'"));
+        let only_count = CheckResult::metric(CheckType::RowCount, &Value::Int(1), &Value::Int(1), 0.0, 0.0);
+        let outcome = plan.outcome(vec![only_count]);
+        assert_eq!(outcome.error.as_deref(), Some("no result for the declared check 'max_key'"));
+        assert!(outcome.results.is_empty());
     }
 
     #[test]
