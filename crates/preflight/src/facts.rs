@@ -289,7 +289,7 @@ mod tests {
         assert_eq!(record.has_leading_index, Some(false));
         assert_eq!((record.table_rows, record.row_limit), (Some(100_000), Some(100_000)));
         assert_eq!(record.error, None);
-        assert_eq!(record.run_error(), Some("No usable source index starts with timestamp column 'updated_at'"));
+        assert_eq!(record.findings[0], "No usable source index starts with timestamp column 'updated_at'");
     }
 
     #[test]
@@ -350,7 +350,7 @@ mod tests {
             assert_eq!(record.has_leading_index, Some(false));
             assert_eq!(record.index_metadata, vec![btree("pk", &["id"])]);
             assert!(!record.index_warning);
-            assert_eq!(record.run_error(), Some("The bounded preflight row count is not a valid integer"));
+            assert_eq!(record.error.as_deref(), Some("The bounded preflight row count is not a valid integer"));
         }
     }
 

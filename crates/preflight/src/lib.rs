@@ -37,7 +37,8 @@
 //! match record.status {
 //!     PreflightStatus::Pass => { /* run the check's queries in the same transaction */ }
 //!     PreflightStatus::Blocked | PreflightStatus::Error => {
-//!         eprintln!("preflight {}: {}", record.status, record.run_error().unwrap_or_default());
+//!         // The run is ERROR; its error text is `diff_core::Outcome::preflight_stopped`'s.
+//!         eprintln!("preflight {}: {:?}", record.status, record.findings);
 //!     }
 //! }
 //! // Store `record` in dd_preflight_log; send an index warning when `record.index_warning`.

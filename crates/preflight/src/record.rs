@@ -90,15 +90,6 @@ impl PreflightRecord {
     pub fn findings_json(&self) -> Value {
         Value::Array(self.findings.iter().cloned().map(Value::String).collect())
     }
-
-    /// The text a run that this preflight stops records as its error: the error, else the
-    /// first finding (upstream's rule for BLOCKED). `None` for a PASS.
-    pub fn run_error(&self) -> Option<&str> {
-        if self.passed() {
-            return None;
-        }
-        self.error.as_deref().or_else(|| self.findings.first().map(String::as_str))
-    }
 }
 
 #[cfg(test)]
@@ -131,7 +122,6 @@ mod tests {
         assert_eq!(record.error, None);
         assert!(!record.index_warning);
         assert!(record.passed());
-        assert_eq!(record.run_error(), None);
     }
 
     #[test]
@@ -147,17 +137,5 @@ mod tests {
         assert_eq!((record.has_leading_index, record.table_rows, record.row_limit), (None, None, None));
         assert_eq!(record.error.as_deref(), Some("could not connect to the source"));
         assert!(!record.passed());
-        assert_eq!(record.run_error(), Some("could not connect to the source"));
-    }
-
-    #[test]
-    fn run_error_falls_back_to_the_first_finding() {
-        let record = PreflightRecord {
-            status: PreflightStatus::Blocked,
-            findings: vec!["first".to_owned(), "second".to_owned()],
-            error: None,
-            ..PreflightRecord::placeholder("unused")
-        };
-        assert_eq!(record.run_error(), Some("first"));
     }
 }
