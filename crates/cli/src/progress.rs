@@ -16,7 +16,7 @@ impl ScanProgress {
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:32} {human_pos}/{human_len} rows  {per_sec}  ETA {eta}",
+            "{spinner} [{elapsed_precise}] {bar:32} {human_pos}/{human_len} rows  {per_sec:0}  ETA {eta}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
