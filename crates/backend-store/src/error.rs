@@ -2,11 +2,14 @@
 
 use std::path::PathBuf;
 
+use chrono::{DateTime, Utc};
+use datadiff_diff_core::{CheckId, DefinitionError, RemediationRefusal, RunId, RunStatus, SkipReason};
+
 use crate::catalog::CatalogDifference;
 use crate::connection::Role;
 use crate::migrate::{Step, Target};
 
-/// Everything that can go wrong opening, gating or migrating a backend.
+/// Everything that can go wrong opening, gating, migrating or using a backend.
 ///
 /// `Display` says one layer, and never contains a password; the cause (a PostgreSQL, TLS or
 /// pool error) is reachable through [`std::error::Error::source`]. Messages about the
@@ -154,6 +157,130 @@ pub enum Error {
         /// The project directory to name in the hint.
         project: PathBuf,
     },
+
+    /// The attempt is no longer RUNNING (the stale sweep expired it, or another worker
+    /// finished it): the late write was refused and nothing was written. The runner reports
+    /// SKIPPED with [`Error::lease_lost`]'s reason.
+    #[error("backend run {run_id} is no longer RUNNING (status: {status})")]
+    LeaseLost {
+        /// The attempt.
+        run_id: RunId,
+        /// Its recorded status.
+        status: RunStatus,
+    },
+
+    /// No attempt has this run id.
+    #[error("backend has no run {0}")]
+    UnknownRun(RunId),
+
+    /// No check definition revision has this id.
+    #[error("backend has no check definition {0}")]
+    UnknownCheck(CheckId),
+
+    /// A remediation was refused (upstream's message: not FAIL or ERROR, a RUNNING attempt
+    /// in the slot, or an empty reference); nothing was written.
+    #[error("{0}")]
+    Remediation(RemediationRefusal),
+
+    /// A preflight was recorded for a run of another check (upstream: "Preflight check does
+    /// not match its run"); nothing was written.
+    #[error("backend preflight of check {given} does not match run {run_id} of check {expected}")]
+    PreflightCheckMismatch {
+        /// The attempt.
+        run_id: RunId,
+        /// The attempt's check.
+        expected: CheckId,
+        /// The check the preflight was recorded for.
+        given: CheckId,
+    },
+
+    /// A historical start was recorded for a RUNNING attempt whose start is already resolved
+    /// (or never was unresolved); nothing was written.
+    #[error("backend run {run_id} already has a resolved window start")]
+    StartAlreadyResolved {
+        /// The attempt.
+        run_id: RunId,
+    },
+
+    /// An attempt can only be finished with PASS, FAIL, ERROR or DEFERRED.
+    #[error("backend cannot finish run {run_id} as {status}: not a terminal status")]
+    NotTerminal {
+        /// The attempt.
+        run_id: RunId,
+        /// The status given.
+        status: RunStatus,
+    },
+
+    /// A stored definition's `canonical_config` cannot be read back as a definition.
+    #[error("backend check definition {check_id} has an unreadable canonical configuration")]
+    StoredDefinition {
+        /// The revision.
+        check_id: CheckId,
+        /// Why.
+        #[source]
+        source: DefinitionError,
+    },
+
+    /// A column holds a value outside its vocabulary (a status text, an event type, …).
+    #[error("backend column {column} holds the unexpected value {value:?}")]
+    UnexpectedValue {
+        /// `table.column`.
+        column: &'static str,
+        /// The text found.
+        value: String,
+    },
+
+    /// The coverage transition refused the stored rows or the attempt (nothing was written).
+    #[error("backend watermark of check {check_id} could not be evaluated for run {run_id}")]
+    Watermark {
+        /// The check revision.
+        check_id: CheckId,
+        /// The attempt being evaluated.
+        run_id: RunId,
+        /// The watermark model's refusal.
+        #[source]
+        source: datadiff_watermark::Error,
+    },
+
+    /// Two incoming definitions share one `full_check_name` (nothing was written).
+    #[error("backend definition sync was given {0:?} twice")]
+    DuplicateDefinition(String),
+
+    /// Two results of one run share a check type (`dd_run_results`' primary key).
+    #[error("backend run {run_id} was given two results of check type {check_type:?}")]
+    DuplicateResult {
+        /// The attempt.
+        run_id: RunId,
+        /// The repeated check type.
+        check_type: String,
+    },
+
+    /// A `row_diff` difference whose changed fields do not match its kind (non-empty exactly
+    /// for CHANGED).
+    #[error("backend run {run_id} was given a {kind} difference of {check_type:?} with {fields} changed field(s)")]
+    InvalidDifference {
+        /// The attempt.
+        run_id: RunId,
+        /// The check type.
+        check_type: String,
+        /// The kind (`MISSING_IN_TARGET`, …).
+        kind: &'static str,
+        /// How many field names it carried.
+        fields: usize,
+    },
+
+    /// A preflight fingerprint that is not 64 lowercase hexadecimal characters.
+    #[error("backend preflight fingerprint {0:?} is not 64 lowercase hexadecimal characters")]
+    InvalidFingerprint(String),
+
+    /// A slot whose window falls outside the representable time range.
+    #[error("backend check {check_id} has no representable window for the slot {scheduled_for}")]
+    WindowOutOfRange {
+        /// The check revision.
+        check_id: CheckId,
+        /// The slot.
+        scheduled_for: DateTime<Utc>,
+    },
 }
 
 impl Error {
@@ -187,6 +314,26 @@ impl Error {
                 | Error::InvalidTarget(_)
                 | Error::RootCertificate { .. }
                 | Error::DropExtensionsNeedsLowerTarget
+        )
+    }
+
+    /// The SKIPPED reason of a lost lease (upstream's "Run … is no longer RUNNING …" text),
+    /// `None` for every other error.
+    pub fn lease_lost(&self) -> Option<SkipReason> {
+        match self {
+            Error::LeaseLost { run_id, status } => Some(SkipReason::LeaseLost { run_id: *run_id, status: *status }),
+            _ => None,
+        }
+    }
+
+    /// True when `rerun` named a run that cannot be remediated: an unknown run, a run that
+    /// is not FAIL or ERROR, or an empty reference (the CLI's exit 2). A RUNNING attempt in
+    /// the slot is not among them: it is a state that passes.
+    pub fn is_invalid_rerun(&self) -> bool {
+        matches!(
+            self,
+            Error::UnknownRun(_)
+                | Error::Remediation(RemediationRefusal::NotFailed { .. } | RemediationRefusal::MissingReference)
         )
     }
 

@@ -122,22 +122,45 @@
 //! [`Store::migrate`] does, which `import_config` and `migrate` call), and does not read
 //! libpq's environment variables (`PGSSLROOTCERT`, …) or service files.
 
+mod attempt;
 mod catalog;
+mod completion;
 mod config;
 mod connection;
+mod coverage;
+mod definition;
 mod error;
+mod lock;
 pub mod migrate;
 mod pool;
+mod preflight;
+mod report;
+mod result;
+mod rows;
 mod status;
 mod store;
+mod sweep;
+mod warning;
 
+pub use attempt::{Attempt, Remediation, RetryCandidate, StartOutcome};
 pub use catalog::{Catalog, CatalogDifference, CatalogScope};
+pub use completion::{Completion, Finished};
 pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, SslMode};
 pub use connection::{APPLICATION_NAME, Role};
+pub use definition::{CheckListing, DefinitionFilter, StoredDefinition, SyncReport, SyncScope, TapSelection};
 pub use error::Error;
+pub use lock::AdvisoryLock;
 pub use migrate::{
     EXTENSIONS, ExtensionMigration, MIGRATION_LOCK, MigrateOptions, MigrationReport, Revision, Step, Target, plan,
 };
 pub use pool::{ConnectionManager, PoolConnectError};
+pub use preflight::{NewPreflight, PreflightStatus};
+pub use report::{
+    DailyReportRow, FailureReportRow, LagOffender, LagProblem, LagVerdict, RemediationReportRow, WatermarkReportRow,
+    WatermarkStatus,
+};
+pub use result::{Difference, ResultRow, ResultStatus, StoredDifference};
 pub use status::{AppliedExtension, SchemaStatus, UpstreamState};
 pub use store::{PoolOptions, PooledConnection, Store, migrate_backend};
+pub use sweep::SweptRun;
+pub use warning::WarningDelivery;

@@ -1,0 +1,171 @@
+//! Preflight records (`dd_preflight_log`), one per attempt, linked under the attempt's row
+//! lock (config note §3.6; runs note §3.1 T2).
+//!
+//! The store does not depend on `datadiff-preflight` (the store depends on the pure crates
+//! only): the runner fills a [`NewPreflight`] from its `PreflightRecord` (status text,
+//! fingerprint text, `index_metadata_json()`, `findings_json()`, and the three counts).
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use datadiff_diff_core::{CheckId, PreflightId, RunId, RunStatus};
+use uuid::Uuid;
+
+use crate::error::Error;
+use crate::rows::{get, parse};
+use crate::store::Store;
+
+/// `dd_preflight_log.status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PreflightStatus {
+    /// The source may be read.
+    Pass,
+    /// Too many rows without a usable index.
+    Blocked,
+    /// The preflight (or what came before it) failed.
+    Error,
+}
+
+impl PreflightStatus {
+    /// The stored text: `PASS`, `BLOCKED` or `ERROR`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreflightStatus::Pass => "PASS",
+            PreflightStatus::Blocked => "BLOCKED",
+            PreflightStatus::Error => "ERROR",
+        }
+    }
+}
+
+impl FromStr for PreflightStatus {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<PreflightStatus, Error> {
+        match text {
+            "PASS" => Ok(PreflightStatus::Pass),
+            "BLOCKED" => Ok(PreflightStatus::Blocked),
+            "ERROR" => Ok(PreflightStatus::Error),
+            _ => Err(Error::UnexpectedValue { column: "dd_preflight_log.status", value: text.to_owned() }),
+        }
+    }
+}
+
+impl fmt::Display for PreflightStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A `dd_preflight_log` row to write (its id, check and `checked_at` are the store's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewPreflight {
+    /// The verdict.
+    pub status: PreflightStatus,
+    /// SHA-256 hex of the fingerprinted query (64 lowercase hex characters).
+    pub query_fingerprint: String,
+    /// The `index_metadata` JSON (an array of index objects).
+    pub index_metadata: serde_json::Value,
+    /// The `findings` JSON (an array of strings).
+    pub findings: serde_json::Value,
+    /// Why it is ERROR.
+    pub error: Option<String>,
+    /// The bounded row count, when one was made.
+    pub table_rows: Option<i64>,
+    /// The bound of the count, when one was made.
+    pub row_limit: Option<i64>,
+    /// Whether a usable index leads with the timestamp column, when looked up.
+    pub has_leading_index: Option<bool>,
+}
+
+fn valid_fingerprint(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+impl Store {
+    /// Records the preflight of RUNNING attempt `run_id` of `check_id` (T2), with
+    /// `checked_at = now`, and returns its id: under a `FOR UPDATE` lock on the attempt,
+    /// an attempt that is no longer RUNNING is [`Error::LeaseLost`] and another check's
+    /// attempt [`Error::PreflightCheckMismatch`] (nothing written); an attempt that already
+    /// links a preflight returns that id without writing (one preflight per attempt);
+    /// otherwise the row is inserted and linked.
+    pub fn record_preflight(
+        &self,
+        run_id: RunId,
+        check_id: CheckId,
+        preflight: &NewPreflight,
+        now: DateTime<Utc>,
+    ) -> Result<PreflightId, Error> {
+        if !valid_fingerprint(&preflight.query_fingerprint) {
+            return Err(Error::InvalidFingerprint(preflight.query_fingerprint.clone()));
+        }
+        let mut client = self.connection()?;
+        let mut tx = client.transaction().map_err(Error::query("recording a preflight"))?;
+        let row = tx
+            .query_opt(
+                "SELECT check_id, status, preflight_id FROM public.dd_run_attempts WHERE run_id = $1 FOR UPDATE",
+                &[&run_id.get()],
+            )
+            .map_err(Error::query("locking the attempt of a preflight"))?
+            .ok_or(Error::UnknownRun(run_id))?;
+        let status: RunStatus = parse("dd_run_attempts.status", get(&row, "status")?)?;
+        if status != RunStatus::Running {
+            return Err(Error::LeaseLost { run_id, status });
+        }
+        let expected = CheckId::new(get(&row, "check_id")?);
+        if expected != check_id {
+            return Err(Error::PreflightCheckMismatch { run_id, expected, given: check_id });
+        }
+        if let Some(linked) = get::<Option<Uuid>>(&row, "preflight_id")? {
+            return Ok(PreflightId::new(linked));
+        }
+        let preflight_id = Uuid::new_v4();
+        tx.execute(
+            "INSERT INTO public.dd_preflight_log (preflight_id, check_id, status, checked_at, query_fingerprint, \
+             index_metadata, findings, error, table_rows, row_limit, has_leading_index) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            &[
+                &preflight_id,
+                &check_id.get(),
+                &preflight.status.as_str(),
+                &now,
+                &preflight.query_fingerprint,
+                &preflight.index_metadata,
+                &preflight.findings,
+                &preflight.error,
+                &preflight.table_rows,
+                &preflight.row_limit,
+                &preflight.has_leading_index,
+            ],
+        )
+        .map_err(Error::query("inserting a preflight"))?;
+        tx.execute(
+            "UPDATE public.dd_run_attempts SET preflight_id = $2 WHERE run_id = $1",
+            &[&run_id.get(), &preflight_id],
+        )
+        .map_err(Error::query("linking a preflight"))?;
+        tx.commit().map_err(Error::query("committing a preflight"))?;
+        Ok(PreflightId::new(preflight_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_round_trip_their_stored_text() {
+        for status in [PreflightStatus::Pass, PreflightStatus::Blocked, PreflightStatus::Error] {
+            assert_eq!(status.as_str().parse::<PreflightStatus>().ok(), Some(status));
+        }
+        assert!("pass".parse::<PreflightStatus>().is_err());
+    }
+
+    #[test]
+    fn fingerprints_are_64_lowercase_hex_characters() {
+        assert!(valid_fingerprint(&"a".repeat(64)));
+        assert!(!valid_fingerprint(&"A".repeat(64)));
+        assert!(!valid_fingerprint(&"a".repeat(63)));
+        assert!(!valid_fingerprint(&"g".repeat(64)));
+    }
+}
