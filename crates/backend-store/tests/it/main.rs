@@ -4,6 +4,7 @@ mod adoption;
 mod catalog;
 mod connection;
 mod constraints;
+mod definitions;
 mod gate;
 mod migrate;
 mod support;

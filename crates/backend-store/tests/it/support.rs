@@ -155,3 +155,115 @@ pub(crate) fn insert_attempt(
         )
         .unwrap();
 }
+
+/// A migrated backend and an opened store, for repository tests.
+pub(crate) struct Repo {
+    pub(crate) backend: Backend<'static>,
+    pub(crate) store: datadiff_backend_store::Store,
+}
+
+/// A fresh backend migrated to the latest schema, with its store.
+pub(crate) fn repo() -> Repo {
+    let backend = backend();
+    let store = datadiff_backend_store::Store::open(backend.config.clone()).unwrap();
+    store.migrate(&datadiff_backend_store::MigrateOptions::latest()).unwrap();
+    Repo { backend, store }
+}
+
+impl Repo {
+    /// A superuser session, to seed and read rows as a test would by hand.
+    pub(crate) fn sql(&self) -> postgres::Client {
+        self.backend.superuser()
+    }
+
+    /// Imports `definitions` for every tap at `now` and returns the current revisions by name.
+    pub(crate) fn import(
+        &self,
+        definitions: &[datadiff_diff_core::CheckDefinition],
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Vec<datadiff_backend_store::StoredDefinition> {
+        self.store.sync_definitions(definitions, &datadiff_backend_store::SyncScope::all(), now).unwrap();
+        self.store.definitions(&datadiff_backend_store::DefinitionFilter::default()).unwrap()
+    }
+
+    /// Imports one definition and returns its current revision.
+    pub(crate) fn import_one(
+        &self,
+        definition: &datadiff_diff_core::CheckDefinition,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> datadiff_backend_store::StoredDefinition {
+        self.store
+            .sync_definitions(std::slice::from_ref(definition), &datadiff_backend_store::SyncScope::all(), now)
+            .unwrap();
+        let filter = datadiff_backend_store::DefinitionFilter {
+            check: Some(definition.full_check_name.clone()),
+            ..Default::default()
+        };
+        self.store.definitions(&filter).unwrap().remove(0)
+    }
+
+    /// Counts the rows `sql` returns.
+    pub(crate) fn count(&self, sql: &str) -> i64 {
+        self.sql().query_one(&format!("SELECT count(*) FROM ({sql}) counted"), &[]).unwrap().get(0)
+    }
+}
+
+/// 2026-07-22 `hour`:`minute` UTC.
+pub(crate) fn at(hour: u32, minute: u32) -> chrono::DateTime<chrono::Utc> {
+    use chrono::TimeZone;
+    chrono::Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap()
+}
+
+/// An hourly PostgreSQL → PostgreSQL definition of `tap`/`table` whose window is the hour
+/// before each slot, checking `row_count` with a 60 s statement timeout.
+pub(crate) fn table(tap: &str, table: &str) -> datadiff_diff_core::CheckDefinition {
+    use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, SourceType, TargetType};
+    CheckDefinition {
+        full_check_name: CheckDefinition::full_check_name_of("postgres", tap, "public", table),
+        target_id: "postgres".into(),
+        tap_id: tap.into(),
+        source_type: SourceType::TapPostgres,
+        target_type: TargetType::TargetPostgres,
+        source_database: "source".into(),
+        target_database: "warehouse".into(),
+        source_schema: "public".into(),
+        source_table: table.into(),
+        target_schema: format!("{tap}_public"),
+        target_table: table.into(),
+        source_key_column: "id".into(),
+        target_key_column: "id".into(),
+        source_timestamp_column: "updated_at".into(),
+        target_timestamp_column: "updated_at".into(),
+        source_compare_columns: vec!["status".into()],
+        target_compare_columns: vec!["status".into()],
+        checks: vec![CheckType::RowCount],
+        frequency: "0 * * * *".into(),
+        window_start_seconds: 3600,
+        window_end_seconds: 0,
+        statement_timeout_seconds: 60,
+        initial_full_scan: false,
+        extensions: Extensions::default(),
+    }
+}
+
+/// Waits until `waiters` sessions of this backend wait for the advisory lock keyed by
+/// `hashtext(key)` (a guard, not a timing assertion: it fails only after two minutes).
+pub(crate) fn wait_for_lock_waiters(client: &mut postgres::Client, key: &str, waiters: i64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_database db ON db.oid = l.database \
+                 WHERE db.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted \
+                   AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtext($1)::bigint",
+                &[&key],
+            )
+            .unwrap()
+            .get(0);
+        if waiting >= waiters {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{waiters} sessions never waited for the lock {key:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
