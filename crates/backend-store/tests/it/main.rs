@@ -1,6 +1,7 @@
 //! Integration tests of the backend store against real PostgreSQL (testkit clusters).
 
 mod adoption;
+mod attempts;
 mod catalog;
 mod connection;
 mod constraints;

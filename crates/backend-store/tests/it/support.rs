@@ -267,3 +267,84 @@ pub(crate) fn wait_for_lock_waiters(client: &mut postgres::Client, key: &str, wa
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// One attempt as the tests compare it: `(scheduled_for, attempt, trigger_type, status,
+/// window_start, window_end)`.
+pub(crate) type AttemptRow = (
+    chrono::DateTime<chrono::Utc>,
+    i32,
+    String,
+    String,
+    Option<chrono::DateTime<chrono::Utc>>,
+    chrono::DateTime<chrono::Utc>,
+);
+
+impl Repo {
+    /// Every attempt of a revision, read with SQL, by slot and attempt number.
+    pub(crate) fn attempt_rows(&self, check_id: datadiff_diff_core::CheckId) -> Vec<AttemptRow> {
+        self.sql()
+            .query(
+                "SELECT scheduled_for, attempt, trigger_type, status, window_start, window_end \
+                 FROM public.dd_run_attempts WHERE check_id = $1 ORDER BY scheduled_for, attempt",
+                &[&check_id.get()],
+            )
+            .unwrap()
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4), row.get(5)))
+            .collect()
+    }
+
+    /// Starts an attempt that must start.
+    pub(crate) fn start(
+        &self,
+        definition: &datadiff_backend_store::StoredDefinition,
+        slot: chrono::DateTime<chrono::Utc>,
+        kind: datadiff_diff_core::StartKind,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> datadiff_backend_store::Attempt {
+        match self.store.start_attempt(definition, slot, kind, now).unwrap() {
+            datadiff_backend_store::StartOutcome::Started(attempt) => attempt,
+            datadiff_backend_store::StartOutcome::Skipped(skip) => panic!("expected a start, got {skip:?}"),
+        }
+    }
+
+    /// Starts an attempt that must be skipped.
+    pub(crate) fn skip(
+        &self,
+        definition: &datadiff_backend_store::StoredDefinition,
+        slot: chrono::DateTime<chrono::Utc>,
+        kind: datadiff_diff_core::StartKind,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> datadiff_diff_core::Skip {
+        match self.store.start_attempt(definition, slot, kind, now).unwrap() {
+            datadiff_backend_store::StartOutcome::Skipped(skip) => skip,
+            datadiff_backend_store::StartOutcome::Started(attempt) => panic!("expected a skip, got {attempt:?}"),
+        }
+    }
+
+    /// Finishes a RUNNING attempt with `status`, no results, and an error text unless PASS.
+    pub(crate) fn finish(
+        &self,
+        run_id: datadiff_diff_core::RunId,
+        status: datadiff_diff_core::RunStatus,
+        finished_at: chrono::DateTime<chrono::Utc>,
+    ) -> datadiff_backend_store::Finished {
+        let error = (status != datadiff_diff_core::RunStatus::Pass).then(|| format!("test {status}"));
+        self.store
+            .finish_attempt(&datadiff_backend_store::Completion {
+                run_id,
+                status,
+                preflight_id: None,
+                error,
+                results: Vec::new(),
+                differences: Vec::new(),
+                finished_at,
+            })
+            .unwrap()
+    }
+}
+
+/// `scheduled` with or without `--force`.
+pub(crate) fn scheduled(force: bool) -> datadiff_diff_core::StartKind {
+    datadiff_diff_core::StartKind::Scheduled { force }
+}
