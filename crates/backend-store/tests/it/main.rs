@@ -7,6 +7,7 @@ mod connection;
 mod constraints;
 mod definitions;
 mod gate;
+mod leases;
 mod migrate;
 mod support;
 mod tls;
