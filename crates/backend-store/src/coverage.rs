@@ -24,7 +24,7 @@ use crate::rows::{self, SLOT_COLUMNS, WATERMARK_COLUMNS, get};
 /// [`CheckDefinition::has_data_check`](datadiff_diff_core::CheckDefinition::has_data_check),
 /// evaluated in SQL so that a row PipelineWise wrote is judged by its `checks` column alone.
 const METADATA_ONLY: &str = "SELECT NOT (jsonb_array_length(checks - 'schema_compatibility') > 0 \
-     OR jsonb_typeof(canonical_config #> '{datadiff,row_diff}') = 'object') AS metadata_only \
+     OR coalesce(jsonb_typeof(canonical_config #> '{datadiff,row_diff}') = 'object', FALSE)) AS metadata_only \
      FROM public.dd_check_definitions WHERE check_id = $1";
 
 /// Evaluates a terminal attempt: `None` for DEFERRED (no slot, state or event changes).

@@ -288,7 +288,7 @@ impl Store {
                      WHERE d.is_current AND d.full_check_name = ANY($1) \
                        AND COALESCE((d.canonical_config ->> 'initial_full_scan')::boolean, FALSE) \
                        AND (jsonb_array_length(d.checks - 'schema_compatibility') > 0 \
-                            OR jsonb_typeof(d.canonical_config #> '{{datadiff,row_diff}}') = 'object') \
+                            OR coalesce(jsonb_typeof(d.canonical_config #> '{{datadiff,row_diff}}') = 'object', FALSE)) \
                        AND NOT {HAS_COUNTING_RUN}"
                 ),
                 &[&names],

@@ -25,8 +25,12 @@ fn indexed_pass() -> NewPreflight {
 }
 
 type PreflightRow = (Uuid, String, DateTime<Utc>, String, serde_json::Value, serde_json::Value, Option<String>);
+/// `(table_rows, row_limit, has_leading_index)`.
+type Counts = (Option<i64>, Option<i64>, Option<bool>);
+/// `(evaluated_run_id, event_type, verified_end, verified_status, blocking_run_id, recorded_at)`.
+type EventRow = (Uuid, String, Option<DateTime<Utc>>, String, Option<Uuid>, DateTime<Utc>);
 
-fn preflight_rows(repo: &Repo) -> Vec<(PreflightRow, (Option<i64>, Option<i64>, Option<bool>))> {
+fn preflight_rows(repo: &Repo) -> Vec<(PreflightRow, Counts)> {
     repo.sql()
         .query(
             "SELECT check_id, status, checked_at, query_fingerprint::text, index_metadata, findings, error, \
@@ -101,7 +105,7 @@ fn a_preflight_is_recorded_and_linked_once_per_attempt() {
         };
         repo.store.record_preflight(attempt.run_id, definition.check_id, &bounded, at(14 + n as u32, 6)).unwrap();
     }
-    let evidence: Vec<(String, (Option<i64>, Option<i64>, Option<bool>))> =
+    let evidence: Vec<(String, Counts)> =
         preflight_rows(&repo).into_iter().skip(1).map(|(row, counts)| (row.1, counts)).collect();
     assert_eq!(
         evidence,
@@ -309,7 +313,7 @@ fn the_sweep_expires_every_stale_attempt_of_the_check_with_coverage_and_nothing_
     assert_eq!(repo.store.attempt(young).unwrap().unwrap().status, RunStatus::Running);
     assert_eq!(repo.store.attempt(elsewhere.run_id).unwrap().unwrap().status, RunStatus::Running, "other checks");
     // Each swept run was evaluated: the unresolved historical one blocks with NULL bounds.
-    let events: Vec<(Uuid, String, Option<DateTime<Utc>>, String, Option<Uuid>, DateTime<Utc>)> = repo
+    let events: Vec<EventRow> = repo
         .sql()
         .query(
             "SELECT evaluated_run_id, event_type, verified_end, verified_status, blocking_run_id, recorded_at \

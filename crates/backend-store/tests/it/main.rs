@@ -11,3 +11,4 @@ mod leases;
 mod migrate;
 mod support;
 mod tls;
+mod watermarks;
