@@ -8,6 +8,7 @@ mod constraints;
 mod definitions;
 mod gate;
 mod leases;
+mod lifecycle;
 mod migrate;
 mod support;
 mod tls;
