@@ -12,4 +12,5 @@ mod lifecycle;
 mod migrate;
 mod support;
 mod tls;
+mod warnings;
 mod watermarks;
