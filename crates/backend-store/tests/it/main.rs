@@ -10,6 +10,7 @@ mod gate;
 mod leases;
 mod lifecycle;
 mod migrate;
+mod reports;
 mod support;
 mod tls;
 mod warnings;
