@@ -132,6 +132,7 @@ mod definition;
 mod error;
 mod lock;
 pub mod migrate;
+mod overview;
 mod pool;
 mod preflight;
 mod report;
@@ -153,6 +154,7 @@ pub use lock::AdvisoryLock;
 pub use migrate::{
     EXTENSIONS, ExtensionMigration, MIGRATION_LOCK, MigrateOptions, MigrationReport, Revision, Step, Target, plan,
 };
+pub use overview::ScheduleOverview;
 pub use pool::{ConnectionManager, PoolConnectError};
 pub use preflight::{NewPreflight, PreflightStatus};
 pub use report::{
