@@ -1,5 +1,6 @@
-//! The datadiff backend database: PipelineWise-identical migrations, connections and the
-//! schema gate.
+//! The datadiff backend database: PipelineWise-identical migrations, connections, the
+//! schema gate, and the typed repositories and reports through which datadiff reads and
+//! writes every definition, attempt, result and watermark.
 //!
 //! # Overview
 //!
@@ -17,8 +18,46 @@
 //! * [`SchemaStatus`] — the applied upstream revision and extensions; [`SchemaStatus::gate`].
 //! * [`Catalog`] — the catalog as comparable facts; the expected PipelineWise 004 catalog
 //!   is a hand-typed file, used to adopt a backend PipelineWise created.
-//! * [`Error`] — one error type; `Display` starts with "backend", never holds a password;
-//!   predicates [`Error::is_connection`], [`Error::is_schema`], [`Error::is_config`].
+//! * [`Error`] — one error type; `Display` starts with "backend" (refusals quote upstream's
+//!   messages), never holds a password; predicates [`Error::is_connection`],
+//!   [`Error::is_schema`], [`Error::is_config`], [`Error::lease_lost`],
+//!   [`Error::is_invalid_rerun`].
+//!
+//! ## Repositories (methods of [`Store`])
+//!
+//! Every write the runner makes, each operation one transaction on a pooled application
+//! session, with upstream's advisory locks ([`AdvisoryLock`]: the same `hashtext` keys, so
+//! PipelineWise and datadiff can work on one backend at once), row locks and lease checks.
+//! The decisions themselves are `datadiff-diff-core`'s pure rules ([`decide_start`](datadiff_diff_core::decide_start),
+//! [`decide_remediation`](datadiff_diff_core::decide_remediation),
+//! [`stale_cutoff`](datadiff_diff_core::stale_cutoff), …) and `datadiff-watermark`'s
+//! [`Transition`](datadiff_watermark::Transition); this crate reads what they need and
+//! writes what they decide. **Time is always an argument** (`now`, `finished_at`): every
+//! recorded time and every eligibility rule follows the caller's clock, so `--at` replays
+//! coherently; nothing here reads the current time.
+//!
+//! | operation | what it does |
+//! |---|---|
+//! | [`Store::sync_definitions`] | `import_config`'s reconciliation (config note §1.7) under the sync lock → [`SyncReport`] |
+//! | [`Store::definitions`], [`Store::definition`], [`Store::list_checks`], [`Store::watermark_state`] | reads of [`StoredDefinition`]s by [`DefinitionFilter`]; [`CheckListing`]s for `list_data_diff_checks` |
+//! | [`Store::schedule_overview`] | one query: which checks need a sweep, a retry or a start ([`ScheduleOverview`]) |
+//! | [`Store::sweep_stale`], [`Store::sweep_superseded`] | the stale sweep with its coverage transitions ([`SweptRun`]) |
+//! | [`Store::latest_scheduled_for`], [`Store::retry_candidates`] | the inputs of [`due_slots`](datadiff_diff_core::due_slots) and of automatic retries ([`RetryCandidate`]) |
+//! | [`Store::start_attempt`] | T1: a scheduled, forced or retry attempt under the check lock → [`StartOutcome`] |
+//! | [`Store::start_remediation`] | `rerun`: a REMEDIATION attempt of a FAIL/ERROR run, with its exact revision → [`Remediation`] |
+//! | [`Store::record_preflight`] | T2: the attempt's [`NewPreflight`], once, only while RUNNING |
+//! | [`Store::resolve_historical_start`] | T3: persists a resolved historical start, only while RUNNING and unresolved |
+//! | [`Store::finish_attempt`] | T4: status, [`ResultRow`]s, `row_diff` [`Difference`]s and coverage in one transaction → [`Finished`] |
+//! | [`Store::deliver_index_warning`] | the index-warning marker: lock, check, deliver, remember only if accepted ([`WarningDelivery`]) |
+//! | [`Store::attempt`], [`Store::slot_attempts`], [`Store::run_results`], [`Store::run_differences`] | reads of [`Attempt`]s, results and [`StoredDifference`]s |
+//!
+//! ## Reports
+//!
+//! [`Store::watermark_report`] (lag from the given `now`), [`Store::daily_report`],
+//! [`Store::failure_report`] and [`Store::remediation_report`] have the columns and meaning
+//! of the four reporting queries of PipelineWise's backend page, in datadiff's own SQL;
+//! [`LagVerdict::judge`] is `report watermarks --max-lag` (any current definition BLOCKED,
+//! not run, or lagging more than the limit fails it).
 //!
 //! # Example
 //!
@@ -55,6 +94,62 @@
 //! let current: i64 =
 //!     client.query_one("SELECT count(*) FROM public.dd_check_definitions WHERE is_current", &[])?.get(0);
 //! # let _ = current;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! One check's tick, as the runner does it (the comparison itself elided):
+//!
+//! ```no_run
+//! use chrono::{TimeZone, Utc};
+//! use datadiff_backend_store::{
+//!     BackendConfig, Completion, DefinitionFilter, NewPreflight, PreflightStatus, StartOutcome, Store,
+//! };
+//! use datadiff_diff_core::{MAX_CATCH_UP, RunStatus, StartKind, due_slots};
+//!
+//! # fn compare(_: &datadiff_backend_store::Attempt) -> (RunStatus, NewPreflight) {
+//! #     let preflight = NewPreflight {
+//! #         status: PreflightStatus::Pass,
+//! #         query_fingerprint: "0".repeat(64),
+//! #         index_metadata: serde_json::json!([]),
+//! #         findings: serde_json::json!([]),
+//! #         error: None,
+//! #         table_rows: None,
+//! #         row_limit: None,
+//! #         has_leading_index: Some(true),
+//! #     };
+//! #     (RunStatus::Pass, preflight)
+//! # }
+//! let store = Store::open(BackendConfig::default())?;
+//! let now = Utc.with_ymd_and_hms(2026, 7, 22, 13, 47, 0).unwrap(); // or --at
+//! for definition in store.definitions(&DefinitionFilter::default())? {
+//!     let schedule = definition.definition.schedule()?;
+//!     let current = schedule.current_slot(now)?;
+//!     store.sweep_stale(&definition, now)?;
+//!     let latest = store.latest_scheduled_for(definition.check_id)?;
+//!     let due = due_slots(&schedule, latest, current);
+//!     let mut starts = Vec::new();
+//!     for candidate in store.retry_candidates(definition.check_id, current, MAX_CATCH_UP)? {
+//!         starts.push((candidate.scheduled_for, StartKind::Retry { retry_before: current }));
+//!     }
+//!     starts.extend(due.into_iter().map(|slot| (slot, StartKind::Scheduled { force: false })));
+//!     for (slot, kind) in starts {
+//!         let StartOutcome::Started(attempt) = store.start_attempt(&definition, slot, kind, now)? else {
+//!             continue; // SKIPPED: report the skip's reason and slot status
+//!         };
+//!         let (status, preflight) = compare(&attempt);
+//!         let preflight_id = store.record_preflight(attempt.run_id, definition.check_id, &preflight, now)?;
+//!         let finished = store.finish_attempt(&Completion {
+//!             run_id: attempt.run_id,
+//!             status,
+//!             preflight_id: Some(preflight_id),
+//!             error: None,
+//!             results: Vec::new(),
+//!             differences: Vec::new(),
+//!             finished_at: now,
+//!         })?;
+//!         # let _ = finished;
+//!     }
+//! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -115,12 +210,47 @@
 //!   something (a migrate with nothing pending reads two version tables and commits), so an
 //!   index a DBA adds later does not block everyday imports.
 //!
+//! ## Repositories and reports
+//!
+//! * **Stored definitions** are read back from `canonical_config` (the only place holding
+//!   compare columns, `initial_full_scan` and extensions; a missing `initial_full_scan`
+//!   reads false). An unreadable one is [`Error::StoredDefinition`].
+//! * **Sync**: two incoming definitions with one name are refused before anything is
+//!   written (upstream would keep the last); the sync does not migrate (upstream's does:
+//!   call [`Store::migrate`] first). `historical_scans_pending` and
+//!   [`CheckListing::historical_scan_pending`] count a `row_diff`-only definition as
+//!   having a data check, as its first run's window does; a superseded revision is never
+//!   pending. Lists are ordered by target, tap, name, revision.
+//! * **Metadata-only** (a definition that never advances its watermark) is judged in SQL
+//!   from the `checks` column plus a `row_diff` extension in `canonical_config`, so a row
+//!   PipelineWise wrote is judged exactly as upstream judges it.
+//! * **Preflight of an unknown run** is [`Error::UnknownRun`] (upstream raises its lease
+//!   error); a finish with `preflight_id: None` keeps the preflight already linked.
+//! * **Results**: a JSON `null` value is stored as JSON `null` (as upstream); an SQL NULL
+//!   (which no writer produces) reads back as `null`. [`Store::run_results`] returns the
+//!   definition's declared order, then other types (`row_diff`) by name.
+//! * **Stale sweep of superseded revisions** (SPEC §4's improvement):
+//!   [`Store::sweep_superseded`], each revision with its own budget, in its own transaction;
+//!   [`Store::sweep_stale`] alone is upstream's behaviour.
+//! * **Schedule overview**: not an upstream operation; it only lets a tick skip reads
+//!   whose answers are known (see [`Store::schedule_overview`]), to keep SPEC §11's budget
+//!   (1,000 idle definitions in under a second; the per-check path costs ~18 round trips a
+//!   check).
+//! * **Reports**: the watermark report's lag is measured from the `now` given (`--at`, or
+//!   the current time), a replay before the verified end gives a negative lag; it also
+//!   carries `check_id`. The remediation report, unordered upstream, is ordered by failure
+//!   time, name, failed run and remediation attempt. A lag equal to `--max-lag` passes.
+//! * **Index warnings**: the delivery closure runs inside the marker's transaction and
+//!   holds one pooled connection meanwhile; it must not itself use the store.
+//!
 //! # What it does not do
 //!
 //! It does not parse YAML (the config crate maps `backend_db` and `datadiff.yml` onto
 //! [`BackendConfig`]), does not create databases or roles, never migrates on its own (only
 //! [`Store::migrate`] does, which `import_config` and `migrate` call), and does not read
-//! libpq's environment variables (`PGSSLROOTCERT`, …) or service files.
+//! libpq's environment variables (`PGSSLROOTCERT`, …) or service files. It makes no
+//! scheduling or coverage decision of its own (those are the pure crates'), reads no
+//! source or target table, sends no alert, reads no clock, and never deletes a row.
 
 mod attempt;
 mod catalog;
