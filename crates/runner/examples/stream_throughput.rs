@@ -1,13 +1,13 @@
 //! Throughput of the streaming readers against the `COPY … TO STDOUT` floor, on a throwaway
-//! cluster: `cargo run --release -p datadiff-runner --example stream_throughput [ROWS]`.
+//! cluster: `cargo run --release -p datadiff-runner --example stream_throughput [ROWS [RUNS]]`.
 //!
 //! Builds two databases with the same ROWS-row table of six columns (bigint key, integer,
-//! numeric(12,2), text, varchar, timestamptz), then measures, best of three:
+//! numeric(12,2), text, varchar, timestamptz), then measures, best of RUNS (default 5):
 //!
 //! * `copy text` / `copy binary`: `COPY (SELECT … ORDER BY id) TO STDOUT` read into nothing
 //!   (the floor), one side, then both sides concurrently;
 //! * `psql \copy … to '/dev/null'` (libpq's floor), when `psql` is installed;
-//! * `reader`: one side through `RowStream` (binary COPY decoded into `ValuesRow`s), and
+//! * `reader`: one side through `RowStream` (binary COPY decoded into `EncodedRow`s), and
 //!   the same with the key column only (the pipeline's own cost);
 //! * `readers + merge`: both sides concurrently through `merge` and `Summary`;
 //! * `audit`: the whole `datadiff audit` flow (connect, inventory, snapshots, scan), with its
@@ -30,6 +30,7 @@ const SELECT: &str = "SELECT id, account, amount, kind, note, created_at FROM pu
 
 fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let rows: i64 = std::env::args().nth(1).map(|text| text.parse()).transpose()?.unwrap_or(1_000_000);
+    let runs: usize = std::env::args().nth(2).map(|text| text.parse()).transpose()?.unwrap_or(5);
     let cluster = Cluster::start()?;
     let source = cluster.fresh_database()?;
     let target = cluster.fresh_database()?;
@@ -63,11 +64,11 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 
     for format in ["text", "binary"] {
         let mut session = connect(&source_url, "source")?;
-        let best = best_of(3, || copy_to_nothing(&mut session, format).map(|_| ()))?;
+        let best = best_of(runs, || copy_to_nothing(&mut session, format).map(|_| ()))?;
         report(&format!("copy {format}, one side"), best, 1);
         let mut a = connect(&source_url, "source")?;
         let mut b = connect(&target_url, "target")?;
-        let best = best_of(3, || {
+        let best = best_of(runs, || {
             std::thread::scope(|scope| {
                 let left = scope.spawn(|| copy_to_nothing(&mut a, format));
                 let right = copy_to_nothing(&mut b, format);
@@ -89,12 +90,12 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         if psql(&source_url).is_err() {
             break;
         }
-        let best = best_of(3, || match psql(&source_url) {
+        let best = best_of(runs, || match psql(&source_url) {
             Ok(status) if status.success() => Ok(()),
             _ => Err("psql failed"),
         })?;
         report(&format!("psql \\copy {format}, one side"), best, 1);
-        let best = best_of(3, || {
+        let best = best_of(runs, || {
             let (a, b) = std::thread::scope(|scope| {
                 let left = scope.spawn(|| psql(&source_url));
                 (left.join(), psql(&target_url))
@@ -123,8 +124,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let source_query = RowQuery::for_table(&table, "id", source_key, source_decoders, None);
     let target_query = RowQuery::for_table(&table, "id", target_key, target_decoders, None);
 
-    let reader_runs = std::env::var("READER_RUNS").ok().and_then(|text| text.parse().ok()).unwrap_or(3);
-    let best = best_of(reader_runs, || {
+    let best = best_of(runs, || {
         std::thread::scope(|scope| {
             let stream = RowStream::spawn(scope, &mut source_session, source_query.clone(), StreamOptions::default());
             let mut count = 0i64;
@@ -140,7 +140,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 
     // Only the key: the pipeline's own cost per row (COPY, parsing, batching, channel).
     let key_only = RowQuery::new("SELECT id FROM public.events ORDER BY id", "id", source_key, vec![]);
-    let best = best_of(reader_runs, || {
+    let best = best_of(runs, || {
         std::thread::scope(|scope| {
             let query = key_only.clone();
             let stream = RowStream::spawn(scope, &mut source_session, query, StreamOptions::default());
@@ -151,7 +151,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     })?;
     report("reader, key column only", best, 1);
 
-    let best = best_of(3, || {
+    let best = best_of(runs, || {
         std::thread::scope(|scope| {
             let left = RowStream::spawn(scope, &mut source_session, source_query.clone(), StreamOptions::default());
             let right = RowStream::spawn(scope, &mut target_session, target_query.clone(), StreamOptions::default());
@@ -168,7 +168,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let mut options = AuditOptions::new(source_url.clone(), target_url.clone(), table.clone());
     options.cutover_ready = true;
     options.max_rows = rows.max(1);
-    let best = best_of(3, || audit(&options, &Environment::default(), &mut |_| {}).map(|_| ()))?;
+    let best = best_of(runs, || audit(&options, &Environment::default(), &mut |_| {}).map(|_| ()))?;
     report("audit, end to end", best, 2);
     println!("peak RSS of this process: {} KiB", peak_rss_kib());
     Ok(())

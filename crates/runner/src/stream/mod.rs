@@ -3,10 +3,12 @@
 //! * [`read_columns`] reads a table's columns and their type [`Family`] from the catalog.
 //! * [`plan_key`] and [`plan_pair`] choose, once per column, the [`KeyDecoder`] and
 //!   [`Decoder`] of each side so that compatible types meet in one canonical
-//!   [`datadiff_diff_core::Value`] variant (see [`decoder`](self::decoder) for the table).
+//!   [`datadiff_diff_core::Value`] variant (see [`decoder`] for the table).
 //! * [`RowQuery`] is what one side streams (a `SELECT` ordered by key plus its decoders);
 //!   [`RowStream::spawn`] runs it as binary `COPY` on a reader thread and yields
-//!   [`datadiff_diff_core::ValuesRow`]s for [`datadiff_diff_core::merge`].
+//!   [`EncodedRow`]s (the key and each field's canonical bytes, one allocation per row) for
+//!   [`datadiff_diff_core::merge`] and [`datadiff_diff_core::Summary`];
+//!   [`EncodedRow::values`] turns one back into [`datadiff_diff_core::Value`]s.
 //!
 //! ```no_run
 //! use datadiff_diff_core::{merge, Summary};
@@ -41,9 +43,11 @@
 mod column;
 mod copy;
 pub mod decoder;
+mod encoded;
 mod reader;
 
 pub use column::{ColumnType, Family, read_columns};
 pub use copy::{CopyParser, Flow};
 pub use decoder::{Decoder, KeyDecoder, plan_key, plan_pair};
+pub use encoded::{EncodedRow, FieldWriter, Fields};
 pub use reader::{RowQuery, RowStream, StreamOptions};

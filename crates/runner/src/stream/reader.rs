@@ -1,5 +1,5 @@
 //! A reader thread per side: `COPY (SELECT …) TO STDOUT (FORMAT binary)` decoded into
-//! [`ValuesRow`]s and handed to the merging thread in batches.
+//! [`EncodedRow`]s and handed to the merging thread in batches.
 //!
 //! # Design
 //!
@@ -26,12 +26,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::Scope;
 
 use crossbeam_channel::{Receiver, Sender};
-use datadiff_diff_core::{Batches, Value, ValuesRow};
+use datadiff_diff_core::Batches;
 
 use crate::error::Error;
 use crate::session::{Canceller, Session};
 use crate::stream::copy::{CopyParser, Flow};
 use crate::stream::decoder::{Decoder, KeyDecoder};
+use crate::stream::encoded::{EncodedRow, FieldWriter};
 use crate::table::{TableName, quote_ident};
 
 /// What one side streams: a `SELECT` of the key then the compared columns, ordered by key,
@@ -92,6 +93,11 @@ impl RowQuery {
         &self.select
     }
 
+    /// The decoders of the compared columns, in order (for [`EncodedRow::values`]).
+    pub fn decoders(&self) -> Vec<Decoder> {
+        self.columns.iter().map(|(_, decoder)| *decoder).collect()
+    }
+
     /// The `COPY` statement that streams it.
     pub fn copy_sql(&self) -> String {
         format!("COPY ({}) TO STDOUT (FORMAT binary)", self.select)
@@ -113,16 +119,17 @@ impl Default for StreamOptions {
     }
 }
 
-type Batch = Vec<ValuesRow>;
+type Batch = Vec<EncodedRow>;
 type Recycle<'scope> = Box<dyn FnMut(Batch) + Send + 'scope>;
 
-/// The rows of one side, in key order, as an iterator for [`datadiff_diff_core::merge`].
+/// The rows of one side, in key order, as an iterator of [`EncodedRow`]s for
+/// [`datadiff_diff_core::merge`].
 ///
 /// Made by [`RowStream::spawn`]; yields `Err` once and then ends when reading or decoding
 /// fails. Dropping it before the end cancels the query.
 pub struct RowStream<'scope> {
     role: String,
-    rows: Batches<crossbeam_channel::IntoIter<Result<Batch, Error>>, ValuesRow, Recycle<'scope>>,
+    rows: Batches<crossbeam_channel::IntoIter<Result<Batch, Error>>, EncodedRow, Recycle<'scope>>,
     completed: Arc<AtomicBool>,
     canceller: Canceller,
     finished: bool,
@@ -181,7 +188,7 @@ impl<'scope> RowStream<'scope> {
 }
 
 impl Iterator for RowStream<'_> {
-    type Item = Result<ValuesRow, Error>;
+    type Item = Result<EncodedRow, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.finished {
@@ -229,6 +236,7 @@ fn read(
         session.client().copy_out(copy.as_str()).map_err(Error::query(&role, "starting the row stream"))?;
     let mut parser = CopyParser::new(1 + query.columns.len());
     let mut carry: Vec<u8> = Vec::new();
+    let mut writer = FieldWriter::default();
     let decode_error =
         |column: &str, problem: String| Error::Decode { role: role.clone(), column: column.to_owned(), problem };
     let malformed = |problem: &'static str| decode_error("COPY stream", problem.to_owned());
@@ -237,14 +245,16 @@ fn read(
             return Err(Error::NullKey { role: role.clone(), column: query.key_column.clone() });
         };
         let key = query.key.decode(&data[key_span]).map_err(|problem| decode_error(&query.key_column, problem))?;
-        let mut values = Vec::with_capacity(query.columns.len());
+        writer.clear();
         for ((name, decoder), span) in query.columns.iter().zip(&spans[1..]) {
-            values.push(match span {
-                None => Value::Null,
-                Some(range) => decoder.decode(&data[range.clone()]).map_err(|problem| decode_error(name, problem))?,
-            });
+            match span {
+                None => writer.null(),
+                Some(range) => {
+                    writer.field(*decoder, &data[range.clone()]).map_err(|problem| decode_error(name, problem))?;
+                }
+            }
         }
-        batch.push(ValuesRow { key, values });
+        batch.push(EncodedRow::new(key, writer.finish()));
         if batch.len() >= batch_rows {
             let next = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch_rows));
             if sender.send(Ok(std::mem::replace(batch, next))).is_err() {

@@ -2,6 +2,7 @@
 //! batching, and early cancellation.
 
 use datadiff_diff_core::{Key, Numeric, Value, ValuesRow};
+use datadiff_runner::stream::EncodedRow;
 use datadiff_runner::stream::{self, Decoder, KeyDecoder, RowQuery, RowStream, StreamOptions};
 use datadiff_runner::{Dsn, Environment, Error, Session, SessionSettings, TableName};
 use datadiff_testkit::shared_cluster;
@@ -11,7 +12,7 @@ fn session(database: &datadiff_testkit::Database<'_>) -> Session {
     Session::connect(&dsn, SessionSettings::audit()).unwrap()
 }
 
-fn read_all(session: &mut Session, query: RowQuery, options: StreamOptions) -> Vec<Result<ValuesRow, Error>> {
+fn read_all(session: &mut Session, query: RowQuery, options: StreamOptions) -> Vec<Result<EncodedRow, Error>> {
     std::thread::scope(|scope| RowStream::spawn(scope, session, query, options).collect())
 }
 
@@ -42,8 +43,11 @@ fn every_supported_type_decodes_to_its_canonical_value() {
         .map(|column| (column.name.clone(), stream::plan_pair(column, column, "target").unwrap().0))
         .collect();
     let query = RowQuery::for_table(&table, "id", KeyDecoder::Int, decoders, None);
-    let rows: Vec<ValuesRow> =
-        read_all(&mut session, query, StreamOptions::default()).into_iter().map(Result::unwrap).collect();
+    let decoders = query.decoders();
+    let rows: Vec<ValuesRow> = read_all(&mut session, query, StreamOptions::default())
+        .into_iter()
+        .map(|row| row.unwrap().to_values_row(&decoders).unwrap())
+        .collect();
     let numeric = |text: &str| Value::Numeric(Numeric::parse(text).unwrap());
     let noon = 1_784_721_600_000_000;
     let expected_first = vec![
@@ -94,8 +98,8 @@ fn rows_arrive_in_key_order_across_batch_boundaries() {
     let rows = read_all(&mut session, query, StreamOptions { batch_rows: 7, queued_batches: 1 });
     let keys: Vec<i64> = rows
         .into_iter()
-        .map(|row| match row.unwrap().key {
-            Key::Int(key) => key,
+        .map(|row| match row.unwrap().key() {
+            Key::Int(key) => *key,
             other => panic!("unexpected key {other}"),
         })
         .collect();
@@ -120,7 +124,7 @@ fn a_stream_dropped_early_cancels_its_query_and_the_session_stays_usable() {
         let query = RowQuery::for_table(&table, "id", KeyDecoder::Int, vec![], None);
         let mut rows =
             RowStream::spawn(scope, &mut session, query, StreamOptions { batch_rows: 16, queued_batches: 1 });
-        assert_eq!(rows.next().unwrap().unwrap().key, Key::Int(1));
+        assert_eq!(rows.next().unwrap().unwrap().key(), &Key::Int(1));
         drop(rows);
     });
     // The scope joined the reader; the cancelled transaction rolls back and the session works.
