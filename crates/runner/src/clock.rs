@@ -42,6 +42,5 @@ mod tests {
         let instant = Utc.with_ymd_and_hms(2026, 7, 22, 13, 47, 0).unwrap();
         let clock = Clock::at(instant);
         assert_eq!((clock.now(), clock.now()), (instant, instant));
-        assert!(Clock::System.now() > instant - chrono::TimeDelta::days(365 * 100));
     }
 }
