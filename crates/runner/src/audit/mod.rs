@@ -158,7 +158,8 @@ impl AuditOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum AuditProgress {
-    /// The inventory passed; the scan will read about this many rows per side.
+    /// The inventory passed; the scan will read about this many rows per side. Sent before
+    /// the scan's snapshots are taken.
     Inventory {
         /// Source rows.
         source_rows: u64,
