@@ -4,13 +4,13 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{DifferenceKind, PreflightId, RunId, RunStatus};
+use datadiff_diff_core::{CheckResult, DifferenceKind, PreflightId, ResultType, RunId, RunStatus};
 use datadiff_watermark::Outcome;
 
 use crate::attempt::Attempt;
 use crate::coverage;
 use crate::error::Error;
-use crate::result::{Difference, ResultRow};
+use crate::result::Difference;
 use crate::rows::{self, ATTEMPT_COLUMNS, get, parse};
 use crate::store::Store;
 
@@ -27,7 +27,7 @@ pub struct Completion {
     /// The attempt's error text (NULL for PASS).
     pub error: Option<String>,
     /// The results, in the definition's declared check order (none for DEFERRED).
-    pub results: Vec<ResultRow>,
+    pub results: Vec<CheckResult>,
     /// `row_diff` differences, in key order per check type; numbered from 1 as stored.
     pub differences: Vec<Difference>,
     /// `finished_at`, also the watermark's `updated_at` and the event's `recorded_at`.
@@ -50,15 +50,15 @@ fn validate(completion: &Completion) -> Result<(), Error> {
     }
     let mut seen = HashSet::with_capacity(completion.results.len());
     for result in &completion.results {
-        if !seen.insert(result.check_type.as_str()) {
-            return Err(Error::DuplicateResult { run_id, check_type: result.check_type.clone() });
+        if !seen.insert(result.check_type) {
+            return Err(Error::DuplicateResult { run_id, check_type: result.check_type });
         }
     }
     for difference in &completion.differences {
         if (difference.kind == DifferenceKind::Changed) == difference.fields.is_empty() {
             return Err(Error::InvalidDifference {
                 run_id,
-                check_type: difference.check_type.clone(),
+                check_type: difference.check_type,
                 kind: difference.kind.as_str(),
                 fields: difference.fields.len(),
             });
@@ -123,7 +123,7 @@ impl Store {
                     &insert,
                     &[
                         &run_id.get(),
-                        &result.check_type,
+                        &result.check_type.as_str(),
                         &result.status.as_str(),
                         &result.source_value,
                         &result.target_value,
@@ -143,15 +143,15 @@ impl Store {
                      VALUES ($1, $2, $3, $4, $5, $6)",
                 )
                 .map_err(Error::query("preparing the differences"))?;
-            let mut ordinals: HashMap<&str, i32> = HashMap::new();
+            let mut ordinals: HashMap<ResultType, i32> = HashMap::new();
             for difference in &completion.differences {
-                let ordinal = ordinals.entry(difference.check_type.as_str()).or_insert(0);
+                let ordinal = ordinals.entry(difference.check_type).or_insert(0);
                 *ordinal += 1;
                 tx.execute(
                     &insert,
                     &[
                         &run_id.get(),
-                        &difference.check_type,
+                        &difference.check_type.as_str(),
                         &*ordinal,
                         &difference.kind.as_str(),
                         &difference.key,
@@ -173,8 +173,9 @@ mod tests {
     use chrono::TimeZone;
     use uuid::Uuid;
 
+    use datadiff_diff_core::{CheckType, ResultStatus};
+
     use super::*;
-    use crate::result::ResultStatus;
 
     fn completion() -> Completion {
         Completion {
@@ -182,8 +183,8 @@ mod tests {
             status: RunStatus::Fail,
             preflight_id: None,
             error: Some("row_count FAIL".into()),
-            results: vec![ResultRow {
-                check_type: "row_count".into(),
+            results: vec![CheckResult {
+                check_type: ResultType::Check(CheckType::RowCount),
                 status: ResultStatus::Fail,
                 source_value: "4".into(),
                 target_value: "3".into(),
@@ -192,7 +193,7 @@ mod tests {
                 error: None,
             }],
             differences: vec![Difference {
-                check_type: "row_diff".into(),
+                check_type: ResultType::RowDiff,
                 kind: DifferenceKind::Changed,
                 key: serde_json::json!({"id": "1"}),
                 fields: vec!["status".into()],
@@ -217,7 +218,7 @@ mod tests {
         let mut twice = completion();
         twice.results.push(twice.results[0].clone());
         assert!(
-            matches!(validate(&twice), Err(Error::DuplicateResult { check_type, .. }) if check_type == "row_count")
+            matches!(validate(&twice), Err(Error::DuplicateResult { check_type, .. }) if check_type == ResultType::Check(CheckType::RowCount))
         );
     }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckId, DefinitionError, RemediationRefusal, RunId, RunStatus, SkipReason};
+use datadiff_diff_core::{CheckId, DefinitionError, RemediationRefusal, ResultType, RunId, RunStatus, SkipReason};
 
 use crate::catalog::CatalogDifference;
 use crate::connection::Role;
@@ -247,22 +247,22 @@ pub enum Error {
     DuplicateDefinition(String),
 
     /// Two results of one run share a check type (`dd_run_results`' primary key).
-    #[error("backend run {run_id} was given two results of check type {check_type:?}")]
+    #[error("backend run {run_id} was given two results of check type {check_type}")]
     DuplicateResult {
         /// The attempt.
         run_id: RunId,
         /// The repeated check type.
-        check_type: String,
+        check_type: ResultType,
     },
 
     /// A `row_diff` difference whose changed fields do not match its kind (non-empty exactly
     /// for CHANGED).
-    #[error("backend run {run_id} was given a {kind} difference of {check_type:?} with {fields} changed field(s)")]
+    #[error("backend run {run_id} was given a {kind} difference of {check_type} with {fields} changed field(s)")]
     InvalidDifference {
         /// The attempt.
         run_id: RunId,
         /// The check type.
-        check_type: String,
+        check_type: ResultType,
         /// The kind (`MISSING_IN_TARGET`, …).
         kind: &'static str,
         /// How many field names it carried.

@@ -47,7 +47,7 @@
 //! | [`Store::start_remediation`] | `rerun`: a REMEDIATION attempt of a FAIL/ERROR run, with its exact revision → [`Remediation`] |
 //! | [`Store::record_preflight`] | T2: the attempt's [`NewPreflight`], once, only while RUNNING |
 //! | [`Store::resolve_historical_start`] | T3: persists a resolved historical start, only while RUNNING and unresolved |
-//! | [`Store::finish_attempt`] | T4: status, [`ResultRow`]s, `row_diff` [`Difference`]s and coverage in one transaction → [`Finished`] |
+//! | [`Store::finish_attempt`] | T4: status, [`CheckResult`](datadiff_diff_core::CheckResult)s, `row_diff` [`Difference`]s and coverage in one transaction → [`Finished`] |
 //! | [`Store::deliver_index_warning`] | the index-warning marker: lock, check, deliver, remember only if accepted ([`WarningDelivery`]) |
 //! | [`Store::attempt`], [`Store::slot_attempts`], [`Store::run_results`], [`Store::run_differences`] | reads of [`Attempt`]s, results and [`StoredDifference`]s |
 //!
@@ -291,7 +291,7 @@ pub use report::{
     DailyReportRow, FailureReportRow, LagOffender, LagProblem, LagVerdict, RemediationReportRow, WatermarkReportRow,
     WatermarkStatus,
 };
-pub use result::{Difference, ResultRow, ResultStatus, StoredDifference};
+pub use result::{Difference, StoredDifference};
 pub use status::{AppliedExtension, SchemaStatus, UpstreamState};
 pub use store::{PoolOptions, PooledConnection, Store, migrate_backend};
 pub use sweep::SweptRun;

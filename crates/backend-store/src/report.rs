@@ -11,11 +11,10 @@
 use std::fmt;
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
-use datadiff_diff_core::{CheckId, RunId, RunStatus, TriggerType};
+use datadiff_diff_core::{CheckId, ResultStatus, RunId, RunStatus, TriggerType};
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::result::ResultStatus;
 use crate::rows::{get, parse};
 use crate::store::Store;
 
@@ -406,7 +405,7 @@ impl Store {
                     attempt: get(row, "attempt")?,
                     trigger_type: parse("dd_run_attempts.trigger_type", get(row, "trigger_type")?)?,
                     failed_check: get(row, "failed_check")?,
-                    failure_status: get::<String>(row, "failure_status")?.parse()?,
+                    failure_status: parse("dd_run_results.status", get(row, "failure_status")?)?,
                     error: get(row, "error")?,
                     blocks_watermark: get(row, "blocks_watermark")?,
                     finished_at: get(row, "finished_at")?,

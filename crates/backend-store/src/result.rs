@@ -1,85 +1,21 @@
-//! The evidence an attempt leaves: per-check results (`dd_run_results`) and `row_diff`
-//! differences (`datadiff_run_differences`), written by [`Store::finish_attempt`] and read
-//! back here.
+//! The evidence an attempt leaves: per-check results (`dd_run_results`, diff-core's
+//! [`CheckResult`]) and `row_diff` differences (`datadiff_run_differences`), written by
+//! [`Store::finish_attempt`] and read back here.
 //!
 //! [`Store::finish_attempt`]: crate::Store::finish_attempt
 
-use std::fmt;
-use std::str::FromStr;
-
-use datadiff_diff_core::{DifferenceKind, RunId};
+use datadiff_diff_core::{CheckResult, DifferenceKind, ResultType, RunId};
 
 use crate::error::Error;
 use crate::rows::{get, parse};
 use crate::store::Store;
-
-/// `dd_run_results.status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ResultStatus {
-    /// The check passed.
-    Pass,
-    /// The check found a difference.
-    Fail,
-    /// The check could not be evaluated.
-    Error,
-}
-
-impl ResultStatus {
-    /// The stored text: `PASS`, `FAIL` or `ERROR`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResultStatus::Pass => "PASS",
-            ResultStatus::Fail => "FAIL",
-            ResultStatus::Error => "ERROR",
-        }
-    }
-}
-
-impl FromStr for ResultStatus {
-    type Err = Error;
-
-    fn from_str(text: &str) -> Result<ResultStatus, Error> {
-        match text {
-            "PASS" => Ok(ResultStatus::Pass),
-            "FAIL" => Ok(ResultStatus::Fail),
-            "ERROR" => Ok(ResultStatus::Error),
-            _ => Err(Error::UnexpectedValue { column: "dd_run_results.status", value: text.to_owned() }),
-        }
-    }
-}
-
-impl fmt::Display for ResultStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One `dd_run_results` row of a run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResultRow {
-    /// The check type (`row_count`, …, or `row_diff`); unique within the run.
-    pub check_type: String,
-    /// Its verdict.
-    pub status: ResultStatus,
-    /// The source side's canonical value. [`serde_json::Value::Null`] is stored as the JSON
-    /// `null`, as PipelineWise stores a missing value; an SQL NULL reads back as `Null` too.
-    pub source_value: serde_json::Value,
-    /// The target side's canonical value (as `source_value`).
-    pub target_value: serde_json::Value,
-    /// Wall time of the source side's query, when one ran.
-    pub source_query_seconds: Option<f64>,
-    /// Wall time of the target side's query, when one ran.
-    pub target_query_seconds: Option<f64>,
-    /// Why it did not pass, when known.
-    pub error: Option<String>,
-}
 
 /// One `row_diff` difference to store: the key and the differing column names only, never
 /// a row value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Difference {
     /// The result's check type (`row_diff`).
-    pub check_type: String,
+    pub check_type: ResultType,
     /// Missing in the target, extra in the target, or changed.
     pub kind: DifferenceKind,
     /// The row's canonical key as JSON (`{"id": "42"}`-style: column names and key values).
@@ -92,7 +28,7 @@ pub struct Difference {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredDifference {
     /// The result's check type.
-    pub check_type: String,
+    pub check_type: ResultType,
     /// Its position within the check type's differences, from 1, in key order.
     pub ordinal: i32,
     /// Its kind.
@@ -114,7 +50,9 @@ impl Store {
     /// The results of a run, in its definition's declared check order (`row_diff` and any
     /// other type outside `checks` after them, by name). A run without results (DEFERRED,
     /// run-level errors, RUNNING) gives an empty list; an unknown run [`Error::UnknownRun`].
-    pub fn run_results(&self, run_id: RunId) -> Result<Vec<ResultRow>, Error> {
+    /// A JSON `null` value reads as [`serde_json::Value::Null`], and so does an SQL NULL (which
+    /// neither tool writes).
+    pub fn run_results(&self, run_id: RunId) -> Result<Vec<CheckResult>, Error> {
         let mut client = self.connection()?;
         let mut tx = client.transaction().map_err(Error::query("reading results"))?;
         let exists = tx
@@ -142,8 +80,8 @@ impl Store {
         tx.commit().map_err(Error::query("reading results"))?;
         rows.iter()
             .map(|row| {
-                Ok(ResultRow {
-                    check_type: get(row, "check_type")?,
+                Ok(CheckResult {
+                    check_type: parse("dd_run_results.check_type", get(row, "check_type")?)?,
                     status: parse("dd_run_results.status", get(row, "status")?)?,
                     source_value: get::<Option<serde_json::Value>>(row, "source_value")?.unwrap_or_default(),
                     target_value: get::<Option<serde_json::Value>>(row, "target_value")?.unwrap_or_default(),
@@ -177,7 +115,7 @@ impl Store {
         rows.iter()
             .map(|row| {
                 Ok(StoredDifference {
-                    check_type: get(row, "check_type")?,
+                    check_type: parse("datadiff_run_differences.check_type", get(row, "check_type")?)?,
                     ordinal: get(row, "ordinal")?,
                     kind: difference_kind(get(row, "kind")?)?,
                     key: get(row, "key")?,
@@ -193,10 +131,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn vocabularies_round_trip_their_stored_text() {
-        for status in [ResultStatus::Pass, ResultStatus::Fail, ResultStatus::Error] {
-            assert_eq!(status.as_str().parse::<ResultStatus>().ok(), Some(status));
-        }
+    fn difference_kinds_round_trip_their_stored_text() {
         for kind in [DifferenceKind::MissingInTarget, DifferenceKind::ExtraInTarget, DifferenceKind::Changed] {
             assert_eq!(difference_kind(kind.as_str().to_owned()).ok(), Some(kind));
         }

@@ -2,9 +2,10 @@
 //! is RUNNING; the stale sweep expires abandoned attempts (of superseded revisions too).
 
 use chrono::{DateTime, Utc};
-use datadiff_backend_store::{Completion, Difference, Error, NewPreflight, PreflightStatus, ResultRow, ResultStatus};
+use datadiff_backend_store::{Completion, Difference, Error, NewPreflight, PreflightStatus};
 use datadiff_diff_core::{
-    CheckId, DifferenceKind, PreflightId, RunId, RunStatus, STALE_SWEEP_ERROR, SkipReason, TriggerType,
+    CheckId, CheckResult, CheckType, DifferenceKind, PreflightId, ResultStatus, ResultType, RunId, RunStatus,
+    STALE_SWEEP_ERROR, SkipReason, TriggerType,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -157,8 +158,8 @@ fn a_lost_lease_rejects_late_preflight_start_and_finish_writes() {
         status: RunStatus::Pass,
         preflight_id: Some(PreflightId::new(Uuid::new_v4())),
         error: None,
-        results: vec![ResultRow {
-            check_type: "row_count".into(),
+        results: vec![CheckResult {
+            check_type: ResultType::Check(CheckType::RowCount),
             status: ResultStatus::Pass,
             source_value: json!("4"),
             target_value: json!("4"),
@@ -167,7 +168,7 @@ fn a_lost_lease_rejects_late_preflight_start_and_finish_writes() {
             error: None,
         }],
         differences: vec![Difference {
-            check_type: "row_diff".into(),
+            check_type: ResultType::RowDiff,
             kind: DifferenceKind::MissingInTarget,
             key: json!({"id": "1"}),
             fields: vec![],

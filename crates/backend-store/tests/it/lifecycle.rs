@@ -4,12 +4,10 @@
 //! giving the events INITIALIZE → INVALIDATE → ADVANCE → ADVANCE and state versions 1–4.
 
 use chrono::{DateTime, Utc};
-use datadiff_backend_store::{
-    Completion, DefinitionFilter, NewPreflight, PreflightStatus, ResultRow, ResultStatus, StartOutcome, SyncScope,
-};
+use datadiff_backend_store::{Completion, DefinitionFilter, NewPreflight, PreflightStatus, StartOutcome, SyncScope};
 use datadiff_diff_core::{
-    Bounds, CheckDefinition, CheckId, CheckType, Extensions, RunId, RunStatus, SourceType, TargetType, TriggerType,
-    due_slots,
+    Bounds, CheckDefinition, CheckId, CheckResult, CheckType, Extensions, ResultStatus, ResultType, RunId, RunStatus,
+    SourceType, TargetType, TriggerType, due_slots,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -120,12 +118,12 @@ fn transfers() -> CheckDefinition {
     }
 }
 
-fn passing_results() -> Vec<ResultRow> {
-    ["row_count", "row_checksum"]
+fn passing_results() -> Vec<CheckResult> {
+    [CheckType::RowCount, CheckType::RowChecksum]
         .into_iter()
         .zip([json!("4"), json!("181442033815354")])
-        .map(|(check_type, value)| ResultRow {
-            check_type: check_type.into(),
+        .map(|(check, value)| CheckResult {
+            check_type: ResultType::Check(check),
             status: ResultStatus::Pass,
             source_value: value.clone(),
             target_value: value,

@@ -2,10 +2,10 @@
 
 use chrono::{DateTime, NaiveDate, TimeDelta, TimeZone, Utc};
 use datadiff_backend_store::{
-    DailyReportRow, Error, FailureReportRow, LagProblem, LagVerdict, RemediationReportRow, ResultStatus,
-    StoredDifference, WatermarkReportRow, WatermarkStatus,
+    DailyReportRow, Error, FailureReportRow, LagProblem, LagVerdict, RemediationReportRow, StoredDifference,
+    WatermarkReportRow, WatermarkStatus,
 };
-use datadiff_diff_core::{CheckId, DifferenceKind, RunId, RunStatus, TriggerType};
+use datadiff_diff_core::{CheckId, DifferenceKind, ResultStatus, ResultType, RunId, RunStatus, TriggerType};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -492,14 +492,14 @@ fn differences_of_a_run_come_in_ordinal_order() {
         repo.store.run_differences(run(6)).unwrap(),
         [
             StoredDifference {
-                check_type: "row_diff".into(),
+                check_type: ResultType::RowDiff,
                 ordinal: 1,
                 kind: DifferenceKind::MissingInTarget,
                 key: json!({"id": "3"}),
                 fields: vec![],
             },
             StoredDifference {
-                check_type: "row_diff".into(),
+                check_type: ResultType::RowDiff,
                 ordinal: 2,
                 kind: DifferenceKind::Changed,
                 key: json!({"id": "8"}),
@@ -509,8 +509,13 @@ fn differences_of_a_run_come_in_ordinal_order() {
     );
     assert!(repo.store.run_differences(run(5)).unwrap().is_empty());
     assert!(matches!(repo.store.run_differences(run(99)), Err(Error::UnknownRun(unknown)) if unknown == run(99)));
-    let results: Vec<(String, ResultStatus)> =
-        repo.store.run_results(run(6)).unwrap().into_iter().map(|result| (result.check_type, result.status)).collect();
+    let results: Vec<(String, ResultStatus)> = repo
+        .store
+        .run_results(run(6))
+        .unwrap()
+        .into_iter()
+        .map(|result| (result.check_type.to_string(), result.status))
+        .collect();
     assert_eq!(
         results,
         [

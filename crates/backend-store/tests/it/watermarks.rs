@@ -2,8 +2,8 @@
 //! one transaction (runs note §3.1 T4 and §4), asserted on the rows written.
 
 use chrono::{DateTime, Utc};
-use datadiff_backend_store::{AdvisoryLock, Completion, Difference, ResultRow, ResultStatus, StoredDefinition};
-use datadiff_diff_core::{CheckType, DifferenceKind, RunId, RunStatus};
+use datadiff_backend_store::{AdvisoryLock, Completion, Difference, StoredDefinition};
+use datadiff_diff_core::{CheckResult, CheckType, DifferenceKind, ResultStatus, ResultType, RunId, RunStatus};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -84,9 +84,9 @@ fn slots(repo: &Repo, definition: &StoredDefinition) -> Vec<SlotRow> {
 
 const COVERED: &str = "All observed timestamp intervals are covered by successful runs";
 
-fn result(check_type: &str, status: ResultStatus, source: serde_json::Value, target: serde_json::Value) -> ResultRow {
-    ResultRow {
-        check_type: check_type.into(),
+fn result(check_type: &str, status: ResultStatus, source: serde_json::Value, target: serde_json::Value) -> CheckResult {
+    CheckResult {
+        check_type: check_type.parse().unwrap(),
         status,
         source_value: source,
         target_value: target,
@@ -121,19 +121,19 @@ fn a_finish_writes_results_evidence_slot_watermark_and_event_together() {
         ],
         differences: vec![
             Difference {
-                check_type: "row_diff".into(),
+                check_type: ResultType::RowDiff,
                 kind: DifferenceKind::MissingInTarget,
                 key: json!({"id": "1"}),
                 fields: vec![],
             },
             Difference {
-                check_type: "row_diff".into(),
+                check_type: ResultType::RowDiff,
                 kind: DifferenceKind::Changed,
                 key: json!({"id": "2"}),
                 fields: vec!["status".into(), "amount".into()],
             },
             Difference {
-                check_type: "row_diff".into(),
+                check_type: ResultType::RowDiff,
                 kind: DifferenceKind::ExtraInTarget,
                 key: json!({"id": "3"}),
                 fields: vec![],
@@ -176,8 +176,13 @@ fn a_finish_writes_results_evidence_slot_watermark_and_event_together() {
             ("schema_compatibility".into(), "PASS".into(), Some(json!({"columns": []})), true, Some(0.5)),
         ]
     );
-    let read: Vec<String> =
-        repo.store.run_results(attempt.run_id).unwrap().into_iter().map(|result| result.check_type).collect();
+    let read: Vec<String> = repo
+        .store
+        .run_results(attempt.run_id)
+        .unwrap()
+        .into_iter()
+        .map(|result| result.check_type.to_string())
+        .collect();
     assert_eq!(read, ["schema_compatibility", "row_count", "row_diff"]);
     // Evidence: ordinals from 1 in the given order, empty fields unless CHANGED.
     let differences: Vec<(i32, String, serde_json::Value, Vec<String>)> = repo
