@@ -19,7 +19,8 @@ use crate::progress::ScanProgress;
 /// DSN, PGPASSWORD or a password file (PGPASSFILE or ~/.pgpass) and are never printed.
 #[derive(Debug, Args)]
 pub(crate) struct AuditArgs {
-    /// Source connection string: a libpq URI (postgresql://user@host/db) or key=value pairs.
+    /// Source connection string: a libpq URI (postgresql://user@host/db) or key=value pairs;
+    /// sslmode disable, prefer, require, verify-ca or verify-full, sslrootcert.
     #[arg(long, value_name = "DSN", hide_env_values = true)]
     source: String,
     /// Replica connection string (a different database than the source).

@@ -7,10 +7,9 @@
 //! back to `PGHOST`, `PGPORT`, `PGUSER` (then the login name) and `PGDATABASE`; a missing host
 //! means the local Unix socket. The connect timeout defaults to 10 seconds.
 //!
-//! `sslmode` accepts `disable`, `prefer` (the default) and `require`, with libpq's meaning:
-//! `prefer` and `require` encrypt without verifying the server certificate. `verify-ca` and
-//! `verify-full` are not supported yet and are refused with a message saying so, rather than
-//! silently weakened.
+//! `sslmode` (or `PGSSLMODE`) and `sslrootcert` (or `PGSSLROOTCERT`) are read here, before
+//! rust-postgres parses the rest (its parser knows only `disable`, `prefer` and `require`),
+//! and keep libpq's meanings: see [`crate::tls`] for the table.
 //!
 //! The DSN text is never shown, logged or kept: only the parsed [`postgres::Config`], whose
 //! `Debug` redacts the password.
@@ -19,11 +18,12 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use postgres::config::{Host, SslMode};
+use postgres::config::Host;
 
 use crate::environment::Environment;
 use crate::error::Error;
 use crate::passfile::{self, PassfileQuery};
+use crate::tls::{RootCertificates, SslMode, TlsSettings};
 
 /// The connect timeout when the DSN sets none (the seed's 10 seconds).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -33,21 +33,41 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Dsn {
     role: String,
     config: postgres::Config,
+    tls: TlsSettings,
 }
 
 impl Dsn {
     /// Parses `text` for the connection called `role` (`source`, `replica`: used in messages).
     pub fn parse(role: &str, text: &str, environment: &Environment) -> Result<Dsn, Error> {
-        let mut config = postgres::Config::from_str(text.trim()).map_err(|source| {
-            if text.contains("verify-ca") || text.contains("verify-full") {
-                Error::DsnUnsupported {
-                    role: role.to_owned(),
-                    problem: "sslmode verify-ca and verify-full are not supported yet; use sslmode=require".to_owned(),
-                }
-            } else {
-                Error::Dsn { role: role.to_owned(), source }
-            }
+        let invalid = |source| Error::Dsn { role: role.to_owned(), source };
+        let (rest, taken) = match take_params(text.trim(), &["sslmode", "sslrootcert"]) {
+            Some(split) => split,
+            None => (text.trim().to_owned(), Vec::new()),
+        };
+        let mut config = postgres::Config::from_str(&rest).map_err(invalid)?;
+        let taken = |name: &str| taken.iter().rev().find(|(key, _)| key == name).map(|(_, value)| value.as_str());
+        let mode_text = taken("sslmode").or_else(|| environment.get("PGSSLMODE")).unwrap_or("prefer");
+        let mode: SslMode = mode_text.parse().map_err(|_| Error::DsnUnsupported {
+            role: role.to_owned(),
+            problem: format!(
+                "sslmode {mode_text:?} is not supported: use disable, prefer, require, verify-ca or verify-full"
+            ),
         })?;
+        let roots = match taken("sslrootcert").or_else(|| environment.get("PGSSLROOTCERT")) {
+            Some("system") => RootCertificates::System,
+            Some(path) => RootCertificates::File(PathBuf::from(path)),
+            None => environment
+                .get("HOME")
+                .map(|home| PathBuf::from(home).join(".postgresql/root.crt"))
+                .filter(|path| path.is_file())
+                .map_or(RootCertificates::Unset, RootCertificates::File),
+        };
+        config.ssl_mode(match mode {
+            SslMode::Disable => postgres::config::SslMode::Disable,
+            SslMode::Prefer => postgres::config::SslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => postgres::config::SslMode::Require,
+        });
+        let tls = TlsSettings { mode, roots };
         if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
             match environment.get("PGHOST") {
                 Some(hosts) => {
@@ -111,7 +131,7 @@ impl Dsn {
                 }
             }
         }
-        Ok(Dsn { role: role.to_owned(), config })
+        Ok(Dsn { role: role.to_owned(), config, tls })
     }
 
     /// The connection's role name (`source`, `replica`, ...).
@@ -129,10 +149,87 @@ impl Dsn {
         self.config.get_password().is_some()
     }
 
-    /// Whether the connection may use TLS (`sslmode` other than `disable`).
-    pub fn wants_tls(&self) -> bool {
-        self.config.get_ssl_mode() != SslMode::Disable
+    /// The TLS settings.
+    pub fn tls(&self) -> &TlsSettings {
+        &self.tls
     }
+}
+
+/// Removes the parameters `names` from a DSN (URI query or key=value pairs) and returns the
+/// rest of the DSN and the removed `(name, value)` pairs; `None` when the text does not
+/// tokenize (rust-postgres then reports the error).
+fn take_params(text: &str, names: &[&str]) -> Option<(String, Vec<(String, String)>)> {
+    let mut taken = Vec::new();
+    if text.starts_with("postgresql://") || text.starts_with("postgres://") {
+        let Some((base, query)) = text.split_once('?') else { return Some((text.to_owned(), taken)) };
+        let mut kept = Vec::new();
+        for pair in query.split('&') {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let key = percent_decode(key)?;
+            if names.contains(&key.as_str()) {
+                taken.push((key, percent_decode(value)?));
+            } else {
+                kept.push(pair);
+            }
+        }
+        let rest = if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) };
+        return Some((rest, taken));
+    }
+    let mut kept = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            break;
+        }
+        let mut key = String::new();
+        while let Some(c) = chars.next_if(|&c| c != '=' && !c.is_whitespace()) {
+            key.push(c);
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.next() != Some('=') {
+            return None;
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if chars.next_if_eq(&'\'').is_some() {
+            loop {
+                match chars.next()? {
+                    '\\' => value.push(chars.next()?),
+                    '\'' => break,
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                value.push(if c == '\\' { chars.next()? } else { c });
+            }
+        }
+        if names.contains(&key.as_str()) {
+            taken.push((key, value));
+        } else {
+            kept.push(format!("{key}='{}'", value.replace('\\', "\\\\").replace('\'', "\\'")));
+        }
+    }
+    Some((kept.join(" "), taken))
+}
+
+/// Decodes `%XX` escapes; `None` for a malformed escape or bytes that are not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(index + 1..index + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// libpq's default socket directory: Debian's when it exists, else `/tmp`.
@@ -167,7 +264,7 @@ mod tests {
             assert_eq!(config.get_user(), Some("app"));
             assert_eq!(config.get_password(), Some(&b"s3cret"[..]));
             assert_eq!(config.get_connect_timeout(), Some(&DEFAULT_CONNECT_TIMEOUT));
-            assert!(dsn.wants_tls());
+            assert_eq!(dsn.tls().mode, SslMode::Require);
         }
     }
 
@@ -220,8 +317,34 @@ mod tests {
     }
 
     #[test]
-    fn verify_modes_are_refused_with_a_clear_message() {
-        let error = Dsn::parse("source", "host=h user=u sslmode=verify-full", &env()).unwrap_err();
-        assert!(error.to_string().contains("verify-full are not supported"), "{error}");
+    fn tls_parameters_are_read_from_both_forms_and_the_environment() {
+        let dsn = Dsn::parse(
+            "source",
+            "postgresql://u:p@h/db?application_name=x&sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem",
+            &env(),
+        )
+        .unwrap();
+        assert_eq!(
+            dsn.tls(),
+            &TlsSettings { mode: SslMode::VerifyFull, roots: RootCertificates::File("/etc/ca.pem".into()) }
+        );
+        assert_eq!(dsn.config().get_application_name(), Some("x"));
+        assert_eq!(dsn.config().get_password(), Some(&b"p"[..]));
+        let dsn = Dsn::parse("source", "host=h user=u sslmode=verify-ca password='abc", &env());
+        assert!(dsn.is_err(), "an unterminated quote must not parse");
+        let dsn =
+            Dsn::parse("source", "host=h user=u sslmode = verify-ca password='a \\'b' sslrootcert=system", &env())
+                .unwrap();
+        assert_eq!(dsn.tls(), &TlsSettings { mode: SslMode::VerifyCa, roots: RootCertificates::System });
+        assert_eq!(dsn.config().get_password(), Some(&b"a 'b"[..]));
+        let dsn = Dsn::parse("source", "host=h user=u", &env().with("PGSSLMODE", "disable")).unwrap();
+        assert_eq!(dsn.tls(), &TlsSettings { mode: SslMode::Disable, roots: RootCertificates::Unset });
+        assert!(!dsn.tls().verifies());
+    }
+
+    #[test]
+    fn unknown_ssl_modes_are_refused_with_a_clear_message() {
+        let error = Dsn::parse("source", "host=h user=u sslmode=allow", &env()).unwrap_err();
+        assert!(error.to_string().contains("sslmode \"allow\" is not supported"), "{error}");
     }
 }

@@ -51,6 +51,17 @@ pub enum Error {
         #[source]
         source: openssl::error::ErrorStack,
     },
+    /// The root certificate file could not be loaded.
+    #[error("cannot load the root certificates {} for the {role} connection", path.display())]
+    RootCertificate {
+        /// Which connection.
+        role: String,
+        /// The `sslrootcert` file.
+        path: PathBuf,
+        /// OpenSSL's error.
+        #[source]
+        source: openssl::error::ErrorStack,
+    },
     /// Connecting failed (refused, timed out, authentication failed...).
     #[error("cannot connect to the {role} database")]
     Connect {

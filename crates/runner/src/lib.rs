@@ -4,8 +4,9 @@
 //!
 //! * [`Dsn`] parses libpq-style connection strings (URI or key=value) with libpq's fallbacks
 //!   (`PGPASSWORD`, the password file, `PGHOST`…), read from an [`Environment`].
-//! * [`Session`] is a read-only session with the audit's timeouts; [`DatabaseIdentity`] tells
-//!   whether two sessions reach the same database.
+//! * [`Session`] is a read-only session with the audit's timeouts and libpq's `sslmode`
+//!   meanings ([`TlsSettings`]); [`DatabaseIdentity`] tells whether two sessions reach the
+//!   same database.
 //! * [`stream`] holds the streaming readers: catalog column types, per-column decoders to
 //!   canonical values, and [`stream::RowStream`], a reader thread per side streaming binary
 //!   `COPY` in key order into the merge core with flat memory. `row_diff` builds on them.
@@ -31,8 +32,8 @@
 //! # What it does not do (yet)
 //!
 //! Scheduled checks, attempts, retries, remediation, sweeps and alerts (SPEC §4–§7) arrive
-//! with their issues. TLS is libpq's `disable`/`prefer`/`require` only: `verify-ca` and
-//! `verify-full` are refused rather than weakened. Composite keys are not supported.
+//! with their issues. Composite keys are not supported. `sslmode=allow` is refused (see
+//! [`SslMode`]).
 
 pub mod audit;
 mod dsn;
@@ -42,6 +43,7 @@ mod passfile;
 mod session;
 pub mod stream;
 mod table;
+pub mod tls;
 
 pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
 pub use environment::Environment;
@@ -49,6 +51,7 @@ pub use error::Error;
 pub use passfile::{PassfileQuery, lookup as passfile_lookup};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
 pub use table::{TableName, TableNameError};
+pub use tls::{RootCertificates, SslMode, SslModeError, TlsSettings};
 
 /// Splits a comma-separated list of column names (double quotes allowed around a name that
 /// contains a comma); `None` when a quote is unterminated.

@@ -8,8 +8,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
-use postgres::config::SslMode;
 use postgres::{CancelToken, Client, NoTls};
 use postgres_openssl::MakeTlsConnector;
 
@@ -65,11 +63,10 @@ impl Session {
     /// Connects and applies `settings`.
     pub fn connect(dsn: &Dsn, settings: SessionSettings) -> Result<Session, Error> {
         let role = dsn.role().to_owned();
-        let (client, tls) = if dsn.config().get_ssl_mode() == SslMode::Disable {
-            (dsn.config().connect(NoTls), None)
-        } else {
-            let tls = tls_connector(&role)?;
-            (dsn.config().connect(tls.clone()), Some(tls))
+        let tls = dsn.tls().connector(&role)?;
+        let client = match &tls {
+            None => dsn.config().connect(NoTls),
+            Some(connector) => dsn.config().connect(connector.clone()),
         };
         let client = client.map_err(|source| Error::Connect { role: role.clone(), source })?;
         let mut session = Session { role, client, tls };
@@ -167,12 +164,4 @@ impl Canceller {
             tracing::debug!(%error, "cancelling a query failed");
         }
     }
-}
-
-/// libpq's `prefer`/`require`: encrypt, without verifying the server certificate.
-fn tls_connector(role: &str) -> Result<MakeTlsConnector, Error> {
-    let wrap = |source| Error::Tls { role: role.to_owned(), source };
-    let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(wrap)?;
-    builder.set_verify(SslVerifyMode::NONE);
-    Ok(MakeTlsConnector::new(builder.build()))
 }

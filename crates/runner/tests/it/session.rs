@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use datadiff_runner::{Dsn, Environment, Session, SessionSettings};
-use datadiff_testkit::{Cluster, ClusterOptions, SUPERUSER, shared_cluster};
+use datadiff_testkit::{Cluster, ClusterOptions, SUPERUSER, shared_cluster, write_unrelated_ca};
 
 #[test]
 fn audit_sessions_are_read_only_with_a_fifteen_minute_statement_timeout() {
@@ -92,4 +92,31 @@ fn identity_tells_databases_apart_and_sees_one_database_through_any_route() {
     assert_eq!(over_tcp, over_socket);
     assert_ne!(over_tcp, other);
     assert_eq!(over_tcp.system_identifier, other.system_identifier, "one cluster, two databases");
+}
+
+#[test]
+fn verifying_modes_check_the_chain_and_verify_full_checks_the_host_name() {
+    let cluster = Cluster::start_with(ClusterOptions::new().tls(&["localhost"], &[])).unwrap();
+    let database = cluster.fresh_database().unwrap();
+    let ca = cluster.ca_certificate().unwrap().display().to_string();
+    let unrelated = cluster.dir().join("unrelated-ca.pem");
+    write_unrelated_ca(&unrelated).unwrap();
+    let unrelated = unrelated.display().to_string();
+    let connect = |host: &str, mode: &str, root: &str| {
+        let text = format!(
+            "host={host} port={} user={SUPERUSER} password={} dbname={} sslmode={mode} sslrootcert={root}",
+            cluster.port(),
+            cluster.superuser_password(),
+            database.name()
+        );
+        let dsn = Dsn::parse("replica", &text, &Environment::default()).unwrap();
+        Session::connect(&dsn, SessionSettings::audit()).and_then(|mut session| session.uses_tls())
+    };
+    // The certificate names localhost only.
+    assert!(connect("localhost", "verify-full", &ca).unwrap());
+    assert!(connect("127.0.0.1", "verify-ca", &ca).unwrap(), "verify-ca does not check the host name");
+    assert!(connect("127.0.0.1", "verify-full", &ca).is_err(), "verify-full must check the host name");
+    assert!(connect("localhost", "verify-ca", &unrelated).is_err(), "an unrelated CA must not verify");
+    assert!(connect("localhost", "require", &unrelated).is_err(), "require with a root certificate verifies, as libpq");
+    assert!(connect("localhost", "require", &ca).unwrap());
 }

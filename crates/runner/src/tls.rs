@@ -1,0 +1,149 @@
+//! TLS for source and replica sessions, with libpq's `sslmode` meanings.
+//!
+//! | `sslmode` | TLS | server certificate | host name |
+//! |---|---|---|---|
+//! | `disable` | never | — | — |
+//! | `prefer` (default) | when the server offers it | not checked | not checked |
+//! | `require` | always | not checked, unless a root certificate is configured: then as `verify-ca` (libpq's rule) | not checked |
+//! | `verify-ca` | always | must chain to the root certificates | not checked |
+//! | `verify-full` | always | must chain to the root certificates | must match the host connected to |
+//!
+//! Root certificates: the `sslrootcert` file (or `PGSSLROOTCERT`); `sslrootcert=system` for
+//! the system's trust store; else `~/.postgresql/root.crt` when it exists, as libpq; else, for
+//! the verifying modes, the system's trust store (libpq would refuse to connect; this is
+//! libpq 16's `sslrootcert=system`, the same decision as the backend store's).
+//!
+//! `allow` (plaintext first) is refused: rust-postgres cannot retry a refused plaintext
+//! login over TLS, and an audit should not silently downgrade.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+use postgres_openssl::MakeTlsConnector;
+
+use crate::error::Error;
+
+/// libpq's `sslmode` values datadiff supports for sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SslMode {
+    /// Never TLS.
+    Disable,
+    /// TLS when the server offers it, without verification.
+    Prefer,
+    /// TLS always, without verification unless a root certificate is configured.
+    Require,
+    /// TLS, the certificate must chain to a trusted root.
+    VerifyCa,
+    /// TLS, trusted chain and matching host name.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// The libpq spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+}
+
+impl fmt::Display for SslMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why an `sslmode` value was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sslmode must be disable, prefer, require, verify-ca or verify-full")]
+pub struct SslModeError;
+
+impl FromStr for SslMode {
+    type Err = SslModeError;
+
+    fn from_str(text: &str) -> Result<SslMode, SslModeError> {
+        Ok(match text {
+            "disable" => SslMode::Disable,
+            "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            _ => return Err(SslModeError),
+        })
+    }
+}
+
+/// Where trusted root certificates come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootCertificates {
+    /// None configured (`prefer` and `require` then do not verify).
+    Unset,
+    /// A PEM file: only its certificates are trusted.
+    File(PathBuf),
+    /// The system's trust store.
+    System,
+}
+
+/// A session's TLS settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// The mode.
+    pub mode: SslMode,
+    /// The root certificates.
+    pub roots: RootCertificates,
+}
+
+impl TlsSettings {
+    /// Whether the server certificate is verified (the verifying modes, or `require` with a
+    /// root certificate configured).
+    pub fn verifies(&self) -> bool {
+        match self.mode {
+            SslMode::Disable | SslMode::Prefer => false,
+            SslMode::Require => self.roots != RootCertificates::Unset,
+            SslMode::VerifyCa | SslMode::VerifyFull => true,
+        }
+    }
+
+    /// The connector for these settings; `None` for `disable`.
+    pub(crate) fn connector(&self, role: &str) -> Result<Option<MakeTlsConnector>, Error> {
+        if self.mode == SslMode::Disable {
+            return Ok(None);
+        }
+        let wrap = |source| Error::Tls { role: role.to_owned(), source };
+        let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(wrap)?;
+        if !self.verifies() {
+            builder.set_verify(SslVerifyMode::NONE);
+        } else {
+            builder.set_verify(SslVerifyMode::PEER);
+            match &self.roots {
+                RootCertificates::File(path) => {
+                    // Only the configured roots: a fresh store, not the system's.
+                    let store = openssl::x509::store::X509StoreBuilder::new().map_err(wrap)?;
+                    builder.set_cert_store(store.build());
+                    builder.set_ca_file(path).map_err(|source| Error::RootCertificate {
+                        role: role.to_owned(),
+                        path: path.clone(),
+                        source,
+                    })?;
+                }
+                RootCertificates::System | RootCertificates::Unset => {
+                    builder.set_default_verify_paths().map_err(wrap)?
+                }
+            }
+        }
+        let mut connector = MakeTlsConnector::new(builder.build());
+        // postgres-openssl checks the host name by default: only verify-full wants it.
+        let check_host = self.mode == SslMode::VerifyFull;
+        connector.set_callback(move |config, _domain| {
+            config.set_verify_hostname(check_host);
+            Ok(())
+        });
+        Ok(Some(connector))
+    }
+}
