@@ -71,6 +71,24 @@ pub enum Error {
         #[source]
         source: postgres::Error,
     },
+    /// Connecting (TCP, TLS and authentication together) took longer than the connect
+    /// timeout.
+    #[error("cannot connect to the {role} database: no answer within the {seconds} s connect timeout")]
+    ConnectTimeout {
+        /// Which connection.
+        role: String,
+        /// The timeout.
+        seconds: f64,
+    },
+    /// The connecting thread could not be started.
+    #[error("cannot start a thread to connect to the {role} database")]
+    ConnectThread {
+        /// Which connection.
+        role: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A statement failed.
     #[error("{action} failed on the {role} database")]
     Query {

@@ -64,11 +64,28 @@ impl Session {
     pub fn connect(dsn: &Dsn, settings: SessionSettings) -> Result<Session, Error> {
         let role = dsn.role().to_owned();
         let tls = dsn.tls().connector(&role)?;
-        let client = match &tls {
-            None => dsn.config().connect(NoTls),
-            Some(connector) => dsn.config().connect(connector.clone()),
+        // rust-postgres applies connect_timeout to the TCP connect only; libpq (and the seed)
+        // bound the whole establishment, TLS and authentication included. So the connection
+        // is made on a helper thread and abandoned at the deadline (the helper ends when the
+        // server answers or closes the socket, or with the process).
+        let deadline = dsn.config().get_connect_timeout().copied().unwrap_or(crate::DEFAULT_CONNECT_TIMEOUT);
+        let (sender, receiver) = crossbeam_channel::bounded(1);
+        let config = dsn.config().clone();
+        let connector = tls.clone();
+        std::thread::Builder::new()
+            .name(format!("datadiff-connect-{role}"))
+            .spawn(move || {
+                let client = match connector {
+                    None => config.connect(NoTls),
+                    Some(connector) => config.connect(connector),
+                };
+                let _ = sender.send(client);
+            })
+            .map_err(|source| Error::ConnectThread { role: role.clone(), source })?;
+        let client = match receiver.recv_timeout(deadline) {
+            Ok(client) => client.map_err(|source| Error::Connect { role: role.clone(), source })?,
+            Err(_) => return Err(Error::ConnectTimeout { role, seconds: deadline.as_secs_f64() }),
         };
-        let client = client.map_err(|source| Error::Connect { role: role.clone(), source })?;
         let mut session = Session { role, client, tls };
         let mut statements = String::new();
         if let Some(timeout) = settings.statement_timeout {

@@ -120,3 +120,16 @@ fn verifying_modes_check_the_chain_and_verify_full_checks_the_host_name() {
     assert!(connect("localhost", "require", &unrelated).is_err(), "require with a root certificate verifies, as libpq");
     assert!(connect("localhost", "require", &ca).unwrap());
 }
+
+#[test]
+fn the_connect_timeout_bounds_the_whole_connection_not_only_tcp() {
+    // Accepts TCP connections (the kernel's backlog) and never answers the startup.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let text = format!("host=127.0.0.1 port={port} user=u password=p dbname=d sslmode=disable connect_timeout=1");
+    let dsn = Dsn::parse("replica", &text, &Environment::default()).unwrap();
+    let error = Session::connect(&dsn, SessionSettings::audit()).unwrap_err();
+    assert!(matches!(error, datadiff_runner::Error::ConnectTimeout { .. }), "{error:?}");
+    assert_eq!(error.to_string(), "cannot connect to the replica database: no answer within the 1 s connect timeout");
+    drop(silent);
+}
