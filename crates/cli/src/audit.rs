@@ -66,6 +66,8 @@ pub(crate) struct AuditArgs {
     /// Output format of the report on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Json)]
     output_format: OutputFormat,
+    #[command(flatten)]
+    verbosity: crate::logging::Verbosity,
 }
 
 /// Report formats.
@@ -76,6 +78,11 @@ enum OutputFormat {
 }
 
 impl AuditArgs {
+    /// `-v` given after the command name.
+    pub(crate) fn verbosity(&self) -> u8 {
+        self.verbosity.count()
+    }
+
     fn options(&self) -> Result<AuditOptions, Refusal> {
         let metadata = match (&self.replica_metadata_table, &self.lsn_column, &self.deleted_column) {
             (None, None, None) => None,

@@ -47,11 +47,21 @@ pub use exit::Exit;
 #[derive(Debug, Parser)]
 #[command(name = "datadiff", version, about)]
 struct Cli {
-    /// More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides it.
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
-    verbose: u8,
+    #[command(flatten)]
+    verbosity: logging::Verbosity,
     #[command(subcommand)]
     command: Command,
+}
+
+impl Cli {
+    /// `-v` counted before and after the command name. (Not a clap `global` argument: clap
+    /// does not add up a counted global flag given to a subcommand.)
+    fn verbose(&self) -> u8 {
+        let after = match &self.command {
+            Command::Audit(args) => args.verbosity(),
+        };
+        self.verbosity.count().saturating_add(after)
+    }
 }
 
 /// The commands.
@@ -86,8 +96,8 @@ where
         }
     };
     let rust_log = console.environment().get("RUST_LOG").map(str::to_owned);
-    let subscriber =
-        logging::subscriber(cli.verbose, rust_log.as_deref(), console.stderr(), console.stderr_is_terminal());
+    let verbose = cli.verbose();
+    let subscriber = logging::subscriber(verbose, rust_log.as_deref(), console.stderr(), console.stderr_is_terminal());
     tracing::subscriber::with_default(subscriber, || {
         let result = match &cli.command {
             Command::Audit(args) => audit::run(args, &mut console),
@@ -95,7 +105,7 @@ where
         match result {
             Ok(exit) => exit,
             Err(error) => {
-                report_error(&console, &error, cli.verbose > 0);
+                report_error(&console, &error, verbose > 0);
                 Exit::Error
             }
         }

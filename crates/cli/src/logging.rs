@@ -1,9 +1,25 @@
 //! Logs on stderr: `RUST_LOG` when set, else `-v` (info), `-vv` (debug), `-vvv` (trace),
 //! warnings otherwise.
 
+use clap::Args;
 use tracing_subscriber::EnvFilter;
 
 use crate::console::SharedWriter;
+
+/// The `-v` flag, accepted before and after a command name.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub(crate) struct Verbosity {
+    /// More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+impl Verbosity {
+    /// How many times `-v` was given.
+    pub(crate) fn count(self) -> u8 {
+        self.verbose
+    }
+}
 
 /// A subscriber writing plain-text events to `stderr`.
 pub(crate) fn subscriber(

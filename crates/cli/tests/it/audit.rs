@@ -224,15 +224,18 @@ fn a_marker_value_and_the_password_never_appear_in_any_output() {
         vec!["audit", &source],
     ];
     let mut blocked = 0;
+    let mut saw_debug_logs = false;
     for args in &runs {
         let outcome = datadiff(args);
         blocked += usize::from(outcome.exit == Exit::Failure);
+        saw_debug_logs |= outcome.stderr.contains("DEBUG");
         for text in [&outcome.stdout, &outcome.stderr] {
             assert!(!text.contains(MARKER), "a row value leaked with {args:?}: {text}");
             assert!(!text.contains(PASSWORD), "the password leaked with {args:?}: {text}");
         }
     }
     assert_eq!(blocked, 2, "the planted difference blocks both full runs");
+    assert!(saw_debug_logs, "-vvv must log at debug level (else this test checks nothing)");
     let report = std::fs::read_to_string(&report_path).unwrap();
     assert!(report.contains("\"notes\"") && !report.contains(MARKER) && !report.contains(PASSWORD), "{report}");
 }

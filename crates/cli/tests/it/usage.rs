@@ -49,3 +49,24 @@ fn usage_errors_exit_two_and_never_echo_a_password() {
     let (exit, _, _) = datadiff(&[]);
     assert_eq!(exit, Exit::Error, "a command is required");
 }
+
+#[test]
+fn verbose_counts_before_and_after_the_command_name() {
+    // Nothing listens on port 1: the connection error shows its cause chain only under -v.
+    let args = ["--source", "host=127.0.0.1 port=1 user=u", "--replica", "host=127.0.0.1 port=1 user=u"];
+    let run_with = |before: &[&str], after: &[&str]| {
+        let mut all = before.to_vec();
+        all.push("audit");
+        all.extend(args);
+        all.extend(["--table", "s.t", "--cutover-ready"]);
+        all.extend(after);
+        datadiff(&all)
+    };
+    for (before, after) in [(&["-vv"][..], &[][..]), (&[], &["-vv"]), (&["-v"], &["-v"])] {
+        let (exit, _, stderr) = run_with(before, after);
+        assert_eq!(exit, Exit::Error);
+        assert!(stderr.contains("caused by:"), "{before:?} {after:?}: {stderr}");
+    }
+    let (_, _, stderr) = run_with(&[], &[]);
+    assert!(!stderr.contains("caused by:"), "{stderr}");
+}

@@ -190,7 +190,10 @@ pub fn audit(
     let replica_dsn = Dsn::parse("replica", &options.replica, environment)?;
 
     let (source, replica) = std::thread::scope(|scope| {
-        let source = scope.spawn(|| Session::connect(&source_dsn, SessionSettings::audit()));
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let source = scope.spawn(move || {
+            tracing::dispatcher::with_default(&dispatch, || Session::connect(&source_dsn, SessionSettings::audit()))
+        });
         let replica = Session::connect(&replica_dsn, SessionSettings::audit());
         (source.join().unwrap_or(Err(Error::ReaderLost { role: "source".to_owned() })), replica)
     });
@@ -376,7 +379,9 @@ fn inventory(source: &mut Session, replica: &mut Session, options: &AuditOptions
         Ok(row.get(0))
     };
     std::thread::scope(|scope| {
-        let source_count = scope.spawn(|| count(source, &options.table));
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let source_count =
+            scope.spawn(move || tracing::dispatcher::with_default(&dispatch, || count(source, &options.table)));
         let replica = match &options.metadata {
             None => count(replica, options.replica_table()).map(|rows| (rows, 0, 0)),
             Some(metadata) => {
