@@ -222,6 +222,31 @@ pub enum Error {
         /// The merge's message (keys and sides only).
         message: String,
     },
+    /// The backend store failed: opening it, or a write of an attempt. An attempt that was
+    /// started stays RUNNING until the stale sweep retires it.
+    #[error("{action} failed")]
+    Backend {
+        /// What was being done, e.g. `starting an attempt of postgres/tap/public/t`.
+        action: String,
+        /// The store's error.
+        #[source]
+        source: datadiff_backend_store::Error,
+    },
+    /// The backend did not complete a connection within its connect timeout.
+    #[error("the backend at {address} did not answer within its connect timeout of {} s", timeout.as_secs_f64())]
+    BackendTimeout {
+        /// `host:port/dbname`.
+        address: String,
+        /// The connect timeout.
+        timeout: std::time::Duration,
+    },
+    /// An attempt was interrupted through its in-flight registry and left RUNNING for the
+    /// interrupter to record (see [`crate::InFlight`]).
+    #[error("run {run_id} was interrupted before it completed")]
+    Interrupted {
+        /// The attempt.
+        run_id: datadiff_diff_core::RunId,
+    },
     /// Writing the report failed.
     #[error("cannot write the report to {}", path.display())]
     WriteReport {

@@ -2,6 +2,53 @@
 //!
 //! # Overview
 //!
+//! Scheduled checks (SPEC §4–§5):
+//!
+//! * [`execute`] runs one attempt of one definition end to end, exactly as PipelineWise's
+//!   data-diff does: it claims the slot through the backend store (or reports SKIPPED),
+//!   connects to the source and the target ([`Connections`], from the tap's and target's
+//!   `db_conn`), records the source preflight before reading any data, resolves a historical
+//!   start, runs one aggregate query per side (concurrently) and finishes the attempt with
+//!   its results and coverage transition in one transaction. [`execute_started`] does the
+//!   same for an attempt already started (a remediation).
+//! * [`RunSummary`] is what an attempt (or a skip) comes to — what `run` prints and alerts
+//!   read: [`CheckIdentity`], [`SummaryStatus`], slot, window, run, reason, results and
+//!   [`PreflightFacts`].
+//! * [`ExecutionOptions`]: sides concurrent or sequential, the [`Clock`] (`--at`), and an
+//!   [`InFlight`] registry through which executing attempts can be interrupted and then
+//!   recorded ERROR with [`record_interrupted`].
+//! * [`backend_config`] maps a project's `backend_db` onto the store's settings and
+//!   [`open_backend`] opens it within its connect timeout.
+//!
+//! ```no_run
+//! use std::path::Path;
+//!
+//! use chrono::{TimeZone, Utc};
+//! use datadiff_backend_store::DefinitionFilter;
+//! use datadiff_diff_core::StartKind;
+//! use datadiff_runner::{Clock, Connections, ExecutionOptions, SummaryStatus, backend_config, execute, open_backend};
+//!
+//! let project = datadiff_config::load("/srv/pipelinewise", None)?;
+//! let store = open_backend(backend_config(project.backend.as_ref().ok_or("no backend_db")?))?;
+//! store.gate(Path::new("/srv/pipelinewise"))?;
+//! let connections = Connections::from_project(&project);
+//! let now = Utc.with_ymd_and_hms(2026, 7, 22, 13, 47, 0).unwrap(); // --at
+//! let options = ExecutionOptions { clock: Clock::at(now), ..ExecutionOptions::default() };
+//! for definition in store.definitions(&DefinitionFilter::default())? {
+//!     let slot = definition.definition.schedule()?.current_slot(now)?;
+//!     let summary = execute(&store, &connections, &definition, slot, StartKind::Scheduled { force: false }, &options)?;
+//!     let reason = summary.reason.as_deref().unwrap_or_default();
+//!     match summary.status {
+//!         SummaryStatus::Fail | SummaryStatus::Error => eprintln!("{} failed: {reason}", summary.check.full_check_name),
+//!         SummaryStatus::Skipped => eprintln!("{} skipped: {reason}", summary.check.full_check_name),
+//!         _ => {}
+//!     }
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The parity audit and its building blocks:
+//!
 //! * [`Dsn`] parses libpq-style connection strings (URI or key=value) with libpq's fallbacks
 //!   (`PGPASSWORD`, the password file, `PGHOST`…), read from an [`Environment`].
 //! * [`Session`] is a read-only session with the audit's timeouts and libpq's `sslmode`
@@ -31,25 +78,42 @@
 //!
 //! # What it does not do (yet)
 //!
-//! Scheduled checks, attempts, retries, remediation, sweeps and alerts (SPEC §4–§7) arrive
-//! with their issues. Composite keys are not supported. `sslmode=allow` is refused (see
+//! The scheduler (due slots, retries, the stale sweep, `--jobs`), signal handlers, alerts
+//! and `row_diff` (SPEC §4, §7, §10) arrive with their issues: [`execute`] runs one attempt
+//! of the aggregate checks, and a definition's `row_diff` extension records nothing yet.
+//! Only PostgreSQL → PostgreSQL routes are executed (others are SKIPPED). Composite keys are
+//! not supported. `sslmode=allow` is refused (see
 //! [`SslMode`]).
 
+mod attempt;
 pub mod audit;
+mod backend;
+mod clock;
+mod connections;
 mod dsn;
 mod environment;
 mod error;
+mod execute;
+mod in_flight;
 mod passfile;
 mod session;
+mod side;
 pub mod stream;
+mod summary;
 mod table;
 pub mod tls;
 
+pub use backend::{backend_config, open_backend};
+pub use clock::Clock;
+pub use connections::{Connections, MAX_CONNECT_TIMEOUT, SOURCE_APPLICATION_NAME, TARGET_APPLICATION_NAME};
 pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
 pub use environment::Environment;
 pub use error::Error;
+pub use execute::{ExecutionOptions, execute, execute_started, record_interrupted};
+pub use in_flight::{InFlight, InFlightAttempt};
 pub use passfile::{PassfileQuery, lookup as passfile_lookup};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
+pub use summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 pub use table::{TableName, TableNameError};
 pub use tls::{RootCertificates, SslMode, SslModeError, TlsSettings};
 

@@ -1,6 +1,10 @@
 //! Integration tests of the runner against throwaway PostgreSQL clusters.
 
+mod attempt_checks;
+mod attempt_faults;
+mod attempt_history;
 mod audit;
+mod context;
 mod memory;
 mod session;
 mod stream;

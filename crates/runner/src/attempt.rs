@@ -1,0 +1,387 @@
+//! One started attempt of the aggregate checks, from connecting to finishing: PipelineWise's
+//! engine flow (config note §2.5, runs note §3.1) around diff-core's [`AggregatePlan`], which
+//! makes every decision that needs no database.
+//!
+//! The steps, each ending the attempt when it cannot go on:
+//!
+//! 1. **Route**: the tap's and target's `db_conn`, databases cross-checked.
+//! 2. **Sessions**: both sides connected within their deadline, each in a read-only, UTC,
+//!    time-limited transaction.
+//! 3. **Plan**: both tables' `information_schema.columns` → [`AggregatePlan::new`] (column
+//!    resolution, the timestamp gate, `schema_compatibility`, checksum descriptors, SQL).
+//! 4. **Preflight** (T2), before any data read: metadata-only for a definition that reads no
+//!    data; otherwise the source preflight fingerprinting the plan's `%s` SQL, recorded, and a
+//!    preflight that does not pass ends the attempt ERROR keeping the metadata results
+//!    ([`AggregatePlan::preflight_stopped`]).
+//! 5. **Historical start** (T3) for an unresolved start: `MIN` before the cutoff on both
+//!    sides, the later minimum persisted before comparing; DEFERRED or a one-sided ERROR
+//!    otherwise.
+//! 6. **Compare**: one aggregate query per side over the same half-open window, each side's
+//!    wall time recorded, values decoded in metric order and compared.
+//! 7. **`row_diff`** (extension): the place where its result and differences join the same
+//!    attempt. It is not run yet — it arrives with its own issue — so a definition that has
+//!    it records nothing for it; a definition whose only data check is `row_diff` ends ERROR
+//!    rather than pass without comparing anything.
+//! 8. **Finish** (T4): status, error, results, evidence and coverage in one transaction.
+//!
+//! Any failure (connection, catalog, statement timeout, missing column, unreadable value) is
+//! an ERROR attempt with a one-line reason and no results; when no preflight was recorded
+//! yet, a placeholder preflight carrying the same reason is recorded first. A lost lease at
+//! any write is a SKIPPED summary (late results discarded). Any other backend failure ends
+//! the execution with [`Error::Backend`]: the attempt stays RUNNING until the stale sweep
+//! retires it, as upstream's does.
+
+use datadiff_backend_store::{Attempt, Completion, Difference, NewPreflight, Store, StoredDefinition};
+use datadiff_diff_core::{
+    AggregatePlan, CheckResult, HistoricalStart, Outcome, PreflightId, RunStatus, Side, SkipReason, TableColumns,
+};
+use datadiff_preflight::{MetadataOnlyScope, PreflightRecord, QueryFingerprint, SourceTable};
+
+use crate::connections::Connections;
+use crate::error::Error;
+use crate::execute::ExecutionOptions;
+use crate::in_flight::{InFlightAttempt, Registration};
+use crate::side::SideSession;
+use crate::summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
+
+/// Why the comparison stopped before producing an outcome of its own.
+enum Stop {
+    /// A failure that makes the attempt ERROR with this one-line reason.
+    Failed(String),
+    /// A backend write found the attempt no longer RUNNING.
+    LeaseLost(SkipReason),
+    /// Another backend failure.
+    Backend(Error),
+}
+
+/// Why a backend write did not happen.
+enum WriteStop {
+    /// The attempt is no longer RUNNING.
+    LeaseLost(SkipReason),
+    /// Another backend failure.
+    Backend(Error),
+}
+
+impl WriteStop {
+    fn of(action: &str, stored: &StoredDefinition) -> impl FnOnce(datadiff_backend_store::Error) -> WriteStop {
+        let action = format!("{action} of {}", stored.definition.full_check_name);
+        move |source| match source.lease_lost() {
+            Some(reason) => WriteStop::LeaseLost(reason),
+            None => WriteStop::Backend(Error::Backend { action, source }),
+        }
+    }
+}
+
+impl From<WriteStop> for Stop {
+    fn from(stop: WriteStop) -> Stop {
+        match stop {
+            WriteStop::LeaseLost(reason) => Stop::LeaseLost(reason),
+            WriteStop::Backend(error) => Stop::Backend(error),
+        }
+    }
+}
+
+/// Both open sides of an attempt.
+struct Sides {
+    source: SideSession,
+    target: SideSession,
+}
+
+impl Sides {
+    fn close(self) {
+        self.source.close();
+        self.target.close();
+    }
+}
+
+/// Runs `work` on both sides — on two threads when `concurrent`, else source then target —
+/// and returns both results, source first.
+fn on_both<T: Send>(
+    concurrent: bool,
+    sides: &mut Sides,
+    work: impl Fn(&mut SideSession) -> Result<T, String> + Sync,
+) -> Result<(T, T), String> {
+    let (source, target) = if concurrent {
+        std::thread::scope(|scope| {
+            let target = scope.spawn(|| work(&mut sides.target));
+            let source = work(&mut sides.source);
+            let target =
+                target.join().unwrap_or_else(|_| Err("the target worker thread stopped unexpectedly".to_owned()));
+            (source, target)
+        })
+    } else {
+        let source = work(&mut sides.source);
+        let target = if source.is_ok() { work(&mut sides.target) } else { Err(String::new()) };
+        (source, target)
+    };
+    Ok((source?, target?))
+}
+
+/// The execution of one started attempt.
+pub(crate) struct AttemptRun<'a> {
+    store: &'a Store,
+    stored: &'a StoredDefinition,
+    attempt: Attempt,
+    options: &'a ExecutionOptions,
+    registration: Registration,
+    preflight: Option<(PreflightId, PreflightFacts)>,
+    differences: Vec<Difference>,
+}
+
+impl<'a> AttemptRun<'a> {
+    pub(crate) fn new(
+        store: &'a Store,
+        stored: &'a StoredDefinition,
+        attempt: Attempt,
+        options: &'a ExecutionOptions,
+    ) -> AttemptRun<'a> {
+        let registration = match &options.in_flight {
+            Some(in_flight) => {
+                in_flight.register(InFlightAttempt { run_id: attempt.run_id, check_id: attempt.check_id })
+            }
+            None => Registration::none(attempt.run_id),
+        };
+        AttemptRun { store, stored, attempt, options, registration, preflight: None, differences: Vec::new() }
+    }
+
+    /// Executes the attempt to its end and summarises it.
+    pub(crate) fn run(mut self, connections: &Connections) -> Result<RunSummary, Error> {
+        let mut sides = None;
+        let compared = self.compare(connections, &mut sides);
+        if let Some(sides) = sides {
+            sides.close();
+        }
+        let outcome = match compared {
+            Ok(outcome) => outcome,
+            Err(Stop::Failed(reason)) => Outcome::failed(reason),
+            Err(Stop::LeaseLost(reason)) => return Ok(self.lease_lost(reason)),
+            Err(Stop::Backend(error)) => return Err(error),
+        };
+        if self.registration.interrupted() {
+            return Err(Error::Interrupted { run_id: self.attempt.run_id });
+        }
+        if self.preflight.is_none() {
+            let reason = outcome.error.clone().unwrap_or_default();
+            match self.record(&PreflightRecord::placeholder(reason)) {
+                Ok(()) => {}
+                Err(WriteStop::LeaseLost(reason)) => return Ok(self.lease_lost(reason)),
+                Err(WriteStop::Backend(error)) => return Err(error),
+            }
+        }
+        self.finish(outcome)
+    }
+
+    /// Steps 1–7: everything up to the outcome. Open sessions are left in `sides` for the
+    /// caller to close whatever happens.
+    fn compare(&mut self, connections: &Connections, sides: &mut Option<Sides>) -> Result<Outcome, Stop> {
+        let stored: &'a StoredDefinition = self.stored;
+        let definition = &stored.definition;
+        let concurrent = self.options.concurrent_sides;
+        let route = connections.route(definition).map_err(Stop::Failed)?;
+        let timeout = route.statement_timeout;
+        let (source, target) = if concurrent {
+            std::thread::scope(|scope| {
+                let target = scope.spawn(|| SideSession::open(&route.target, timeout));
+                let source = SideSession::open(&route.source, timeout);
+                let target = target.join().unwrap_or_else(|_| Err("the target connection thread stopped".to_owned()));
+                (source, target)
+            })
+        } else {
+            let source = SideSession::open(&route.source, timeout);
+            let target = match &source {
+                Ok(_) => SideSession::open(&route.target, timeout),
+                Err(_) => Err(String::new()),
+            };
+            (source, target)
+        };
+        let (source, target) = match (source, target) {
+            (Ok(source), Ok(target)) => (source, target),
+            (Err(reason), _) | (Ok(_), Err(reason)) => return Err(Stop::Failed(reason)),
+        };
+        self.registration.add_canceller(source.canceller());
+        self.registration.add_canceller(target.canceller());
+        let sides = sides.insert(Sides { source, target });
+
+        // Step 3: the plan, from both catalogs.
+        let (source_columns, target_columns): (TableColumns, TableColumns) =
+            on_both(concurrent, sides, |side| match side.side() {
+                Side::Source => side.columns(&definition.source_schema, &definition.source_table),
+                Side::Target => side.columns(&definition.target_schema, &definition.target_table),
+            })
+            .map_err(Stop::Failed)?;
+        let plan = AggregatePlan::new(definition, &source_columns, &target_columns)
+            .map_err(|e| Stop::Failed(e.to_string()))?;
+
+        // Step 4: the preflight, before any data is read.
+        if !plan.has_metric_checks() {
+            if definition.extensions.row_diff.is_some() {
+                return Err(Stop::Failed(
+                    "row_diff is not supported by this datadiff version yet; add an upstream data check".to_owned(),
+                ));
+            }
+            let scope = MetadataOnlyScope {
+                source_schema: definition.source_schema.clone(),
+                source_table: definition.source_table.clone(),
+                target_schema: definition.target_schema.clone(),
+                target_table: definition.target_table.clone(),
+                columns: plan.columns().logical_names(),
+            };
+            self.record(&PreflightRecord::metadata_only(&scope))?;
+            return Ok(plan.outcome(Vec::new()));
+        }
+        let table = SourceTable {
+            schema: &definition.source_schema,
+            table: &definition.source_table,
+            timestamp_column: &plan.columns().source_timestamp().name,
+        };
+        let record = datadiff_preflight::preflight(
+            sides.source.client(),
+            &table,
+            QueryFingerprint::of_sql(plan.fingerprint_sql()),
+        );
+        self.record(&record)?;
+        if !record.passed() {
+            return Ok(plan.preflight_stopped(record.status.as_str(), record.error.as_deref(), &record.findings));
+        }
+        if self.registration.interrupted() {
+            return Err(Stop::Failed("interrupted".to_owned()));
+        }
+        if plan.metrics().is_empty() {
+            return Ok(plan.outcome(Vec::new()));
+        }
+
+        // Step 5: an unresolved historical start.
+        let naive = |side: Side| match side {
+            Side::Source => plan.columns().source_timestamp().is_naive_timestamp(),
+            Side::Target => plan.columns().target_timestamp().is_naive_timestamp(),
+        };
+        let mut bounds = self.attempt.bounds;
+        if bounds.start.is_none() {
+            let cutoff = bounds.end;
+            let (source_minimum, target_minimum) = on_both(concurrent, sides, |side| {
+                let which = side.side();
+                side.minimum(plan.minimum_sql(which), cutoff, naive(which))
+            })
+            .map_err(Stop::Failed)?;
+            match plan.historical_start(source_minimum, target_minimum, cutoff) {
+                HistoricalStart::Stop(outcome) => return Ok(outcome),
+                HistoricalStart::Resolved(start) => {
+                    self.store
+                        .resolve_historical_start(self.attempt.run_id, start)
+                        .map_err(WriteStop::of("recording the historical start", stored))?;
+                    bounds.start = Some(start);
+                    self.attempt.bounds.start = Some(start);
+                }
+            }
+        }
+
+        // Step 6: one aggregate query per side, the same window bound on both.
+        let ((source_row, source_seconds), (target_row, target_seconds)) = on_both(concurrent, sides, |side| {
+            let which = side.side();
+            side.aggregate(plan.metric_sql(which), bounds, naive(which), plan.metrics())
+        })
+        .map_err(Stop::Failed)?;
+        let mut results = plan
+            .compare(&source_row, &target_row, source_seconds, target_seconds)
+            .map_err(|error| Stop::Failed(error.to_string()))?;
+
+        // Step 7: the row_diff extension joins here.
+        results.extend(self.row_diff(&plan, sides));
+        Ok(plan.outcome(results))
+    }
+
+    /// The `row_diff` step: its result (pushed to the returned list) and its differences
+    /// (kept for the finish) belong to this same attempt. Not implemented yet: it records
+    /// nothing, so the attempt's outcome is the aggregate checks' alone.
+    fn row_diff(&mut self, _plan: &AggregatePlan, _sides: &mut Sides) -> Vec<CheckResult> {
+        self.differences.clear();
+        Vec::new()
+    }
+
+    /// Records `record` as this attempt's preflight (once).
+    fn record(&mut self, record: &PreflightRecord) -> Result<(), WriteStop> {
+        let preflight = NewPreflight {
+            status: match record.status {
+                datadiff_preflight::PreflightStatus::Pass => datadiff_backend_store::PreflightStatus::Pass,
+                datadiff_preflight::PreflightStatus::Blocked => datadiff_backend_store::PreflightStatus::Blocked,
+                datadiff_preflight::PreflightStatus::Error => datadiff_backend_store::PreflightStatus::Error,
+            },
+            query_fingerprint: record.query_fingerprint.as_str().to_owned(),
+            index_metadata: record.index_metadata_json(),
+            findings: record.findings_json(),
+            error: record.error.clone(),
+            table_rows: record.table_rows,
+            row_limit: record.row_limit,
+            has_leading_index: record.has_leading_index,
+        };
+        let id = self
+            .store
+            .record_preflight(self.attempt.run_id, self.attempt.check_id, &preflight, self.options.clock.now())
+            .map_err(WriteStop::of("recording the preflight", self.stored))?;
+        self.preflight = Some((id, PreflightFacts::of(record)));
+        Ok(())
+    }
+
+    /// Step 8: the finish transaction, and the summary of what it stored.
+    fn finish(mut self, outcome: Outcome) -> Result<RunSummary, Error> {
+        let completion = Completion {
+            run_id: self.attempt.run_id,
+            status: outcome.status,
+            preflight_id: self.preflight.as_ref().map(|(id, _)| *id),
+            error: outcome.error,
+            results: outcome.results.clone(),
+            differences: std::mem::take(&mut self.differences),
+            finished_at: self.options.clock.now(),
+        };
+        match self.store.finish_attempt(&completion) {
+            Ok(finished) => {
+                let stored = finished.attempt;
+                Ok(RunSummary {
+                    check: CheckIdentity::of(self.stored),
+                    status: SummaryStatus::of_run(stored.status).unwrap_or(SummaryStatus::Error),
+                    slot_status: Some(stored.status),
+                    scheduled_for: Some(stored.scheduled_for),
+                    bounds: Some(stored.bounds),
+                    run_id: Some(stored.run_id),
+                    attempt: Some(stored.attempt),
+                    trigger: Some(stored.trigger),
+                    rerun_of_run_id: stored.rerun_of_run_id,
+                    remediation_reference: stored.remediation_reference,
+                    reason: stored.error,
+                    results: outcome.results,
+                    preflight: self.preflight.map(|(_, facts)| facts),
+                })
+            }
+            Err(error) => match error.lease_lost() {
+                Some(reason) => Ok(self.lease_lost(reason)),
+                None => Err(Error::Backend {
+                    action: format!("finishing an attempt of {}", self.stored.definition.full_check_name),
+                    source: error,
+                }),
+            },
+        }
+    }
+
+    /// SKIPPED: the attempt is no longer ours; nothing more is written.
+    fn lease_lost(self, reason: SkipReason) -> RunSummary {
+        let slot_status = match &reason {
+            SkipReason::LeaseLost { status, .. } => Some(*status),
+            _ => Some(RunStatus::Running),
+        };
+        RunSummary {
+            check: CheckIdentity::of(self.stored),
+            status: SummaryStatus::Skipped,
+            slot_status,
+            scheduled_for: Some(self.attempt.scheduled_for),
+            bounds: Some(self.attempt.bounds),
+            run_id: Some(self.attempt.run_id),
+            attempt: Some(self.attempt.attempt),
+            trigger: Some(self.attempt.trigger),
+            rerun_of_run_id: self.attempt.rerun_of_run_id,
+            remediation_reference: self.attempt.remediation_reference,
+            reason: Some(reason.message()),
+            results: Vec::new(),
+            preflight: self.preflight.map(|(_, facts)| facts),
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Opening the backend from a project: `backend_db` (config crate) mapped onto the store's
+//! [`BackendConfig`] (the store cannot depend on the config crate), and opened within its
+//! connect timeout.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use datadiff_backend_store::{BackendConfig, SslMode, Store};
+use datadiff_config::BackendSettings;
+
+use crate::error::Error;
+
+/// The store's settings for a project's `backend_db` (with `datadiff.yml`'s `sslrootcert`).
+/// `connect_timeout: 0` waits indefinitely, as libpq.
+pub fn backend_config(settings: &BackendSettings) -> BackendConfig {
+    BackendConfig {
+        host: settings.host.clone(),
+        port: settings.port,
+        user: settings.user.clone(),
+        password: settings.password.expose().to_owned(),
+        dbname: settings.dbname.clone(),
+        ddl_user: settings.ddl_user.clone(),
+        ddl_password: settings.ddl_password.expose().to_owned(),
+        sslmode: settings.sslmode.map(|mode| match mode {
+            datadiff_config::SslMode::Disable => SslMode::Disable,
+            datadiff_config::SslMode::Prefer => SslMode::Prefer,
+            datadiff_config::SslMode::Require => SslMode::Require,
+            datadiff_config::SslMode::VerifyCa => SslMode::VerifyCa,
+            datadiff_config::SslMode::VerifyFull => SslMode::VerifyFull,
+        }),
+        sslrootcert: settings.sslrootcert.clone(),
+        connect_timeout: Duration::from_secs(u64::from(settings.connect_timeout)),
+        ..BackendConfig::default()
+    }
+}
+
+/// Opens the backend ([`Store::open`]) and gives up after its `connect_timeout`:
+/// [`Error::BackendTimeout`].
+///
+/// The driver bounds only the TCP connect with that timeout, not the TLS and authentication
+/// exchange that follows, so a server (or a proxy) that accepts and never answers would hang
+/// the command; libpq's `connect_timeout` bounds the whole connection, and so does this. The
+/// abandoned attempt ends on a helper thread when the server answers or closes the socket.
+/// Every other failure is [`Error::Backend`] with the store's typed error as its source.
+pub fn open_backend(config: BackendConfig) -> Result<Store, Error> {
+    let deadline = config.connect_timeout;
+    let address = format!("{}:{}/{}", config.host, config.port, config.dbname);
+    let backend = |source| Error::Backend { action: "opening the backend".to_owned(), source };
+    if deadline.is_zero() {
+        return Store::open(config).map_err(backend);
+    }
+    let (sender, receiver) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("datadiff-backend-open".into())
+        .spawn(move || {
+            let _ = sender.send(Store::open(config));
+        })
+        .map_err(|_| Error::BackendTimeout { address: address.clone(), timeout: deadline })?;
+    match receiver.recv_timeout(deadline) {
+        Ok(opened) => opened.map_err(backend),
+        Err(_) => Err(Error::BackendTimeout { address, timeout: deadline }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use datadiff_config::Secret;
+
+    use super::*;
+
+    #[test]
+    fn backend_db_maps_onto_the_store_settings() {
+        let settings = BackendSettings {
+            host: "backend.internal".into(),
+            port: 6432,
+            user: "app".into(),
+            password: Secret::new("app-pw"),
+            dbname: "pipelinewise".into(),
+            ddl_user: "owner".into(),
+            ddl_password: Secret::new("owner-pw"),
+            connect_timeout: 7,
+            sslmode: Some(datadiff_config::SslMode::VerifyFull),
+            sslrootcert: Some(PathBuf::from("/etc/ca.pem")),
+        };
+        let config = backend_config(&settings);
+        assert_eq!(
+            (config.host.as_str(), config.port, config.dbname.as_str()),
+            ("backend.internal", 6432, "pipelinewise")
+        );
+        assert_eq!((config.user.as_str(), config.password.as_str()), ("app", "app-pw"));
+        assert_eq!((config.ddl_user.as_str(), config.ddl_password.as_str()), ("owner", "owner-pw"));
+        assert_eq!(config.sslmode, Some(SslMode::VerifyFull));
+        assert_eq!(config.sslrootcert, Some(PathBuf::from("/etc/ca.pem")));
+        assert_eq!(config.connect_timeout, Duration::from_secs(7));
+        assert_eq!(config.application_name, "pipelinewise-data-diff");
+        assert_eq!(config.statement_timeout, None);
+        let unset = backend_config(&BackendSettings { sslmode: None, ..settings });
+        assert_eq!(unset.sslmode, None, "libpq's default (prefer) when unset");
+    }
+}

@@ -1,0 +1,389 @@
+//! Where an attempt's two sides connect: the tap's and the target's `db_conn` from the
+//! project YAML (SPEC §2: not PipelineWise's generated JSON), with PipelineWise's session
+//! parameters (config note §5.2–§5.3).
+//!
+//! * The source uses `replica_host`, `replica_port`, `replica_user` and `replica_password`
+//!   when present, each falling back to its plain key; the target connects directly.
+//! * `ssl: true` (or `"true"`) means `sslmode=require`; otherwise libpq's default `prefer`.
+//!   Both encrypt without verifying the server certificate, as libpq does for these modes.
+//! * `connect_timeout` is `min(statement timeout, 30)` seconds, the statement timeout being
+//!   `max(1, statement_timeout_seconds)`; `application_name` is
+//!   `pipelinewise-data-diff-source` / `-target`, so monitoring keeps working after a switch.
+//! * The `dbname` must equal the database persisted on the definition, else the attempt is
+//!   ERROR with upstream's message (`Persisted source database '<db>' does not match the
+//!   imported connection for tap '<tap>'`, and the target variant).
+//!
+//! As libpq would, a `db_conn` without `host` uses the local Unix socket, one without `user`
+//! takes `PGUSER` (then the login name), and one without `password` takes `PGPASSWORD`, then
+//! the password file. These texts never contain a password.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use datadiff_config::{DbConn, Endpoint, Project};
+use datadiff_diff_core::{CheckDefinition, Side};
+use postgres::config::SslMode;
+
+use crate::environment::Environment;
+use crate::passfile::{self, PassfileQuery};
+
+/// `application_name` of source sessions, as upstream.
+pub const SOURCE_APPLICATION_NAME: &str = "pipelinewise-data-diff-source";
+/// `application_name` of target sessions, as upstream.
+pub const TARGET_APPLICATION_NAME: &str = "pipelinewise-data-diff-target";
+/// The longest connect timeout, whatever the statement timeout (upstream's cap).
+pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The connections of a project: each tap's and each target's `db_conn`, by id.
+///
+/// ```
+/// use datadiff_config::{DbConn, Secret};
+/// use datadiff_runner::{Connections, Environment};
+///
+/// let source = DbConn {
+///     host: Some("primary.internal".into()),
+///     replica_host: Some("standby.internal".into()),
+///     user: Some("reader".into()),
+///     password: Some(Secret::new("s3cret")),
+///     dbname: Some("payments".into()),
+///     ..DbConn::default()
+/// };
+/// let warehouse = DbConn { host: Some("dwh.internal".into()), dbname: Some("dwh".into()), ..source.clone() };
+/// let connections = Connections::new(Environment::default()).with_tap("payments", source).with_target("postgres", warehouse);
+/// assert!(connections.has_tap("payments") && connections.has_target("postgres"));
+/// assert!(!format!("{connections:?}").contains("s3cret"));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Connections {
+    taps: BTreeMap<String, Option<DbConn>>,
+    targets: BTreeMap<String, Option<DbConn>>,
+    environment: Environment,
+}
+
+impl Connections {
+    /// No connections yet; `environment` supplies libpq's fallbacks (`PGUSER`,
+    /// `PGPASSWORD`, `PGPASSFILE`, `HOME`).
+    pub fn new(environment: Environment) -> Connections {
+        Connections { taps: BTreeMap::new(), targets: BTreeMap::new(), environment }
+    }
+
+    /// Every tap and target of a loaded project, with the process environment.
+    pub fn from_project(project: &Project) -> Connections {
+        let mut connections = Connections::new(Environment::process());
+        for tap in &project.taps {
+            connections.taps.insert(tap.id.clone(), tap.db_conn.clone());
+        }
+        for target in &project.targets {
+            connections.targets.insert(target.id.clone(), target.db_conn.clone());
+        }
+        connections
+    }
+
+    /// Adds (or replaces) a tap's `db_conn`.
+    pub fn with_tap(mut self, tap_id: impl Into<String>, db_conn: DbConn) -> Connections {
+        self.taps.insert(tap_id.into(), Some(db_conn));
+        self
+    }
+
+    /// Adds (or replaces) a target's `db_conn`.
+    pub fn with_target(mut self, target_id: impl Into<String>, db_conn: DbConn) -> Connections {
+        self.targets.insert(target_id.into(), Some(db_conn));
+        self
+    }
+
+    /// Whether the tap is known (with or without a `db_conn`).
+    pub fn has_tap(&self, tap_id: &str) -> bool {
+        self.taps.contains_key(tap_id)
+    }
+
+    /// Whether the target is known (with or without a `db_conn`).
+    pub fn has_target(&self, target_id: &str) -> bool {
+        self.targets.contains_key(target_id)
+    }
+
+    /// Both sides' session settings for `definition`, its databases cross-checked; the error
+    /// is the attempt's one-line reason.
+    pub(crate) fn route(&self, definition: &CheckDefinition) -> Result<Route, String> {
+        let tap = &definition.tap_id;
+        let target = &definition.target_id;
+        let source = match self.taps.get(tap) {
+            None => return Err(format!("Tap '{tap}' is not defined in the project YAML")),
+            Some(None) => return Err(format!("Tap '{tap}' has no db_conn in the project YAML")),
+            Some(Some(db_conn)) => db_conn.source_endpoint(),
+        };
+        let target_endpoint = match self.targets.get(target) {
+            None => return Err(format!("Target '{target}' is not defined in the project YAML")),
+            Some(None) => return Err(format!("Target '{target}' has no db_conn in the project YAML")),
+            Some(Some(db_conn)) => db_conn.target_endpoint(),
+        };
+        if source.dbname.as_deref() != Some(definition.source_database.as_str()) {
+            return Err(format!(
+                "Persisted source database '{}' does not match the imported connection for tap '{tap}'",
+                definition.source_database
+            ));
+        }
+        if target_endpoint.dbname.as_deref() != Some(definition.target_database.as_str()) {
+            return Err(format!(
+                "Persisted target database '{}' does not match the imported connection for target '{target}'",
+                definition.target_database
+            ));
+        }
+        let timeout = statement_timeout(definition.statement_timeout_seconds);
+        Ok(Route {
+            source: self.side_config(Side::Source, &source, tap, timeout)?,
+            target: self.side_config(Side::Target, &target_endpoint, target, timeout)?,
+            statement_timeout: timeout,
+        })
+    }
+
+    fn side_config(
+        &self,
+        side: Side,
+        endpoint: &Endpoint,
+        owner: &str,
+        timeout: Duration,
+    ) -> Result<SideConfig, String> {
+        let mut config = postgres::Config::new();
+        let host = match &endpoint.host {
+            Some(host) if host.starts_with('/') => {
+                config.host_path(host);
+                host.clone()
+            }
+            Some(host) => {
+                config.host(host);
+                host.clone()
+            }
+            None => {
+                let socket = default_socket_dir();
+                config.host_path(&socket);
+                socket.display().to_string()
+            }
+        };
+        let port = endpoint.port.unwrap_or(5432);
+        config.port(port);
+        let owner_kind = match side {
+            Side::Source => "Tap",
+            Side::Target => "Target",
+        };
+        let user = match &endpoint.user {
+            Some(user) => user.clone(),
+            None => self
+                .environment
+                .get("PGUSER")
+                .or_else(|| self.environment.get("USER"))
+                .or_else(|| self.environment.get("LOGNAME"))
+                .map(str::to_owned)
+                .ok_or_else(|| format!("{owner_kind} '{owner}' db_conn has no user"))?,
+        };
+        config.user(&user);
+        let dbname = endpoint.dbname.clone().unwrap_or_default();
+        config.dbname(&dbname);
+        match &endpoint.password {
+            Some(password) => {
+                config.password(password.expose());
+            }
+            None => {
+                if let Some(password) = self.environment.get("PGPASSWORD") {
+                    config.password(password);
+                } else if let Some(path) = self.environment.passfile() {
+                    let port_text = port.to_string();
+                    let query = PassfileQuery { host: &host, port: &port_text, database: &dbname, user: &user };
+                    match passfile::lookup(&path, &query) {
+                        Ok(Some(password)) => {
+                            config.password(password);
+                        }
+                        Ok(None) => {}
+                        Err(error) => return Err(error.to_string()),
+                    }
+                }
+            }
+        }
+        config.application_name(match side {
+            Side::Source => SOURCE_APPLICATION_NAME,
+            Side::Target => TARGET_APPLICATION_NAME,
+        });
+        let connect_timeout = timeout.min(MAX_CONNECT_TIMEOUT);
+        config.connect_timeout(connect_timeout);
+        config.ssl_mode(if endpoint.ssl { SslMode::Require } else { SslMode::Prefer });
+        Ok(SideConfig { side, config, address: format!("{host}:{port}/{dbname}"), connect_timeout })
+    }
+}
+
+/// `max(1, statement_timeout_seconds)` seconds: never 0, which would mean no limit.
+pub(crate) fn statement_timeout(seconds: i64) -> Duration {
+    Duration::from_secs(u64::try_from(seconds.max(1)).unwrap_or(1))
+}
+
+fn default_socket_dir() -> PathBuf {
+    let debian = PathBuf::from("/var/run/postgresql");
+    if debian.is_dir() { debian } else { PathBuf::from("/tmp") }
+}
+
+/// Both sides' settings for one attempt.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub(crate) source: SideConfig,
+    pub(crate) target: SideConfig,
+    /// The statement timeout of both sessions.
+    pub(crate) statement_timeout: Duration,
+}
+
+/// One side's connection settings (`Debug` redacts the password, as [`postgres::Config`]
+/// does).
+#[derive(Debug, Clone)]
+pub(crate) struct SideConfig {
+    pub(crate) side: Side,
+    pub(crate) config: postgres::Config,
+    /// `host:port/dbname`, for messages.
+    pub(crate) address: String,
+    /// The whole connection's deadline (TCP, TLS and authentication).
+    pub(crate) connect_timeout: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use datadiff_config::Secret;
+    use datadiff_diff_core::{CheckType, Extensions, SourceType, TargetType};
+
+    use super::*;
+
+    fn definition(statement_timeout_seconds: i64) -> CheckDefinition {
+        CheckDefinition {
+            full_check_name: "postgres/payments/public/transfers".into(),
+            target_id: "postgres".into(),
+            tap_id: "payments".into(),
+            source_type: SourceType::TapPostgres,
+            target_type: TargetType::TargetPostgres,
+            source_database: "payments".into(),
+            target_database: "dwh".into(),
+            source_schema: "public".into(),
+            source_table: "transfers".into(),
+            target_schema: "payments_public".into(),
+            target_table: "transfers".into(),
+            source_key_column: "id".into(),
+            target_key_column: "id".into(),
+            source_timestamp_column: "updated_at".into(),
+            target_timestamp_column: "updated_at".into(),
+            source_compare_columns: vec![],
+            target_compare_columns: vec![],
+            checks: vec![CheckType::RowCount],
+            frequency: "0 * * * *".into(),
+            window_start_seconds: 7200,
+            window_end_seconds: 3600,
+            statement_timeout_seconds,
+            initial_full_scan: false,
+            extensions: Extensions::default(),
+        }
+    }
+
+    fn tap() -> DbConn {
+        DbConn {
+            host: Some("primary".into()),
+            port: Some(5433),
+            user: Some("writer".into()),
+            password: Some(Secret::new("primary-pw")),
+            dbname: Some("payments".into()),
+            replica_host: Some("standby".into()),
+            replica_port: None,
+            replica_user: Some("reader".into()),
+            replica_password: Some(Secret::new("replica-pw")),
+            ssl: false,
+        }
+    }
+
+    fn warehouse() -> DbConn {
+        DbConn {
+            host: Some("dwh".into()),
+            dbname: Some("dwh".into()),
+            user: Some("loader".into()),
+            password: Some(Secret::new("dwh-pw")),
+            replica_host: Some("dwh-standby".into()),
+            ssl: true,
+            ..DbConn::default()
+        }
+    }
+
+    fn connections() -> Connections {
+        Connections::new(Environment::default()).with_tap("payments", tap()).with_target("postgres", warehouse())
+    }
+
+    #[test]
+    fn the_source_reads_the_replica_and_the_target_connects_directly() {
+        let route = connections().route(&definition(300)).unwrap();
+        let source = &route.source.config;
+        assert_eq!(source.get_hosts(), [postgres::config::Host::Tcp("standby".into())]);
+        assert_eq!(source.get_ports(), [5433], "replica_port falls back to port");
+        assert_eq!(source.get_user(), Some("reader"));
+        assert_eq!(source.get_password(), Some(&b"replica-pw"[..]));
+        assert_eq!(source.get_application_name(), Some("pipelinewise-data-diff-source"));
+        assert_eq!(source.get_ssl_mode(), SslMode::Prefer);
+        let target = &route.target.config;
+        assert_eq!(target.get_hosts(), [postgres::config::Host::Tcp("dwh".into())], "replica_* is ignored");
+        assert_eq!(target.get_ports(), [5432]);
+        assert_eq!(target.get_password(), Some(&b"dwh-pw"[..]));
+        assert_eq!(target.get_application_name(), Some("pipelinewise-data-diff-target"));
+        assert_eq!(target.get_ssl_mode(), SslMode::Require, "ssl: true");
+        assert!(!format!("{route:?}").contains("-pw"), "no password in Debug");
+    }
+
+    #[test]
+    fn connect_timeouts_are_capped_at_thirty_seconds_and_statement_timeouts_never_zero() {
+        let route = connections().route(&definition(300)).unwrap();
+        assert_eq!(route.source.config.get_connect_timeout(), Some(&Duration::from_secs(30)));
+        assert_eq!(route.statement_timeout, Duration::from_secs(300));
+        let route = connections().route(&definition(0)).unwrap();
+        assert_eq!(route.statement_timeout, Duration::from_secs(1));
+        assert_eq!(route.target.connect_timeout, Duration::from_secs(1));
+        assert_eq!(statement_timeout(-5), Duration::from_secs(1));
+        assert_eq!(statement_timeout(30), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn persisted_databases_are_cross_checked_with_upstream_messages() {
+        let mut moved = tap();
+        moved.dbname = Some("payments_v2".into());
+        let connections = connections().with_tap("payments", moved);
+        assert_eq!(
+            connections.route(&definition(60)).unwrap_err(),
+            "Persisted source database 'payments' does not match the imported connection for tap 'payments'"
+        );
+        let mut no_dbname = warehouse();
+        no_dbname.dbname = None;
+        let connections = self::connections().with_target("postgres", no_dbname);
+        assert_eq!(
+            connections.route(&definition(60)).unwrap_err(),
+            "Persisted target database 'dwh' does not match the imported connection for target 'postgres'"
+        );
+    }
+
+    #[test]
+    fn unknown_taps_and_targets_are_named() {
+        let only_target = Connections::new(Environment::default()).with_target("postgres", warehouse());
+        assert_eq!(
+            only_target.route(&definition(60)).unwrap_err(),
+            "Tap 'payments' is not defined in the project YAML"
+        );
+        let only_tap = Connections::new(Environment::default()).with_tap("payments", tap());
+        assert_eq!(
+            only_tap.route(&definition(60)).unwrap_err(),
+            "Target 'postgres' is not defined in the project YAML"
+        );
+    }
+
+    #[test]
+    fn missing_user_and_password_follow_libpq_fallbacks() {
+        let bare = DbConn { dbname: Some("payments".into()), ..DbConn::default() };
+        let environment = Environment::from_pairs([("PGUSER", "svc"), ("PGPASSWORD", "from-env")]);
+        let connections = Connections::new(environment).with_tap("payments", bare).with_target("postgres", warehouse());
+        let source = connections.route(&definition(60)).unwrap().source;
+        assert_eq!(source.config.get_user(), Some("svc"));
+        assert_eq!(source.config.get_password(), Some(&b"from-env"[..]));
+        assert!(matches!(source.config.get_hosts(), [postgres::config::Host::Unix(_)]), "no host: the local socket");
+
+        let bare = DbConn { dbname: Some("payments".into()), ..DbConn::default() };
+        let nobody =
+            Connections::new(Environment::default()).with_tap("payments", bare).with_target("postgres", warehouse());
+        assert_eq!(nobody.route(&definition(60)).unwrap_err(), "Tap 'payments' db_conn has no user");
+    }
+}

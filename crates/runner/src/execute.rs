@@ -1,0 +1,129 @@
+//! Executing one attempt of one definition, from claiming its slot to its coverage
+//! transition: the entry points the scheduler, `run`, `rerun` and embedding programs call.
+
+use chrono::{DateTime, Utc};
+use datadiff_backend_store::{
+    Attempt, Completion, NewPreflight, PreflightStatus, StartOutcome, Store, StoredDefinition,
+};
+use datadiff_diff_core::{Outcome, Signal, StartKind};
+use datadiff_preflight::PreflightRecord;
+
+use crate::attempt::AttemptRun;
+use crate::clock::Clock;
+use crate::connections::Connections;
+use crate::error::Error;
+use crate::in_flight::{InFlight, InFlightAttempt};
+use crate::summary::{CheckIdentity, RunSummary};
+
+/// How attempts are executed.
+#[derive(Debug, Clone)]
+pub struct ExecutionOptions {
+    /// Run the source's and the target's statements at the same time, one thread per side
+    /// (the default: an attempt then takes as long as its slower side, SPEC §11). `false`
+    /// runs the source's, then the target's, as PipelineWise does — kept for comparison.
+    pub concurrent_sides: bool,
+    /// Where recorded times come from (`--at` fixes them).
+    pub clock: Clock,
+    /// The registry of executing attempts, so that they can be interrupted and recorded from
+    /// outside (signals); `None` when nothing will interrupt them.
+    pub in_flight: Option<InFlight>,
+}
+
+impl Default for ExecutionOptions {
+    fn default() -> ExecutionOptions {
+        ExecutionOptions { concurrent_sides: true, clock: Clock::System, in_flight: None }
+    }
+}
+
+/// Starts an attempt of `definition`'s slot `scheduled_for` and executes it (runs note §3):
+/// the start under the check lock (T1) — which may decide SKIPPED instead — then the
+/// comparison and the finish (see the crate docs for the steps).
+///
+/// Returns the attempt's [`RunSummary`]: PASS, FAIL, ERROR or DEFERRED as stored, or SKIPPED
+/// (the slot was attempted or is running, a retry is no longer eligible, the lease was lost,
+/// or the route is not PostgreSQL → PostgreSQL). Anything failing on the source or target
+/// side is an ERROR attempt, not an `Err`. `Err` is for the backend only
+/// ([`Error::Backend`]; upstream then reports the check ERROR without a run, see
+/// [`RunSummary::failed_without_run`]) and for an attempt interrupted through
+/// [`ExecutionOptions::in_flight`] ([`Error::Interrupted`]).
+pub fn execute(
+    store: &Store,
+    connections: &Connections,
+    definition: &StoredDefinition,
+    scheduled_for: DateTime<Utc>,
+    kind: StartKind,
+    options: &ExecutionOptions,
+) -> Result<RunSummary, Error> {
+    if let Some(reason) = definition.definition.unsupported_route() {
+        return Ok(RunSummary::route_not_supported(CheckIdentity::of(definition), scheduled_for, reason));
+    }
+    let started = store.start_attempt(definition, scheduled_for, kind, options.clock.now()).map_err(|source| {
+        Error::Backend { action: format!("starting an attempt of {}", definition.definition.full_check_name), source }
+    })?;
+    match started {
+        StartOutcome::Skipped(skip) => Ok(RunSummary::skipped(CheckIdentity::of(definition), scheduled_for, &skip)),
+        StartOutcome::Started(attempt) => execute_started(store, connections, definition, attempt, options),
+    }
+}
+
+/// Executes an attempt already started as RUNNING (a remediation from
+/// [`Store::start_remediation`], whose exact revision is `definition`), exactly as
+/// [`execute`] executes the ones it starts.
+pub fn execute_started(
+    store: &Store,
+    connections: &Connections,
+    definition: &StoredDefinition,
+    attempt: Attempt,
+    options: &ExecutionOptions,
+) -> Result<RunSummary, Error> {
+    AttemptRun::new(store, definition, attempt, options).run(connections)
+}
+
+/// Records an interrupted attempt as ERROR (runs note §3.4: `Terminated by SIGTERM before
+/// the check completed`), with a placeholder preflight when none was recorded, and its
+/// coverage transition. For the attempts [`InFlight::interrupt_all`] stopped. An attempt
+/// that already finished (its lease is gone) is left alone: `Ok(false)`.
+pub fn record_interrupted(
+    store: &Store,
+    attempt: InFlightAttempt,
+    signal: Signal,
+    clock: Clock,
+) -> Result<bool, Error> {
+    let outcome = Outcome::signal(signal);
+    let error = outcome.error.clone().unwrap_or_default();
+    let placeholder = PreflightRecord::placeholder(error.clone());
+    let preflight = NewPreflight {
+        status: PreflightStatus::Error,
+        query_fingerprint: placeholder.query_fingerprint.as_str().to_owned(),
+        index_metadata: placeholder.index_metadata_json(),
+        findings: placeholder.findings_json(),
+        error: placeholder.error.clone(),
+        table_rows: None,
+        row_limit: None,
+        has_leading_index: None,
+    };
+    let backend = |action: &str| {
+        let action = format!("{action} of interrupted run {}", attempt.run_id);
+        move |source| Error::Backend { action, source }
+    };
+    // An already linked preflight is reused by the store (one per attempt).
+    let preflight_id = match store.record_preflight(attempt.run_id, attempt.check_id, &preflight, clock.now()) {
+        Ok(id) => id,
+        Err(error) if error.lease_lost().is_some() => return Ok(false),
+        Err(error) => return Err(backend("recording the preflight")(error)),
+    };
+    let completion = Completion {
+        run_id: attempt.run_id,
+        status: outcome.status,
+        preflight_id: Some(preflight_id),
+        error: Some(error),
+        results: Vec::new(),
+        differences: Vec::new(),
+        finished_at: clock.now(),
+    };
+    match store.finish_attempt(&completion) {
+        Ok(_) => Ok(true),
+        Err(error) if error.lease_lost().is_some() => Ok(false),
+        Err(error) => Err(backend("finishing")(error)),
+    }
+}
