@@ -165,6 +165,43 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     })?;
     report("readers + merge, both sides", best, 2);
 
+    // The ratio that matters for row_diff (SPEC §11: within 1.3x of the COPY floor), measured
+    // as interleaved pairs so that both halves of a pair see the same machine load.
+    let mut floor_a = connect(&source_url, "source")?;
+    let mut floor_b = connect(&target_url, "target")?;
+    let mut ratios = Vec::new();
+    for _ in 0..runs {
+        let floor = best_of(1, || {
+            std::thread::scope(|scope| {
+                let left = scope.spawn(|| copy_to_nothing(&mut floor_a, "binary"));
+                let right = copy_to_nothing(&mut floor_b, "binary");
+                left.join().map_err(|_| "copy thread panicked")??;
+                right.map(|_| ())
+            })
+        })?;
+        let ours = best_of(1, || {
+            std::thread::scope(|scope| {
+                let left = RowStream::spawn(scope, &mut source_session, source_query.clone(), StreamOptions::default());
+                let right =
+                    RowStream::spawn(scope, &mut target_session, target_query.clone(), StreamOptions::default());
+                let mut summary: Summary<Key> = Summary::new(20, vec![]);
+                for change in merge(left, right) {
+                    summary.record(&change?);
+                }
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+            })
+        })?;
+        ratios.push(ours.as_secs_f64() / floor.as_secs_f64());
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "readers + merge / binary COPY floor, both sides, interleaved: median {:.2}x (min {:.2}x, max {:.2}x, {} pairs)",
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1],
+        ratios.len()
+    );
+
     let mut options = AuditOptions::new(source_url.clone(), target_url.clone(), table.clone());
     options.cutover_ready = true;
     options.max_rows = rows.max(1);
