@@ -430,3 +430,22 @@ fn a_remediation_reruns_the_failed_window_and_advances_coverage() {
         Some(("CONTIGUOUS".into(), Some(at(12, 0)), Some(at(13, 0)), vec!["INITIALIZE".into(), "ADVANCE".into()]))
     );
 }
+
+#[test]
+fn sessions_compare_in_utc_whatever_the_databases_time_zone() {
+    let context = Context::pipelinewise();
+    for database in [&context.source, &context.replica] {
+        let name = datadiff_testkit::quote_ident(database.name());
+        database
+            .client()
+            .unwrap()
+            .batch_execute(&format!("ALTER DATABASE {name} SET timezone TO 'America/New_York'"))
+            .unwrap();
+    }
+    let summary = context.run(&context.definition());
+    let run_id = summary.run_id.unwrap();
+    // The replica's timestamptz renders as UTC wall time in the checksum, like the source's
+    // naive UTC values, only because the session's TimeZone is UTC.
+    assert_eq!(result(&context.result_rows(run_id), "row_checksum").status, "PASS");
+    assert_eq!(context.attempt_row(run_id).status, "PASS");
+}

@@ -121,6 +121,26 @@ fn a_replica_that_accepts_and_never_answers_is_an_error_attempt() {
 }
 
 #[test]
+fn ssl_true_requires_tls_from_the_server() {
+    let context = Context::pipelinewise();
+    // The shared cluster serves no TLS: `prefer` would connect in plaintext, `require` must not.
+    let mut replica = db_conn(&context.replica);
+    replica.ssl = true;
+    let connections = Connections::new(Environment::default())
+        .with_tap("payments", db_conn(&context.source))
+        .with_target("postgres", replica);
+    let stored = context.import(&context.definition());
+    let summary = execute(&context.store, &connections, &stored, slot(), scheduled(), &Context::options()).unwrap();
+    let run_id = summary.run_id.unwrap();
+    let attempt = context.attempt_row(run_id);
+    assert_eq!(attempt.status, "ERROR");
+    let error = attempt.error.unwrap();
+    assert!(error.starts_with("cannot connect to the target database "), "{error}");
+    assert!(error.contains("TLS"), "{error}");
+    assert_eq!(context.preflight_row(run_id).fingerprint, PLACEHOLDER);
+}
+
+#[test]
 fn a_backend_that_accepts_and_never_answers_is_a_typed_error() {
     let port = silent_listener();
     let config = BackendConfig {
