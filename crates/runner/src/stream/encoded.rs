@@ -5,35 +5,54 @@
 //!
 //! A [`ValuesRow`] holds a `Vec<Value>`: one allocation for the vector, one per text or
 //! bytes field, and about six per `numeric` (parsing and normalising decimal text). On a
-//! six-column table that was eight or more allocations a row, and the reader ran at about
-//! 1.8× the cost of the bare binary `COPY` (see `examples/stream_throughput.rs`). An
-//! [`EncodedRow`] is one allocation (plus the key's for text keys): each field is appended
-//! to a buffer in a canonical byte form chosen per column pair by its [`Decoder`] (see
-//! [`Decoder::encode`]), so equal values of compatible types encode to equal bytes and
-//! "same content" is one `memcmp`. [`EncodedRow::values`] turns a row back into
-//! [`Value`]s (the same values [`Decoder::decode`] gives) when a caller needs them.
+//! six-column table that was eight or more allocations a row, each freed by the merging
+//! thread (a cross-thread free), and the reader ran at about 1.8× the cost of the bare
+//! binary `COPY` (see `examples/stream_throughput.rs`). An [`EncodedRow`] allocates nothing
+//! of its own (text keys aside): each field is appended to its batch's buffer in a canonical
+//! byte form chosen per column pair by its [`Decoder`] (see [`Decoder::encode`]), and the
+//! row is a shared reference to that buffer and its byte range. Equal values of compatible
+//! types encode to equal bytes, so "same content" is one `memcmp`. [`EncodedRow::values`]
+//! turns a row back into [`Value`]s (the same values [`Decoder::decode`] gives) when a
+//! caller needs them. A batch's buffer is freed when its last row is dropped; the merge
+//! keeps at most two rows per side, so memory stays bounded by the batches in flight.
 //!
 //! Framing: a NULL field is the byte `0`; any other field is the byte `1`, its length as a
 //! little-endian `u32`, and its bytes. So NULL differs from an empty string, and two
 //! buffers are equal exactly when every field is.
 
 use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
 
 use datadiff_diff_core::{ChangedFields, Key, Keyed, Value, ValuesRow};
 
 use crate::stream::decoder::Decoder;
 
 /// A row's key and the canonical encoding of its compared fields.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct EncodedRow {
     key: Key,
-    fields: Box<[u8]>,
+    data: Arc<[u8]>,
+    range: Range<usize>,
 }
 
+impl PartialEq for EncodedRow {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key && self.encoded() == other.encoded()
+    }
+}
+
+impl Eq for EncodedRow {}
+
 impl EncodedRow {
-    /// A row from its key and an encoding built with [`FieldWriter`].
-    pub fn new(key: Key, fields: Box<[u8]>) -> EncodedRow {
-        EncodedRow { key, fields }
+    /// A row on its own, from its key and the encoding of its fields (as a
+    /// [`BatchWriter`] writes it).
+    pub fn new(key: Key, fields: &[u8]) -> EncodedRow {
+        EncodedRow { key, data: Arc::from(fields), range: 0..fields.len() }
+    }
+
+    fn encoded(&self) -> &[u8] {
+        &self.data[self.range.clone()]
     }
 
     /// The key.
@@ -43,7 +62,7 @@ impl EncodedRow {
 
     /// The encoded fields in column order: `None` for NULL.
     pub fn fields(&self) -> Fields<'_> {
-        Fields { rest: &self.fields }
+        Fields { rest: self.encoded() }
     }
 
     /// The fields as values, given the decoders of this row's side (in column order).
@@ -78,7 +97,7 @@ impl Keyed for EncodedRow {
     }
 
     fn same_content(&self, other: &Self) -> bool {
-        self.fields == other.fields
+        self.encoded() == other.encoded()
     }
 }
 
@@ -124,25 +143,27 @@ impl<'a> Iterator for Fields<'a> {
     }
 }
 
-/// Builds the field buffer of one row after another, reusing its allocations.
+/// Builds a batch of rows in one buffer, reusing its allocations from batch to batch.
 #[derive(Debug, Default)]
-pub struct FieldWriter {
+pub struct BatchWriter {
     buffer: Vec<u8>,
     scratch: Vec<u8>,
+    rows: Vec<(Key, Range<usize>)>,
+    row_start: usize,
 }
 
-impl FieldWriter {
-    /// Starts a new row.
-    pub fn clear(&mut self) {
-        self.buffer.clear();
+impl BatchWriter {
+    /// Starts a row.
+    pub fn begin_row(&mut self) {
+        self.row_start = self.buffer.len();
     }
 
-    /// Appends a NULL.
+    /// Appends a NULL to the row.
     pub fn null(&mut self) {
         self.buffer.push(0);
     }
 
-    /// Appends `field` encoded by `decoder`.
+    /// Appends `field` encoded by `decoder` to the row.
     pub fn field(&mut self, decoder: Decoder, field: &[u8]) -> Result<(), String> {
         self.buffer.push(1);
         let at = self.buffer.len();
@@ -153,9 +174,37 @@ impl FieldWriter {
         Ok(())
     }
 
-    /// The row's fields, copied into their own allocation.
-    pub fn finish(&self) -> Box<[u8]> {
-        Box::from(self.buffer.as_slice())
+    /// Ends the row under `key`.
+    pub fn end_row(&mut self, key: Key) {
+        self.rows.push((key, self.row_start..self.buffer.len()));
+        self.row_start = self.buffer.len();
+    }
+
+    /// Drops a row begun and not ended (its fields failed to encode).
+    pub fn abandon_row(&mut self) {
+        self.buffer.truncate(self.row_start);
+    }
+
+    /// Rows ended since the last [`BatchWriter::seal`].
+    pub fn rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Bytes written since the last [`BatchWriter::seal`].
+    pub fn bytes(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Moves the ended rows into `batch`, sharing one copy of the buffer, and starts over.
+    pub fn seal(&mut self, batch: &mut Vec<EncodedRow>) {
+        self.abandon_row();
+        if self.rows.is_empty() {
+            return;
+        }
+        let data: Arc<[u8]> = Arc::from(self.buffer.as_slice());
+        batch.extend(self.rows.drain(..).map(|(key, range)| EncodedRow { key, data: Arc::clone(&data), range }));
+        self.buffer.clear();
+        self.row_start = 0;
     }
 }
 
@@ -164,14 +213,27 @@ mod tests {
     use super::*;
 
     fn row(key: i64, fields: &[Option<(Decoder, &[u8])>]) -> EncodedRow {
-        let mut writer = FieldWriter::default();
+        let mut writer = BatchWriter::default();
+        // A row before it, so the row under test does not start at offset 0.
+        writer.begin_row();
+        writer.field(Decoder::Text, b"other").unwrap();
+        writer.end_row(Key::Int(key - 1));
+        writer.begin_row();
         for field in fields {
             match field {
                 None => writer.null(),
                 Some((decoder, bytes)) => writer.field(*decoder, bytes).unwrap(),
             }
         }
-        EncodedRow::new(Key::Int(key), writer.finish())
+        writer.end_row(Key::Int(key));
+        // A row that fails half-way is not part of the batch.
+        writer.begin_row();
+        writer.field(Decoder::Text, b"partial").unwrap();
+        assert!(writer.field(Decoder::Int, b"bad").is_err());
+        let mut batch = Vec::new();
+        writer.seal(&mut batch);
+        assert_eq!(batch.len(), 2);
+        batch.pop().unwrap()
     }
 
     #[test]
@@ -184,6 +246,7 @@ mod tests {
         assert!(!a.same_content(&b));
         assert_eq!(a.changed_fields(&b), vec![1]);
         assert_eq!(a.fields().count(), 3);
+        assert_eq!(a, EncodedRow::new(Key::Int(1), a.encoded()));
         let values = a.values(&[Decoder::Text, Decoder::Text, Decoder::Int]).unwrap();
         assert_eq!(values, vec![Value::text("x"), Value::Null, Value::Int(7)]);
     }

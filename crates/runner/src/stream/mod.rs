@@ -49,5 +49,5 @@ mod reader;
 pub use column::{ColumnType, Family, read_columns};
 pub use copy::{CopyParser, Flow};
 pub use decoder::{Decoder, KeyDecoder, plan_key, plan_pair};
-pub use encoded::{EncodedRow, FieldWriter, Fields};
+pub use encoded::{BatchWriter, EncodedRow, Fields};
 pub use reader::{RowQuery, RowStream, StreamOptions};

@@ -9,9 +9,11 @@
 //! messages beyond `CopyData`, no text formatting of numbers and timestamps on the server,
 //! no parsing here), and it streams: the server sends rows as it produces them.
 //!
-//! Rows travel in batches (1,024 by default) over a bounded `crossbeam-channel` (4 batches
-//! by default), so a slow consumer stops the reader after a fixed number of rows: memory is
-//! flat whatever the table size. The consumer flattens batches with [`Batches`], which hands
+//! Rows travel in batches (1,024 rows or 1 MiB of encoded fields, whichever comes first, by
+//! default) over a bounded `crossbeam-channel` (4 batches by default), so a slow consumer
+//! stops the reader after a bounded amount of data: memory is flat whatever the table size.
+//! A batch's rows share one buffer ([`EncodedRow`]), so a batch costs one allocation, not
+//! one per row or per field. The consumer flattens batches with [`Batches`], which hands
 //! each emptied `Vec` back over a second channel for the reader to refill, so batch buffers
 //! are allocated a handful of times per stream, not per batch.
 //!
@@ -32,7 +34,7 @@ use crate::error::Error;
 use crate::session::{Canceller, Session};
 use crate::stream::copy::{CopyParser, Flow};
 use crate::stream::decoder::{Decoder, KeyDecoder};
-use crate::stream::encoded::{EncodedRow, FieldWriter};
+use crate::stream::encoded::{BatchWriter, EncodedRow};
 use crate::table::{TableName, quote_ident};
 
 /// What one side streams: a `SELECT` of the key then the compared columns, ordered by key,
@@ -120,6 +122,10 @@ impl Default for StreamOptions {
 }
 
 type Batch = Vec<EncodedRow>;
+
+/// A batch is sent when its rows' encodings reach this size, even with fewer rows than
+/// `batch_rows`, so wide rows do not make batches large.
+const BATCH_BYTES: usize = 1 << 20;
 type Recycle<'scope> = Box<dyn FnMut(Batch) + Send + 'scope>;
 
 /// The rows of one side, in key order, as an iterator of [`EncodedRow`]s for
@@ -161,13 +167,15 @@ impl<'scope> RowStream<'scope> {
             tracing::dispatcher::with_default(&dispatch, || {
                 let role = session.role().to_owned();
                 let mut batch: Batch = Vec::with_capacity(batch_rows);
-                match read(session, &query, &mut batch, batch_rows, &sender, &recycled) {
+                let mut writer = BatchWriter::default();
+                match read(session, &query, &mut writer, &mut batch, batch_rows, &sender, &recycled) {
                     Ok(Flow::Continue) => reader_completed.store(true, Ordering::Release),
                     Ok(Flow::Stop) => tracing::debug!(%role, "row stream abandoned by its consumer"),
                     Err(error) => {
                         // The rows before the error first, then the error; a gone consumer
                         // needs neither.
                         reader_completed.store(true, Ordering::Release);
+                        writer.seal(&mut batch);
                         if batch.is_empty() || sender.send(Ok(batch)).is_ok() {
                             let _ = sender.send(Err(error));
                         }
@@ -225,6 +233,7 @@ impl Drop for RowStream<'_> {
 fn read(
     session: &mut Session,
     query: &RowQuery,
+    writer: &mut BatchWriter,
     batch: &mut Batch,
     batch_rows: usize,
     sender: &Sender<Result<Batch, Error>>,
@@ -236,7 +245,6 @@ fn read(
         session.client().copy_out(copy.as_str()).map_err(Error::query(&role, "starting the row stream"))?;
     let mut parser = CopyParser::new(1 + query.columns.len());
     let mut carry: Vec<u8> = Vec::new();
-    let mut writer = FieldWriter::default();
     let decode_error =
         |column: &str, problem: String| Error::Decode { role: role.clone(), column: column.to_owned(), problem };
     let malformed = |problem: &'static str| decode_error("COPY stream", problem.to_owned());
@@ -245,7 +253,7 @@ fn read(
             return Err(Error::NullKey { role: role.clone(), column: query.key_column.clone() });
         };
         let key = query.key.decode(&data[key_span]).map_err(|problem| decode_error(&query.key_column, problem))?;
-        writer.clear();
+        writer.begin_row();
         for ((name, decoder), span) in query.columns.iter().zip(&spans[1..]) {
             match span {
                 None => writer.null(),
@@ -254,8 +262,9 @@ fn read(
                 }
             }
         }
-        batch.push(EncodedRow::new(key, writer.finish()));
-        if batch.len() >= batch_rows {
+        writer.end_row(key);
+        if writer.rows() >= batch_rows || writer.bytes() >= BATCH_BYTES {
+            writer.seal(batch);
             let next = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch_rows));
             if sender.send(Ok(std::mem::replace(batch, next))).is_err() {
                 return Ok(Flow::Stop);
@@ -287,6 +296,7 @@ fn read(
     if !parser.is_complete() || !carry.is_empty() {
         return Err(malformed("the COPY stream ended in the middle of a row"));
     }
+    writer.seal(batch);
     if !batch.is_empty() && sender.send(Ok(std::mem::take(batch))).is_err() {
         return Ok(Flow::Stop);
     }
