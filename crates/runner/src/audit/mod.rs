@@ -8,7 +8,9 @@
 //! 2. **Separate databases**: both sessions connect (read-only, 10 s connect timeout,
 //!    15 min statement timeout) and compare `pg_control_system().system_identifier` and
 //!    `current_database()`. (The seed compares server address, port and database; the
-//!    address is NULL over a Unix socket, so two socket DSNs to one database would pass.)
+//!    address is NULL over a Unix socket, so two socket DSNs to one database would pass.) A
+//!    physical standby shares its primary's system identifier, so a database and its own
+//!    streaming standby count as one database too: they are copies by construction.
 //! 3. **Columns**: the key and the compared columns are resolved on both sides and a decoder
 //!    pair is chosen per column, so an incomparable type fails before any table is read.
 //! 4. **Inventory**: the source row count; the replica's from the metadata table's
