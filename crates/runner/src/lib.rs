@@ -84,6 +84,31 @@
 //! Only PostgreSQL → PostgreSQL routes are executed (others are SKIPPED). Composite keys are
 //! not supported. `sslmode=allow` is refused (see
 //! [`SslMode`]).
+//!
+//! # Decisions where the sources are silent (attempts)
+//!
+//! * **Failure texts** keep upstream's texts wherever upstream has one (column, type-gate,
+//!   checksum, preflight, historical and database cross-check messages). For driver failures
+//!   upstream stores `str(exc)`; datadiff stores one line naming the side and the step and
+//!   the server's primary message only (`source aggregate query failed: canceling statement
+//!   due to statement timeout`), never its DETAIL (which can quote row values).
+//! * **Connecting** is bounded as a whole (TCP, TLS, authentication) by the connect timeout,
+//!   as libpq's `connect_timeout` is; the two sides connect at the same time when sides are
+//!   concurrent (upstream: source, then target). A `db_conn` without `host`, `user` or
+//!   `password` falls back as libpq would (local socket, `PGUSER`, `PGPASSWORD` or the
+//!   password file). A tap or target missing from the YAML is an ERROR attempt naming it.
+//! * **The preflight fingerprint** hashes the source query with upstream's `%s`
+//!   placeholders, so it equals PipelineWise's for the same definition.
+//! * **Aggregate values** are decoded by result type: a `char(n)` min/max key keeps its
+//!   padding (psycopg2 does), `bytea` is lowercase hex (upstream's driver makes it an
+//!   unusable `memoryview` text); a type with no canonical form (a json key) is an ERROR
+//!   attempt rather than a guess.
+//! * **A backend failure** during an attempt (other than a lost lease, which is SKIPPED)
+//!   ends the execution with [`Error::Backend`] and leaves the attempt RUNNING for the stale
+//!   sweep, as upstream's exception does; [`RunSummary::failed_without_run`] is the summary
+//!   upstream then prints.
+//! * **`row_diff`-only definitions** (no upstream data check) end ERROR until `row_diff` is
+//!   executed, rather than PASS without comparing anything.
 
 mod attempt;
 pub mod audit;
