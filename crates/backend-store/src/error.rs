@@ -61,6 +61,24 @@ pub enum Error {
         source: postgres::Error,
     },
 
+    /// The backend accepted the connection but did not complete the login (TCP, TLS and
+    /// authentication together) within `connect_timeout`.
+    #[error("backend did not answer within {timeout:?} for the {role} role {user:?} at {host}:{port}/{dbname}")]
+    ConnectTimeout {
+        /// Which of the two roles.
+        role: Role,
+        /// The role's user name.
+        user: String,
+        /// The configured host.
+        host: String,
+        /// The configured port.
+        port: u16,
+        /// The configured database.
+        dbname: String,
+        /// The configured connect timeout.
+        timeout: std::time::Duration,
+    },
+
     /// No pooled application connection could be had.
     #[error("backend connection pool has no connection available")]
     Pool(#[source] r2d2::Error),
@@ -287,7 +305,7 @@ impl Error {
     /// True when the backend could not be reached or refused the login (including TLS
     /// verification failures and an exhausted pool).
     pub fn is_connection(&self) -> bool {
-        matches!(self, Error::Connect { .. } | Error::Pool(_))
+        matches!(self, Error::Connect { .. } | Error::ConnectTimeout { .. } | Error::Pool(_))
     }
 
     /// True when the backend schema is not the one this datadiff needs (the gate, an

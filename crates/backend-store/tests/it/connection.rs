@@ -105,3 +105,26 @@ fn an_unreachable_backend_is_a_connection_error() {
     assert!(error.is_connection());
     assert!(error.to_string().starts_with("backend connection failed"));
 }
+
+#[test]
+fn a_backend_that_accepts_and_never_answers_times_out_for_both_roles() {
+    let backend = backend();
+    // Accepts connections (the kernel completes the TCP handshake) and never says a word.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let _held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for stream in listener.incoming().flatten() {
+            open.push(stream);
+        }
+    });
+    let config = BackendConfig { port, connect_timeout: Duration::from_secs(1), ..backend.config.clone() };
+
+    let error = Store::open(config.clone()).unwrap_err();
+    assert!(error.is_connection());
+    assert!(matches!(error, Error::ConnectTimeout { role: Role::Application, .. }), "{error}");
+    assert!(error.to_string().starts_with("backend did not answer within 1s"), "{error}");
+
+    let error = migrate_backend(&config, &MigrateOptions::latest()).unwrap_err();
+    assert!(matches!(error, Error::ConnectTimeout { role: Role::Ddl, .. }), "{error}");
+}
