@@ -16,17 +16,17 @@ const PLACEHOLDER_TEXT: &str = "preflight-not-built";
 /// Three kinds exist, one constructor each: the source SQL of a data definition
 /// ([`QueryFingerprint::of_sql`]), the scope of a metadata-only definition
 /// ([`MetadataOnlyScope::fingerprint`]), and the placeholder
-/// ([`QueryFingerprint::placeholder`]). It is evidence only: nothing compares it. Our SQL is
-/// not upstream's byte for byte, so the data-check fingerprints of the two tools differ for
-/// the same definition; the metadata-only and placeholder ones are identical.
+/// ([`QueryFingerprint::placeholder`]). It is evidence only: nothing compares it. The runner
+/// hashes the `%s`-placeholder form of its source SQL (`AggregatePlan::fingerprint_sql` in
+/// diff-core), which is PipelineWise's text byte for byte, so the fingerprints of the two tools
+/// agree; the metadata-only and placeholder ones are identical too.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct QueryFingerprint(String);
 
 impl QueryFingerprint {
-    /// The SHA-256 of `sql` as UTF-8: the source query text the check runs, with its
-    /// placeholders and without bound values, exactly as the caller sends it to the server.
-    /// (Upstream hashes its `%s`-style text; ours has `$1`-style placeholders.)
+    /// The SHA-256 of `sql` as UTF-8: the source query text, with its placeholders and without
+    /// bound values. Pass the `%s`-placeholder form to match PipelineWise's fingerprints.
     pub fn of_sql(sql: &str) -> Self {
         Self::of_bytes(sql.as_bytes())
     }
