@@ -19,7 +19,7 @@ use datadiff_backend_store::StoredDefinition;
 use datadiff_diff_core::{
     Bounds, CheckId, CheckResult, CheckType, ResultType, RunId, RunStatus, Skip, SourceType, TriggerType, UnknownName,
 };
-use datadiff_preflight::{IndexWarningIdentity, PreflightRecord, PreflightStatus};
+use datadiff_preflight::{IndexWarningIdentity, PreflightRecord, PreflightStatus, QueryFingerprint};
 
 /// The status column of a summary: an attempt's stored status, or SKIPPED (never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,6 +114,8 @@ pub struct CheckIdentity {
     pub source_table: String,
     /// The source timestamp column, as configured.
     pub source_timestamp_column: String,
+    /// The persisted target database.
+    pub target_database: String,
     /// The target schema.
     pub target_schema: String,
     /// The target table.
@@ -138,6 +140,7 @@ impl CheckIdentity {
             source_schema: definition.source_schema.clone(),
             source_table: definition.source_table.clone(),
             source_timestamp_column: definition.source_timestamp_column.clone(),
+            target_database: definition.target_database.clone(),
             target_schema: definition.target_schema.clone(),
             target_table: definition.target_table.clone(),
             target_timestamp_column: definition.target_timestamp_column.clone(),
@@ -170,6 +173,10 @@ pub struct PreflightFacts {
     pub has_leading_index: Option<bool>,
     /// Whether it was the metadata-only record of a definition that reads no data.
     pub metadata_only: bool,
+    /// Whether it was the placeholder record of an attempt that failed before any preflight
+    /// was decided: it observed nothing about the source index (so, like a metadata-only
+    /// record, it neither raises nor cancels an index warning).
+    pub placeholder: bool,
 }
 
 impl PreflightFacts {
@@ -184,6 +191,7 @@ impl PreflightFacts {
                 && record.has_leading_index.is_none()
                 && record.row_limit.is_none()
                 && record.error.is_none(),
+            placeholder: record.query_fingerprint == QueryFingerprint::placeholder(),
         }
     }
 }
@@ -319,6 +327,7 @@ mod tests {
             source_schema: "public".into(),
             source_table: "transfers-v2".into(),
             source_timestamp_column: "updated_at".into(),
+            target_database: "warehouse".into(),
             target_schema: "payments_public".into(),
             target_table: "transfers".into(),
             target_timestamp_column: "updated_at".into(),
@@ -391,9 +400,10 @@ mod tests {
             target_table: "t".into(),
             columns: vec!["id".into()],
         };
-        assert!(PreflightFacts::of(&PreflightRecord::metadata_only(&scope)).metadata_only);
+        let metadata_only = PreflightFacts::of(&PreflightRecord::metadata_only(&scope));
+        assert!(metadata_only.metadata_only && !metadata_only.placeholder);
         let placeholder = PreflightFacts::of(&PreflightRecord::placeholder("no connection"));
-        assert!(!placeholder.metadata_only);
+        assert!(!placeholder.metadata_only && placeholder.placeholder);
         assert_eq!(placeholder.status, PreflightStatus::Error);
     }
 }
