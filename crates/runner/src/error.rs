@@ -247,6 +247,22 @@ pub enum Error {
         /// The attempt.
         run_id: datadiff_diff_core::RunId,
     },
+    /// SIGTERM/SIGINT handlers could not be installed (or another invocation of this
+    /// process holds them).
+    #[error("cannot install the SIGTERM and SIGINT handlers")]
+    Signals {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `--jobs N` needs at least N backend connections.
+    #[error("--jobs {jobs} needs a backend pool of at least {jobs} connections (it has {pool})")]
+    PoolTooSmall {
+        /// The jobs asked for.
+        jobs: usize,
+        /// The pool's size.
+        pool: u32,
+    },
     /// Writing the report failed.
     #[error("cannot write the report to {}", path.display())]
     WriteReport {
@@ -265,9 +281,27 @@ impl Error {
         matches!(self, Error::Refused(_))
     }
 
+    /// True when `rerun` was given a run that cannot be remediated (unknown, not FAIL or
+    /// ERROR, an empty reference, or its slot running): the CLI exits 2.
+    pub fn is_invalid_rerun(&self) -> bool {
+        matches!(self, Error::Backend { source, .. } if source.is_invalid_rerun())
+    }
+
     pub(crate) fn query(role: &str, action: impl Into<String>) -> impl FnOnce(postgres::Error) -> Error {
         let role = role.to_owned();
         let action = action.into();
         move |source| Error::Query { role, action, source }
     }
+}
+
+/// `error` and its causes on one line, joined by `: ` (a summary's reason, a log field).
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -121,12 +121,17 @@ mod error;
 mod execute;
 mod in_flight;
 mod passfile;
+mod remediation;
+mod selection;
 mod session;
 mod side;
+pub mod signals;
 pub mod stream;
 mod summary;
 mod table;
+mod tick;
 pub mod tls;
+mod workers;
 
 pub use backend::{backend_config, open_backend};
 pub use clock::Clock;
@@ -137,9 +142,12 @@ pub use error::Error;
 pub use execute::{ExecutionOptions, execute, execute_started, record_interrupted};
 pub use in_flight::{InFlight, InFlightAttempt};
 pub use passfile::{PassfileQuery, lookup as passfile_lookup};
+pub use remediation::{RemediationReport, remediate};
+pub use selection::Selection;
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
 pub use summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 pub use table::{TableName, TableNameError};
+pub use tick::{TickContext, TickReport, tick};
 pub use tls::{RootCertificates, SslMode, SslModeError, TlsSettings};
 
 /// Splits a comma-separated list of column names (double quotes allowed around a name that

@@ -1,0 +1,78 @@
+//! `rerun_data_diff_check --run-id X --remediation-ref R`: a REMEDIATION attempt of a failed
+//! run, with the run's exact definition revision (runs note §2.2).
+//!
+//! The store decides and refuses ([`Store::start_remediation`](datadiff_backend_store::Store::start_remediation)):
+//! only a FAIL or ERROR run, a non-empty reference, never while the slot has a RUNNING
+//! attempt — refusals carry upstream's messages and
+//! [`Error::is_invalid_rerun`] tells the CLI to exit 2. The new attempt is the slot's next
+//! number, linked to the root original run (`rerun_of_run_id`), with the original's window
+//! (or the slot's resolved one); it then runs like any attempt, with the revision's own
+//! checks, columns and statement timeout, and its finish repairs coverage like any terminal
+//! attempt. No stale sweep runs here, as upstream.
+//!
+//! Pending source-index warnings are sent after a remediation too (SPEC §7): the report's
+//! summary is what the alerts read, exactly as after a tick.
+
+use datadiff_backend_store::Attempt;
+use datadiff_diff_core::{RunId, Signal};
+
+use crate::error::Error;
+use crate::execute::execute_started;
+use crate::signals::Interruption;
+use crate::summary::{CheckIdentity, RunSummary};
+use crate::tick::{TickContext, interrupted};
+
+/// What a remediation did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemediationReport {
+    /// The remediated run as it was when the remediation started; `None` when nothing was
+    /// started (a route datadiff does not execute).
+    pub original: Option<Attempt>,
+    /// The remediation attempt's summary: PASS, FAIL, ERROR, DEFERRED, or SKIPPED after a
+    /// lost lease (or for a route datadiff does not execute). Its `run_id` is the
+    /// remediation's, `rerun_of_run_id` the root original, `attempt` its number.
+    pub summary: RunSummary,
+    /// The signal that interrupted it, when the process survived the signal.
+    pub interrupted: Option<Signal>,
+}
+
+/// Remediates `run_id` with the operator's `reference` (an incident or repair id), recording
+/// times from the context's clock. The context's selection, force and jobs do not apply; its
+/// signal handling does.
+///
+/// `Err`: the store refused ([`Error::is_invalid_rerun`]: unknown run, not FAIL/ERROR, empty
+/// reference, slot running), or the backend failed.
+pub fn remediate(context: &TickContext, run_id: RunId, reference: &str) -> Result<RemediationReport, Error> {
+    let store = context.store();
+    let backend = |action: String| move |source| Error::Backend { action, source };
+    // A route datadiff does not execute yet is reported without starting anything.
+    if let Some(original) = store.attempt(run_id).map_err(backend(format!("reading run {run_id}")))?
+        && let Some(definition) =
+            store.definition(original.check_id).map_err(backend(format!("reading the definition of run {run_id}")))?
+        && let Some(reason) = definition.definition.unsupported_route()
+    {
+        let summary = RunSummary::route_not_supported(CheckIdentity::of(&definition), original.scheduled_for, reason);
+        return Ok(RemediationReport { original: Some(original), summary, interrupted: None });
+    }
+    let interruption = Interruption::default();
+    let executed = context.guarded(&interruption, || {
+        let remediation = store
+            .start_remediation(run_id, reference, context.clock().now())
+            .map_err(backend(format!("starting a remediation of run {run_id}")))?;
+        let summary = match execute_started(
+            store,
+            context.connections(),
+            &remediation.definition,
+            remediation.attempt.clone(),
+            context.options(),
+        ) {
+            Ok(summary) => summary,
+            Err(Error::Interrupted { run_id }) => {
+                interrupted(context, &remediation.definition, run_id, interruption.signal())
+            }
+            Err(error) => return Err(error),
+        };
+        Ok(RemediationReport { original: Some(remediation.original), summary, interrupted: None })
+    })??;
+    Ok(RemediationReport { interrupted: interruption.signal(), ..executed })
+}

@@ -1,0 +1,472 @@
+//! One scheduler tick: PipelineWise's `run_data_diff_checks` over the selected current
+//! definitions at a given `now` (runs note §1–§3, SPEC §4).
+//!
+//! For each definition, in [`Store::definitions`] order (target, tap, name):
+//!
+//! 1. an unschedulable definition (its cron has no fire time before `now`) is an ERROR
+//!    summary without slot or window, and the tick goes on; a definition on a route datadiff
+//!    does not execute yet is SKIPPED with SPEC §0's reason, nothing written;
+//! 2. the **stale sweep** of its revision (RUNNING attempts older than 30 min + 4 × its
+//!    statement timeout become ERROR, with their coverage transitions), before the latest
+//!    slot is read;
+//! 3. the **due slots**, computed before retries run: the current slot (the latest cron fire
+//!    strictly before `now`), or every slot after the newest attempted one up to it, oldest
+//!    first, at most 24;
+//! 4. **automatic retries** of failed slots of earlier cron intervals (at most 24, each at
+//!    most once per interval; `StartKind::Retry` with the current slot as `retry_before`);
+//! 5. the due slots, each started with `--force` when given (not the retries) — a slot
+//!    already attempted is SKIPPED, a forced one is a MANUAL attempt reusing the newest
+//!    attempt's bounds, a revision's first slot may compare all history.
+//!
+//! Before all that the tick retires stale attempts of superseded revisions in the selection
+//! (SPEC §4's improvement; upstream never sweeps them).
+//!
+//! **One round trip for idle checks.** SPEC §11 wants a tick over 1,000 current definitions
+//! with nothing due under a second, and the per-check path costs a dozen round trips. So the
+//! tick first asks [`Store::schedule_overview`] — one query for every definition — which of
+//! them have a stale attempt, a retry candidate, or a current slot not attempted yet, and
+//! calls the per-check operations only where they can change something. A current slot seen
+//! attempted is reported SKIPPED from the overview's newest attempt through diff-core's
+//! [`decide_start`] (the same rule the store applies under the lock), unless `--force` or a
+//! sweep changed the picture, in which case the store decides.
+//!
+//! **Failures.** A backend failure while working on one definition is that definition's
+//! ERROR summary without a run (upstream's behaviour): the summaries it already produced are
+//! kept, its remaining slots wait for the next tick, and the other definitions go on. A
+//! backend failure before any per-definition work (reading the selection, the overview) is
+//! the tick's `Err`.
+//!
+//! **`--jobs N`.** Definitions are worked on by N threads, each definition wholly by one
+//! (its slots stay sequential, two attempts of one definition never overlap); summaries come
+//! back in definition order, then slot order, whatever N.
+//!
+//! **Signals** (when [`TickContext::with_signal_handling`]): see [`crate::signals`]. Once a
+//! signal arrived no further attempt starts; the interrupted ones are recorded ERROR.
+//!
+//! **Several processes or hosts** may tick one backend at once: every start goes through the
+//! store's check lock and re-decides there, so a slot gets one attempt; the others report
+//! SKIPPED (`An attempt for this cron slot is already running`, or `... already attempted`).
+
+use std::num::NonZeroUsize;
+
+use chrono::{DateTime, Utc};
+use datadiff_backend_store::{Attempt, ScheduleOverview, Store, StoredDefinition, SweptRun};
+use datadiff_diff_core::{
+    MAX_CATCH_UP, RevisionHistory, Schedule, Signal, StartDecision, StartKind, StartRequest, decide_start, due_slots,
+};
+
+use crate::clock::Clock;
+use crate::connections::Connections;
+use crate::error::{Error, chain};
+use crate::execute::{ExecutionOptions, execute};
+use crate::in_flight::{InFlight, InFlightAttempt};
+use crate::selection::Selection;
+use crate::signals::{self, Interruption, Watch};
+use crate::summary::{CheckIdentity, RunSummary, SummaryStatus};
+use crate::workers::Workers;
+
+/// Everything a tick (or a remediation) needs, built once and reused tick after tick: the
+/// backend, the connections to sources and targets, and the invocation's options.
+///
+/// ```no_run
+/// use std::num::NonZeroUsize;
+///
+/// use datadiff_backend_store::PoolOptions;
+/// use datadiff_runner::{Clock, Connections, Selection, TickContext, backend_config};
+///
+/// let project = datadiff_config::load("/srv/pipelinewise", None)?;
+/// let jobs = NonZeroUsize::new(4).unwrap();
+/// let store = datadiff_backend_store::Store::open_with(
+///     backend_config(project.backend.as_ref().ok_or("no backend_db")?),
+///     PoolOptions { max_size: 5, ..PoolOptions::default() }, // at least the jobs
+/// )?;
+/// let context = TickContext::new(store, Connections::from_project(&project))
+///     .with_selection(Selection::tap("postgres", "payments"))
+///     .with_jobs(jobs)
+///     .with_signal_handling(true);
+/// # let _ = context;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct TickContext {
+    store: Store,
+    connections: Connections,
+    selection: Selection,
+    force: bool,
+    jobs: NonZeroUsize,
+    options: ExecutionOptions,
+    in_flight: InFlight,
+    signals: bool,
+}
+
+impl TickContext {
+    /// A context selecting every current definition, without force, one job, sides
+    /// concurrent, the system clock, and no signal handling.
+    pub fn new(store: Store, connections: Connections) -> TickContext {
+        let in_flight = InFlight::new();
+        TickContext {
+            store,
+            connections,
+            selection: Selection::all(),
+            force: false,
+            jobs: NonZeroUsize::MIN,
+            options: ExecutionOptions { in_flight: Some(in_flight.clone()), ..ExecutionOptions::default() },
+            in_flight,
+            signals: false,
+        }
+    }
+
+    /// Which current definitions a tick works on (`--all`, `--target/--tap`, `--check`).
+    pub fn with_selection(mut self, selection: Selection) -> TickContext {
+        self.selection = selection;
+        self
+    }
+
+    /// `--force`: start every due slot even when it was attempted (MANUAL, reusing the
+    /// newest attempt's bounds). Retries are never forced.
+    pub fn with_force(mut self, force: bool) -> TickContext {
+        self.force = force;
+        self
+    }
+
+    /// `--jobs N`: work on N definitions at a time. The store's pool must hold at least N
+    /// connections ([`PoolOptions::max_size`](datadiff_backend_store::PoolOptions)).
+    pub fn with_jobs(mut self, jobs: NonZeroUsize) -> TickContext {
+        self.jobs = jobs;
+        self
+    }
+
+    /// Where recorded times come from: `Clock::at(t)` for `--at t` (then pass the same `t`
+    /// as the tick's `now`), [`Clock::System`] otherwise.
+    pub fn with_clock(mut self, clock: Clock) -> TickContext {
+        self.options.clock = clock;
+        self
+    }
+
+    /// Run each attempt's source and target statements at the same time (the default) or
+    /// one after the other.
+    pub fn with_concurrent_sides(mut self, concurrent: bool) -> TickContext {
+        self.options.concurrent_sides = concurrent;
+        self
+    }
+
+    /// Handle SIGTERM and SIGINT during each tick and remediation: in-flight attempts are
+    /// recorded ERROR, then the process exits by the signal (see [`crate::signals`]). Off by
+    /// default for embedding programs; the `datadiff` command turns it on.
+    pub fn with_signal_handling(mut self, signals: bool) -> TickContext {
+        self.signals = signals;
+        self
+    }
+
+    /// The backend.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The connections to sources and targets.
+    pub fn connections(&self) -> &Connections {
+        &self.connections
+    }
+
+    /// The selection.
+    pub fn selection(&self) -> &Selection {
+        &self.selection
+    }
+
+    /// The clock recorded times come from.
+    pub fn clock(&self) -> Clock {
+        self.options.clock
+    }
+
+    /// The attempts executing now, e.g. to interrupt them from elsewhere.
+    pub fn in_flight(&self) -> &InFlight {
+        &self.in_flight
+    }
+
+    pub(crate) fn options(&self) -> &ExecutionOptions {
+        &self.options
+    }
+
+    pub(crate) fn watch(&self) -> Watch<'_> {
+        Watch { store: &self.store, in_flight: &self.in_flight, clock: self.options.clock }
+    }
+
+    /// Runs `work` with the signal handling this context asks for.
+    pub(crate) fn guarded<T>(&self, interruption: &Interruption, work: impl FnOnce() -> T) -> Result<T, Error> {
+        if self.signals { signals::guarded(self.watch(), interruption, work) } else { Ok(work()) }
+    }
+}
+
+/// What a tick did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TickReport {
+    /// The `now` the tick ran at.
+    pub now: DateTime<Utc>,
+    /// One summary per attempt, skip and failed definition: definition order, then
+    /// retries, then due slots oldest first — what `run_data_diff_checks` prints and what
+    /// alerts read (index warnings, then grouped failure alerts).
+    pub summaries: Vec<RunSummary>,
+    /// The stale attempts this tick retired (superseded revisions first).
+    pub swept: Vec<SweptRun>,
+    /// The signal that stopped the tick early, when the process survived it (its previous
+    /// disposition did not end it).
+    pub interrupted: Option<Signal>,
+}
+
+impl TickReport {
+    /// Whether any summary is FAIL or ERROR (`run` then exits 1 and alerts).
+    pub fn has_failures(&self) -> bool {
+        self.summaries.iter().any(|summary| summary.status.is_failure())
+    }
+}
+
+/// Runs one tick at `now` over `context`'s selection: see the module docs for the order of
+/// work. `now` decides the slots, the sweep's and the retries' eligibility; recorded times
+/// come from the context's clock (give `Clock::at(now)` for a coherent replay).
+///
+/// `Err` only when the tick cannot begin: the selection or the overview cannot be read, the
+/// pool is smaller than the jobs, or the signal handlers cannot be installed. Everything
+/// that goes wrong for one definition is in its summaries.
+pub fn tick(context: &TickContext, now: DateTime<Utc>) -> Result<TickReport, Error> {
+    let pool = context.store.pool().max_size();
+    if usize::try_from(pool).unwrap_or(usize::MAX) < context.jobs.get() {
+        return Err(Error::PoolTooSmall { jobs: context.jobs.get(), pool });
+    }
+    let interruption = Interruption::default();
+    let mut report = context.guarded(&interruption, || run(context, now, &interruption))??;
+    report.interrupted = interruption.signal();
+    Ok(report)
+}
+
+/// What the tick does for one definition.
+enum Plan {
+    /// Its cron has no current slot: ERROR without a run.
+    Unschedulable(String),
+    /// Its route is not executed: SKIPPED.
+    Unsupported { slot: DateTime<Utc>, reason: String },
+    /// Sweep, retries, due slots; `overview` indexes the tick's overview.
+    Run { schedule: Box<Schedule>, current: DateTime<Utc>, overview: usize },
+}
+
+struct Item<'a> {
+    definition: &'a StoredDefinition,
+    plan: Plan,
+}
+
+/// One definition's part of the tick.
+#[derive(Default)]
+struct CheckTick {
+    summaries: Vec<RunSummary>,
+    swept: Vec<SweptRun>,
+}
+
+fn backend(action: &str) -> impl FnOnce(datadiff_backend_store::Error) -> Error {
+    let action = action.to_owned();
+    move |source| Error::Backend { action, source }
+}
+
+fn run(context: &TickContext, now: DateTime<Utc>, interruption: &Interruption) -> Result<TickReport, Error> {
+    let store = &context.store;
+    let filter = context.selection.filter();
+    let definitions = store.definitions(&filter).map_err(backend("reading the selected definitions"))?;
+    let mut swept =
+        store.sweep_superseded(&filter, now).map_err(backend("sweeping stale attempts of superseded revisions"))?;
+
+    let mut runnable: Vec<(&StoredDefinition, DateTime<Utc>)> = Vec::new();
+    let items: Vec<Item<'_>> = definitions
+        .iter()
+        .map(|definition| {
+            let schedule = definition.definition.schedule();
+            let plan = match schedule.and_then(|schedule| Ok((schedule.current_slot(now)?, schedule))) {
+                Err(error) => Plan::Unschedulable(error.to_string()),
+                Ok((slot, _)) if definition.definition.unsupported_route().is_some() => {
+                    Plan::Unsupported { slot, reason: definition.definition.unsupported_route().unwrap_or_default() }
+                }
+                Ok((current, schedule)) => {
+                    runnable.push((definition, current));
+                    Plan::Run { schedule: Box::new(schedule), current, overview: runnable.len() - 1 }
+                }
+            };
+            Item { definition, plan }
+        })
+        .collect();
+    let overviews = store.schedule_overview(&runnable, now).map_err(backend("reading the schedule overview"))?;
+
+    let ticks = Workers::new(context.jobs).map(&items, |item| {
+        let mut check = CheckTick::default();
+        if interruption.is_set() {
+            return check;
+        }
+        let identity = || CheckIdentity::of(item.definition);
+        match &item.plan {
+            Plan::Unschedulable(reason) => check.summaries.push(RunSummary::failed_without_run(identity(), reason)),
+            Plan::Unsupported { slot, reason } => {
+                check.summaries.push(RunSummary::route_not_supported(identity(), *slot, reason.clone()));
+            }
+            Plan::Run { schedule, current, overview } => match overviews.get(*overview) {
+                Some(overview) => {
+                    let mut work = CheckWork { context, definition: item.definition, now, interruption, tick: check };
+                    work.run(schedule, *current, overview);
+                    check = work.tick;
+                }
+                None => check
+                    .summaries
+                    .push(RunSummary::failed_without_run(identity(), "the schedule overview missed this check")),
+            },
+        }
+        check
+    });
+    let mut summaries = Vec::new();
+    for check in ticks {
+        summaries.extend(check.summaries);
+        swept.extend(check.swept);
+    }
+    Ok(TickReport { now, summaries, swept, interrupted: None })
+}
+
+/// Whether the definition's remaining work goes on.
+enum Next {
+    Continue,
+    Stop,
+}
+
+struct CheckWork<'a> {
+    context: &'a TickContext,
+    definition: &'a StoredDefinition,
+    now: DateTime<Utc>,
+    interruption: &'a Interruption,
+    tick: CheckTick,
+}
+
+impl CheckWork<'_> {
+    fn run(&mut self, schedule: &Schedule, current: DateTime<Utc>, overview: &ScheduleOverview) {
+        let store = &self.context.store;
+        let check_id = self.definition.check_id;
+        // 1. The stale sweep, before the latest slot is used.
+        if overview.has_stale_attempt {
+            match store.sweep_stale(self.definition, self.now) {
+                Ok(swept) => self.tick.swept.extend(swept),
+                Err(error) => return self.failed(&backend("sweeping stale attempts")(error)),
+            }
+        }
+        let swept = !self.tick.swept.is_empty();
+        // 2. Due slots, computed before retries insert attempts of their own. The sweep
+        // changes statuses, never `scheduled_for`, so the overview's latest slot holds.
+        let due = due_slots(schedule, overview.latest_scheduled_for, current);
+        // 3. Retries of failed slots of earlier intervals (a swept attempt may be one now).
+        if overview.has_retry_candidate || swept {
+            let candidates = match store.retry_candidates(check_id, current, MAX_CATCH_UP) {
+                Ok(candidates) => candidates,
+                Err(error) => return self.failed(&backend("listing retry candidates")(error)),
+            };
+            for candidate in candidates {
+                if let Next::Stop = self.start(candidate.scheduled_for, StartKind::Retry { retry_before: current }) {
+                    return;
+                }
+            }
+        }
+        // 4. Due slots, oldest first.
+        let force = self.context.force;
+        for slot in due {
+            if let (false, false, true, Some(newest)) =
+                (force, swept, slot == overview.current_slot, &overview.current_slot_newest)
+                && let Some(skip) = self.known_skip(slot, newest)
+            {
+                self.tick.summaries.push(skip);
+                continue;
+            }
+            if let Next::Stop = self.start(slot, StartKind::Scheduled { force }) {
+                return;
+            }
+        }
+    }
+
+    /// The SKIPPED summary of an unforced start of a slot whose newest attempt is known,
+    /// decided by the rule the store applies under the lock.
+    fn known_skip(&self, slot: DateTime<Utc>, newest: &Attempt) -> Option<RunSummary> {
+        let facts = [newest.facts()];
+        let request = StartRequest {
+            kind: StartKind::Scheduled { force: false },
+            scheduled_for: slot,
+            slot_attempts: &facts,
+            history: RevisionHistory::default(),
+            full_scan_eligible: false,
+            window: self.definition.definition.window(slot)?,
+        };
+        match decide_start(&request) {
+            StartDecision::Skip(skip) => Some(RunSummary::skipped(CheckIdentity::of(self.definition), slot, &skip)),
+            StartDecision::Start(_) => None,
+        }
+    }
+
+    /// Starts and executes one attempt (or reports its skip).
+    fn start(&mut self, slot: DateTime<Utc>, kind: StartKind) -> Next {
+        if self.interruption.is_set() {
+            return Next::Stop;
+        }
+        let context = self.context;
+        match execute(&context.store, &context.connections, self.definition, slot, kind, context.options()) {
+            Ok(summary) => {
+                self.tick.summaries.push(summary);
+                Next::Continue
+            }
+            Err(Error::Interrupted { run_id }) => {
+                self.tick.summaries.push(interrupted(context, self.definition, run_id, self.interruption.signal()));
+                Next::Stop
+            }
+            Err(error) => {
+                self.failed(&error);
+                Next::Stop
+            }
+        }
+    }
+
+    /// Upstream's summary of a check whose work failed outside an attempt.
+    fn failed(&mut self, error: &Error) {
+        tracing::error!(check = %self.definition.definition.full_check_name, error = %chain(error), "check failed");
+        self.tick.summaries.push(RunSummary::failed_without_run(CheckIdentity::of(self.definition), chain(error)));
+    }
+}
+
+/// An attempt that stopped because it was interrupted: recorded ERROR here when a signal
+/// did it (the watcher may have missed it), then summarised as stored.
+pub(crate) fn interrupted(
+    context: &TickContext,
+    definition: &StoredDefinition,
+    run_id: datadiff_diff_core::RunId,
+    signal: Option<Signal>,
+) -> RunSummary {
+    let attempt = InFlightAttempt { run_id, check_id: definition.check_id };
+    if let Some(signal) = signal {
+        signals::record(context.watch(), attempt, signal);
+    }
+    let identity = CheckIdentity::of(definition);
+    match context.store.attempt(run_id) {
+        Ok(Some(stored)) if stored.status != datadiff_diff_core::RunStatus::Running => {
+            summary_of_attempt(identity, &stored)
+        }
+        Ok(_) | Err(_) => RunSummary {
+            run_id: Some(run_id),
+            ..RunSummary::failed_without_run(identity, format!("run {run_id} was interrupted before it completed"))
+        },
+    }
+}
+
+/// The summary of an attempt as stored (no results: an interrupted attempt has none).
+pub(crate) fn summary_of_attempt(check: CheckIdentity, attempt: &Attempt) -> RunSummary {
+    RunSummary {
+        check,
+        status: SummaryStatus::of_run(attempt.status).unwrap_or(SummaryStatus::Error),
+        slot_status: Some(attempt.status),
+        scheduled_for: Some(attempt.scheduled_for),
+        bounds: Some(attempt.bounds),
+        run_id: Some(attempt.run_id),
+        attempt: Some(attempt.attempt),
+        trigger: Some(attempt.trigger),
+        rerun_of_run_id: attempt.rerun_of_run_id,
+        remediation_reference: attempt.remediation_reference.clone(),
+        reason: attempt.error.clone(),
+        results: Vec::new(),
+        preflight: None,
+    }
+}
