@@ -282,7 +282,8 @@ impl Error {
     }
 
     /// True when `rerun` was given a run that cannot be remediated (unknown, not FAIL or
-    /// ERROR, an empty reference, or its slot running): the CLI exits 2.
+    /// ERROR, or an empty reference): the CLI exits 2. A slot with a RUNNING attempt is not
+    /// among them (a passing state: exit 1 with upstream's message).
     pub fn is_invalid_rerun(&self) -> bool {
         matches!(self, Error::Backend { source, .. } if source.is_invalid_rerun())
     }

@@ -3,8 +3,8 @@
 //!
 //! The store decides and refuses ([`Store::start_remediation`](datadiff_backend_store::Store::start_remediation)):
 //! only a FAIL or ERROR run, a non-empty reference, never while the slot has a RUNNING
-//! attempt — refusals carry upstream's messages and
-//! [`Error::is_invalid_rerun`] tells the CLI to exit 2. The new attempt is the slot's next
+//! attempt — refusals carry upstream's messages, and [`Error::is_invalid_rerun`] tells the
+//! CLI which ones exit 2 (unknown run, not failed, empty reference; a running slot exits 1). The new attempt is the slot's next
 //! number, linked to the root original run (`rerun_of_run_id`), with the original's window
 //! (or the slot's resolved one); it then runs like any attempt, with the revision's own
 //! checks, columns and statement timeout, and its finish repairs coverage like any terminal
@@ -40,8 +40,8 @@ pub struct RemediationReport {
 /// times from the context's clock. The context's selection, force and jobs do not apply; its
 /// signal handling does.
 ///
-/// `Err`: the store refused ([`Error::is_invalid_rerun`]: unknown run, not FAIL/ERROR, empty
-/// reference, slot running), or the backend failed.
+/// `Err`: the store refused (unknown run, not FAIL/ERROR, empty reference — see
+/// [`Error::is_invalid_rerun`] — or the slot has a RUNNING attempt), or the backend failed.
 pub fn remediate(context: &TickContext, run_id: RunId, reference: &str) -> Result<RemediationReport, Error> {
     let store = context.store();
     let backend = |action: String| move |source| Error::Backend { action, source };

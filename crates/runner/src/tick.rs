@@ -143,6 +143,11 @@ impl TickContext {
         self
     }
 
+    /// Changes the clock between ticks (a replay stepping through `--at` times).
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.options.clock = clock;
+    }
+
     /// Run each attempt's source and target statements at the same time (the default) or
     /// one after the other.
     pub fn with_concurrent_sides(mut self, concurrent: bool) -> TickContext {

@@ -95,6 +95,8 @@ pub(crate) struct Context {
     pub(crate) backend: Database<'static>,
     pub(crate) store: Store,
     pub(crate) connections: Connections,
+    /// The backend's settings (application and DDL roles), to open more stores on it.
+    pub(crate) backend_config: BackendConfig,
 }
 
 impl Context {
@@ -136,11 +138,11 @@ impl Context {
             ..BackendConfig::default()
         };
         datadiff_backend_store::migrate_backend(&backend_config, &MigrateOptions::latest()).unwrap();
-        let store = datadiff_runner::open_backend(backend_config).unwrap();
+        let store = datadiff_runner::open_backend(backend_config.clone()).unwrap();
         let connections = Connections::new(Environment::default())
             .with_tap("payments", db_conn(&source))
             .with_target("postgres", db_conn(&replica));
-        Context { source, replica, backend, store, connections }
+        Context { source, replica, backend, store, connections, backend_config }
     }
 
     /// The fixtures' tables.

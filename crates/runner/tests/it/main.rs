@@ -9,3 +9,6 @@ mod memory;
 mod session;
 mod stream;
 mod support;
+mod tick;
+mod tick_processes;
+mod tick_remediation;
