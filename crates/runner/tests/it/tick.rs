@@ -68,11 +68,11 @@ fn repair(context: &Context) {
         .unwrap();
 }
 
-/// `(verified_status, verified_start, verified_end, blocking_run_id)` of a check.
-fn coverage(
-    context: &Context,
-    summary: &RunSummary,
-) -> (String, Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<uuid::Uuid>) {
+/// `(verified_status, verified_start, verified_end, blocking_run_id)`.
+type Coverage = (String, Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<uuid::Uuid>);
+
+/// The [`Coverage`] of a check.
+fn coverage(context: &Context, summary: &RunSummary) -> Coverage {
     let row = context
         .backend_sql()
         .query_one(
@@ -463,7 +463,7 @@ fn unsupported_routes_are_skipped_without_an_attempt_and_selection_narrows_the_t
     let mut ticker = self::ticker(&context).with_selection(Selection::all().check(id));
     let names: Vec<_> =
         tick_at(&mut ticker, at(13, 5)).summaries.iter().map(|s| s.check.full_check_name.clone()).collect();
-    assert_eq!(names, [good.full_check_name.clone()]);
+    assert_eq!(names, std::slice::from_ref(&good.full_check_name));
     let mut ticker = self::ticker(&context).with_selection(Selection::tap("postgres", "other"));
     assert!(tick_at(&mut ticker, at(13, 5)).summaries.is_empty());
     let mut ticker = self::ticker(&context).with_selection(Selection::target("snowflake"));
