@@ -14,6 +14,9 @@
 //! * [`RunSummary`] is what an attempt (or a skip) comes to — what `run` prints and alerts
 //!   read: [`CheckIdentity`], [`SummaryStatus`], slot, window, run, reason, results and
 //!   [`PreflightFacts`].
+//! * [`alerts`] turns an invocation's summaries into source-index warnings (best effort, each
+//!   delivered at most once, remembered in the backend) and one failure alert per failed check
+//!   ([`alerts::Dispatcher`]: Slack, VictorOps, webhook, log).
 //! * [`ExecutionOptions`]: sides concurrent or sequential, the [`Clock`] (`--at`), and an
 //!   [`InFlight`] registry through which executing attempts can be interrupted and then
 //!   recorded ERROR with [`record_interrupted`].
@@ -78,7 +81,7 @@
 //!
 //! # What it does not do (yet)
 //!
-//! The scheduler (due slots, retries, the stale sweep, `--jobs`), signal handlers, alerts
+//! The scheduler (due slots, retries, the stale sweep, `--jobs`), signal handlers
 //! and `row_diff` (SPEC §4, §7, §10) arrive with their issues: [`execute`] runs one attempt
 //! of the aggregate checks, and a definition's `row_diff` extension records nothing yet.
 //! Only PostgreSQL → PostgreSQL routes are executed (others are SKIPPED). Composite keys are
@@ -110,6 +113,7 @@
 //! * **`row_diff`-only definitions** (no upstream data check) end ERROR until `row_diff` is
 //!   executed, rather than PASS without comparing anything.
 
+pub mod alerts;
 mod attempt;
 pub mod audit;
 mod backend;
