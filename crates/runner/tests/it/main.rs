@@ -1,5 +1,8 @@
 //! Integration tests of the runner against throwaway PostgreSQL clusters.
 
+mod alerts_delivery;
+mod alerts_server;
+mod alerts_warnings;
 mod attempt_checks;
 mod attempt_faults;
 mod attempt_history;
