@@ -26,26 +26,41 @@
 //! assert!(captured.stdout().starts_with("datadiff "));
 //! ```
 //!
-//! The PipelineWise-compatible commands arrive with their issues; today: `audit`.
+//! Commands: `validate`, `import_config` (`import`), `list_data_diff_checks` (`list`),
+//! `run_data_diff_checks` (`run`), `rerun_data_diff_check` (`rerun`), `migrate`, `doctor`,
+//! `report` and `audit`.
 
 mod audit;
 mod console;
+mod doctor;
 mod exit;
+mod import;
+mod list;
+mod listing;
 mod logging;
+mod migrate;
 mod progress;
+mod project;
+mod report;
+mod rerun;
+mod run;
 mod secret;
+mod summary;
+mod timestamp;
+mod validate;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use console::{Captured, Console};
 pub use exit::Exit;
 
 /// Prove, continuously and with evidence, that a PostgreSQL replica matches its source.
 #[derive(Debug, Parser)]
-#[command(name = "datadiff", version, about)]
+#[command(name = "datadiff", version)]
 struct Cli {
     #[command(flatten)]
     verbosity: logging::Verbosity,
@@ -58,17 +73,62 @@ impl Cli {
     /// does not add up a counted global flag given to a subcommand.)
     fn verbose(&self) -> u8 {
         let after = match &self.command {
+            Command::Validate(args) => args.verbosity(),
+            Command::ImportConfig(args) => args.verbosity(),
+            Command::ListDataDiffChecks(args) => args.verbosity(),
+            Command::RunDataDiffChecks(args) => args.verbosity(),
+            Command::RerunDataDiffCheck(args) => args.verbosity(),
+            Command::Migrate(args) => args.verbosity(),
+            Command::Doctor(args) => args.verbosity(),
+            Command::Report(args) => args.verbosity(),
             Command::Audit(args) => args.verbosity(),
         };
         self.verbosity.count().saturating_add(after)
     }
 }
 
-/// The commands.
+/// The commands: PipelineWise's names first, short aliases after.
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Validate the project's data-diff configuration (no database is contacted).
+    #[command(name = "validate")]
+    Validate(validate::ValidateArgs),
+    /// Import the project's data-diff definitions into the backend (migrating it first).
+    #[command(name = "import_config", visible_alias = "import")]
+    ImportConfig(import::ImportArgs),
+    /// List the imported data-diff checks and their watermarks.
+    #[command(name = "list_data_diff_checks", visible_alias = "list")]
+    ListDataDiffChecks(list::ListArgs),
+    /// Run the due data-diff checks (one scheduler tick).
+    #[command(name = "run_data_diff_checks", visible_alias = "run")]
+    RunDataDiffChecks(run::RunArgs),
+    /// Remediate a failed or errored run.
+    #[command(name = "rerun_data_diff_check", visible_alias = "rerun")]
+    RerunDataDiffCheck(rerun::RerunArgs),
+    /// Show or migrate the backend schema.
+    #[command(name = "migrate")]
+    Migrate(migrate::MigrateArgs),
+    /// Check connections, schema, grants, columns and preflight verdicts (writes nothing).
+    #[command(name = "doctor")]
+    Doctor(doctor::DoctorArgs),
+    /// Print a report from the backend.
+    #[command(name = "report")]
+    Report(report::ReportArgs),
     /// Verify a whole replica table against its source before a cutover (no backend).
+    #[command(name = "audit")]
     Audit(audit::AuditArgs),
+}
+
+/// `--version`: the program's version and the backend schema it needs.
+fn version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        format!(
+            "{}\nbackend schema: PipelineWise 004 (+ extensions {})",
+            env!("CARGO_PKG_VERSION"),
+            datadiff_backend_store::migrate::latest_extension_version()
+        )
+    })
 }
 
 /// Runs the command line with the process arguments and returns the exit code.
@@ -82,7 +142,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let parsed = Cli::command()
+        .version(version())
+        .try_get_matches_from(args)
+        .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => {
             // clap renders help, version and usage errors; usage errors quote arguments.
@@ -100,6 +164,14 @@ where
     let subscriber = logging::subscriber(verbose, rust_log.as_deref(), console.stderr(), console.stderr_is_terminal());
     tracing::subscriber::with_default(subscriber, || {
         let result = match &cli.command {
+            Command::Validate(args) => validate::run(args, &mut console),
+            Command::ImportConfig(args) => import::run(args, &mut console),
+            Command::ListDataDiffChecks(args) => list::run(args, &mut console),
+            Command::RunDataDiffChecks(args) => run::run(args, &mut console),
+            Command::RerunDataDiffCheck(args) => rerun::run(args, &mut console),
+            Command::Migrate(args) => migrate::run(args, &mut console),
+            Command::Doctor(args) => doctor::run(args, &mut console),
+            Command::Report(args) => report::run(args, &mut console),
             Command::Audit(args) => audit::run(args, &mut console),
         };
         match result {
@@ -138,4 +210,16 @@ fn report_error(console: &Console, error: &anyhow::Error, verbose: bool) {
 /// values (a constraint's key, an unparsable input) and are never printed.
 fn first_line(error: &(dyn std::error::Error + 'static)) -> String {
     error.to_string().lines().next().unwrap_or_default().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().version(version()).debug_assert();
+    }
 }

@@ -40,3 +40,32 @@ impl ScanProgress {
         }
     }
 }
+
+/// A spinner with the elapsed time for work whose size is unknown in advance (a tick),
+/// drawn on stderr only when it is a terminal.
+pub(crate) struct Spinner {
+    bar: Option<ProgressBar>,
+}
+
+impl Spinner {
+    /// A spinner saying `message` when `terminal`, else nothing.
+    pub(crate) fn new(terminal: bool, message: &'static str) -> Spinner {
+        if !terminal {
+            return Spinner { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        bar.set_style(style);
+        bar.set_message(message);
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        Spinner { bar: Some(bar) }
+    }
+
+    /// Removes the spinner.
+    pub(crate) fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

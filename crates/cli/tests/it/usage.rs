@@ -13,7 +13,10 @@ fn datadiff(args: &[&str]) -> (Exit, String, String) {
 fn version_and_help_print_to_stdout_and_exit_zero() {
     let (exit, stdout, _) = datadiff(&["--version"]);
     assert_eq!(exit, Exit::Success);
-    assert_eq!(stdout.trim(), format!("datadiff {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        stdout.trim(),
+        format!("datadiff {}\nbackend schema: PipelineWise 004 (+ extensions 1)", env!("CARGO_PKG_VERSION"))
+    );
     let (exit, stdout, _) = datadiff(&["audit", "--help"]);
     assert_eq!(exit, Exit::Success);
     for flag in [

@@ -1,0 +1,271 @@
+//! Lists the commands print — one definition rendered as a table, JSON or CSV, so the three
+//! forms can never disagree.
+//!
+//! A [`Listing`] has [`Column`]s (a table header and a JSON field name) and rows of [`Cell`]s
+//! (the table text and the JSON value). Tables use upstream's headers and timestamp form and
+//! print blanks, never `None`; JSON is an array of objects with the documented field names;
+//! CSV is for tools: its header row holds the JSON field names and its fields the JSON values
+//! (times in RFC 3339 with `Z`, lists as compact JSON, `null` as an empty field), quoted as
+//! RFC 4180 says.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+use clap::ValueEnum;
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+use serde_json::{Map, Value as Json};
+
+use crate::timestamp;
+
+/// How a list is printed (`--output-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum OutputFormat {
+    /// An aligned text table with upstream's columns.
+    #[default]
+    Table,
+    /// JSON with the documented field names (times RFC 3339 with Z).
+    Json,
+}
+
+/// How a report is printed (`report --output-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum ReportFormat {
+    /// An aligned text table.
+    #[default]
+    Table,
+    /// JSON with the documented field names (times RFC 3339 with Z).
+    Json,
+    /// Comma-separated values, a header row of JSON field names.
+    Csv,
+}
+
+/// A column: its table header, its JSON field name, and whether the table shows it (JSON and
+/// CSV always carry every field).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Column {
+    pub(crate) header: &'static str,
+    pub(crate) field: &'static str,
+    pub(crate) in_table: bool,
+}
+
+/// A column shown in tables too.
+pub(crate) const fn column(header: &'static str, field: &'static str) -> Column {
+    Column { header, field, in_table: true }
+}
+
+/// A column only JSON and CSV carry.
+pub(crate) const fn field(field: &'static str) -> Column {
+    Column { header: "", field, in_table: false }
+}
+
+/// One value: how the table shows it and what JSON holds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Cell {
+    text: String,
+    value: Json,
+}
+
+impl Cell {
+    /// Text, or a blank / `null`.
+    pub(crate) fn text(text: Option<impl Into<String>>) -> Cell {
+        match text {
+            Some(text) => {
+                let text = text.into();
+                Cell { value: Json::String(text.clone()), text }
+            }
+            None => Cell { text: String::new(), value: Json::Null },
+        }
+    }
+
+    /// Text that is always present.
+    pub(crate) fn string(text: impl Into<String>) -> Cell {
+        Cell::text(Some(text))
+    }
+
+    /// An integer, or a blank / `null`.
+    pub(crate) fn int(number: Option<i64>) -> Cell {
+        match number {
+            Some(number) => Cell { text: number.to_string(), value: Json::from(number) },
+            None => Cell::text(None::<String>),
+        }
+    }
+
+    /// A yes/no flag: `true`/`false` in JSON, `yes`/`no` in tables.
+    pub(crate) fn flag(flag: bool) -> Cell {
+        Cell { text: if flag { "yes" } else { "no" }.to_owned(), value: Json::Bool(flag) }
+    }
+
+    /// A time: upstream's form in tables, RFC 3339 with `Z` in JSON.
+    pub(crate) fn time(instant: Option<DateTime<Utc>>) -> Cell {
+        Cell { text: timestamp::table(instant), value: timestamp::json(instant) }
+    }
+
+    /// A list of names: comma-separated in tables, an array in JSON.
+    pub(crate) fn names<S: AsRef<str>>(names: &[S]) -> Cell {
+        let list: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+        Cell { text: list.join(", "), value: Json::from(list) }
+    }
+
+    /// Any JSON value, shown in tables as compact JSON (strings bare).
+    pub(crate) fn json(value: Json) -> Cell {
+        Cell { text: scalar_text(&value), value }
+    }
+
+    /// A value shown differently in tables than in JSON.
+    pub(crate) fn with_text(text: impl Into<String>, value: Json) -> Cell {
+        Cell { text: text.into(), value }
+    }
+}
+
+/// A value as one field of text: strings bare, `null` empty, anything else compact JSON.
+fn scalar_text(value: &Json) -> String {
+    match value {
+        Json::Null => String::new(),
+        Json::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Rows under columns.
+#[derive(Debug, Clone)]
+pub(crate) struct Listing {
+    columns: &'static [Column],
+    rows: Vec<Vec<Cell>>,
+}
+
+impl Listing {
+    /// An empty listing.
+    pub(crate) fn new(columns: &'static [Column]) -> Listing {
+        Listing { columns, rows: Vec::new() }
+    }
+
+    /// Adds a row; it must have one cell per column.
+    pub(crate) fn push(&mut self, row: Vec<Cell>) {
+        debug_assert_eq!(row.len(), self.columns.len(), "a row has one cell per column");
+        self.rows.push(row);
+    }
+
+    /// Whether there is no row.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The table text: headers, a dashed rule, rows; columns two spaces apart, no trailing
+    /// blanks, never wrapped.
+    pub(crate) fn table(&self) -> String {
+        let shown: Vec<usize> = (0..self.columns.len()).filter(|&i| self.columns[i].in_table).collect();
+        let mut table = Table::new();
+        table.load_style(SIMPLE).set_content_arrangement(ContentArrangement::Disabled);
+        table.set_header(shown.iter().map(|&i| self.columns[i].header));
+        for row in &self.rows {
+            table.add_row(shown.iter().map(|&i| row[i].text.replace(['\n', '\r'], " ")));
+        }
+        for column in table.column_iter_mut() {
+            column.set_padding((0, 1));
+            column.set_cell_alignment(CellAlignment::Left);
+        }
+        let mut text = String::new();
+        for line in table.lines() {
+            let _ = writeln!(text, "{}", line.trim_end());
+        }
+        text
+    }
+
+    /// The rows as JSON objects keyed by field name, in column order.
+    pub(crate) fn json_rows(&self) -> Vec<Json> {
+        self.rows
+            .iter()
+            .map(|row| {
+                let object: Map<String, Json> = self
+                    .columns
+                    .iter()
+                    .zip(row)
+                    .map(|(column, cell)| (column.field.to_owned(), cell.value.clone()))
+                    .collect();
+                Json::Object(object)
+            })
+            .collect()
+    }
+
+    /// The CSV text: a header row of field names, then one record per row (CRLF line ends,
+    /// as RFC 4180 says).
+    pub(crate) fn csv(&self) -> String {
+        let mut text = String::new();
+        let header: Vec<String> = self.columns.iter().map(|column| csv_field(column.field)).collect();
+        text.push_str(&header.join(","));
+        text.push_str("\r\n");
+        for row in &self.rows {
+            let record: Vec<String> = row.iter().map(|cell| csv_field(&scalar_text(&cell.value))).collect();
+            text.push_str(&record.join(","));
+            text.push_str("\r\n");
+        }
+        text
+    }
+}
+
+/// One CSV field: quoted (with inner quotes doubled) when it holds a comma, a quote, a line
+/// break, or starts or ends with a blank.
+fn csv_field(text: &str) -> String {
+    let needs_quotes = text.contains([',', '"', '\n', '\r'])
+        || text.starts_with(char::is_whitespace)
+        || text.ends_with(char::is_whitespace);
+    if needs_quotes { format!("\"{}\"", text.replace('"', "\"\"")) } else { text.to_owned() }
+}
+
+/// tabulate's "simple" look: a dashed rule under the headers, no borders.
+const SIMPLE: comfy_table::TableStyle = comfy_table::TableStyle::new()
+    .header_lines(comfy_table::ContentLineStyle::none().junction(' '))
+    .header_separator(comfy_table::LineStyle::none().fill('-').junction(' '))
+    .content_lines(comfy_table::ContentLineStyle::none().junction(' '));
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    const COLUMNS: &[Column] = &[column("Check", "full_check_name"), column("UTC start", "window_start"), field("id")];
+
+    fn listing() -> Listing {
+        let mut listing = Listing::new(COLUMNS);
+        let at = Utc.with_ymd_and_hms(2026, 7, 22, 13, 0, 0).unwrap();
+        listing.push(vec![Cell::string("postgres/payments/public/t"), Cell::time(Some(at)), Cell::int(Some(7))]);
+        listing.push(vec![Cell::string("a,\"b\"\nc"), Cell::time(None), Cell::int(None)]);
+        listing
+    }
+
+    #[test]
+    fn tables_show_upstreams_times_blanks_and_only_table_columns() {
+        let table = listing().table();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 4, "{table}");
+        assert!(lines[0].starts_with("Check") && lines[0].contains("UTC start") && !lines[0].contains("id"));
+        assert!(lines[1].starts_with("---") && lines[1].chars().all(|c| c == '-' || c == ' '), "{table}");
+        assert!(lines[2].contains("2026-07-22T13:00:00+00:00"), "{table}");
+        assert!(!table.contains("None") && !table.contains("null"), "{table}");
+        assert!(lines.iter().all(|line| line == &line.trim_end()), "no trailing blanks");
+        assert_eq!(lines[3], "a,\"b\" c", "line breaks never split a row, and blanks stay blank");
+    }
+
+    #[test]
+    fn json_has_every_field_with_rfc3339_times_and_nulls() {
+        let rows = listing().json_rows();
+        assert_eq!(
+            rows[0],
+            serde_json::json!({"full_check_name": "postgres/payments/public/t", "window_start": "2026-07-22T13:00:00Z", "id": 7})
+        );
+        assert_eq!(rows[1]["window_start"], Json::Null);
+    }
+
+    #[test]
+    fn csv_quotes_as_rfc_4180_says() {
+        assert_eq!(
+            listing().csv(),
+            "full_check_name,window_start,id\r\npostgres/payments/public/t,2026-07-22T13:00:00Z,7\r\n\"a,\"\"b\"\"\nc\",,\r\n"
+        );
+        assert_eq!(csv_field(" x"), "\" x\"");
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(Cell::names(&["a", "b"]).value, serde_json::json!(["a", "b"]));
+        assert_eq!(scalar_text(&serde_json::json!(["a", "b"])), "[\"a\",\"b\"]");
+    }
+}

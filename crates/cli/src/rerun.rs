@@ -1,0 +1,99 @@
+//! `datadiff rerun_data_diff_check`: remediate a failed run (runs note §2.2).
+//!
+//! A REMEDIATION attempt of the run's exact definition revision and window, linked to the
+//! root original run, with the operator's reference. Exit codes: 0 PASS, DEFERRED, or
+//! SKIPPED after a lost lease (as upstream); 1 FAIL or ERROR, or the slot has a RUNNING
+//! attempt (upstream's `A data-diff attempt for this window is already running`: try again
+//! later); 2 an unknown run, a run that is not FAIL or ERROR, an empty reference (upstream
+//! raises a traceback or exits 1 there).
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use clap::Args;
+use datadiff_diff_core::{RemediationRefusal, RunId};
+use datadiff_runner::{Clock, Connections, TickContext, remediate};
+use serde_json::json;
+
+use crate::console::Console;
+use crate::exit::Exit;
+use crate::listing::OutputFormat;
+use crate::project::{ProjectArgs, open_gated, unwrap_backend};
+use crate::{summary, timestamp};
+
+/// Remediate a FAIL or ERROR run: run its window again as a new REMEDIATION attempt linked to
+/// it. Exits 1 when the remediation fails or errors.
+#[derive(Debug, Args)]
+pub(crate) struct RerunArgs {
+    #[command(flatten)]
+    project: ProjectArgs,
+    /// The failed run (its Run ID in the run table).
+    #[arg(long, value_name = "ID", value_parser = parse_run_id)]
+    run_id: RunId,
+    /// The repair or incident reference recorded with the remediation.
+    #[arg(long, value_name = "REF")]
+    remediation_ref: String,
+    /// Record times as if now were this time (RFC 3339 with Z or an offset).
+    #[arg(long, value_name = "TIME", value_parser = timestamp::parse_at)]
+    at: Option<DateTime<Utc>>,
+    /// How the rerun table is printed.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    output_format: OutputFormat,
+    #[command(flatten)]
+    verbosity: crate::logging::Verbosity,
+}
+
+impl RerunArgs {
+    /// `-v` given after the command name.
+    pub(crate) fn verbosity(&self) -> u8 {
+        self.verbosity.count()
+    }
+}
+
+/// Parses a run id (a UUID, as the tables print it).
+pub(crate) fn parse_run_id(text: &str) -> Result<RunId, String> {
+    uuid::Uuid::parse_str(text.trim()).map(RunId::new).map_err(|_| "not a run id (a UUID)".to_owned())
+}
+
+/// Remediates and prints the rerun table.
+pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exit> {
+    if args.remediation_ref.trim().is_empty() {
+        anyhow::bail!(RemediationRefusal::MissingReference);
+    }
+    let project = args.project.load(console)?;
+    let store = open_gated(&project, 1)?;
+    let clock = match args.at {
+        Some(at) => Clock::at(at),
+        None => Clock::System,
+    };
+    let context =
+        TickContext::new(store, Connections::from_project(&project)).with_clock(clock).with_signal_handling(true);
+    let report = match remediate(&context, args.run_id, &args.remediation_ref) {
+        Ok(report) => report,
+        Err(error) if slot_running(&error) => {
+            console.stderr().line(&format!("error: {}: try again when it has finished", unwrap_backend(error)));
+            return Ok(Exit::Failure);
+        }
+        Err(error) => return Err(unwrap_backend(error)),
+    };
+
+    let summaries = [report.summary];
+    let listing = summary::rerun_listing(&summaries);
+    let text = match args.output_format {
+        OutputFormat::Json => format!("{:#}\n", json!({"summaries": listing.json_rows()})),
+        OutputFormat::Table => listing.table(),
+    };
+    console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
+    let failed = summaries.iter().any(|summary| summary.status.is_failure()) || report.interrupted.is_some();
+    Ok(if failed { Exit::Failure } else { Exit::Success })
+}
+
+/// The refusal of a slot that has a RUNNING attempt.
+fn slot_running(error: &datadiff_runner::Error) -> bool {
+    matches!(
+        error,
+        datadiff_runner::Error::Backend {
+            source: datadiff_backend_store::Error::Remediation(RemediationRefusal::SlotRunning),
+            ..
+        }
+    )
+}

@@ -1,0 +1,146 @@
+//! `datadiff run_data_diff_checks`: one scheduler tick (SPEC §4, runs note §6).
+//!
+//! Order of work, as upstream: the tick (stale sweep, retries, due slots), the run table
+//! (only when there are summaries), then alerts. Exit 1 when any summary is FAIL or ERROR
+//! (including checks that failed before an attempt existed), 0 when everything passed, was
+//! skipped or deferred. SIGTERM/SIGINT record every in-flight attempt ERROR, then the
+//! process dies by the signal.
+
+use std::num::NonZeroUsize;
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use clap::Args;
+use datadiff_backend_store::DefinitionFilter;
+use datadiff_config::Project;
+use datadiff_runner::{Clock, Connections, Selection, TickContext, tick};
+use serde_json::json;
+
+use crate::console::Console;
+use crate::exit::Exit;
+use crate::listing::OutputFormat;
+use crate::progress::Spinner;
+use crate::project::{ProjectArgs, open_gated, unwrap_backend};
+use crate::{summary, timestamp};
+
+/// Run the due data-diff checks: every current definition (--all) or one tap's
+/// (--target T --tap P), optionally one check. Exits 1 when a check fails or errors.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    project: ProjectArgs,
+    /// Every current definition (clears --target and --tap).
+    #[arg(long)]
+    all: bool,
+    /// The target of the tap to run.
+    #[arg(long, short = 't', value_name = "TARGET")]
+    target: Option<String>,
+    /// The tap to run (needs --target).
+    #[arg(long, short = 'p', value_name = "TAP", requires = "target")]
+    tap: Option<String>,
+    /// Only this check: its full name (target/tap/schema/table) or its check_id.
+    #[arg(long, value_name = "NAME|ID")]
+    check: Option<String>,
+    /// Start due slots even when already attempted (a MANUAL attempt reusing the newest
+    /// attempt's window); retries are never forced.
+    #[arg(long)]
+    force: bool,
+    /// Run as if now were this time: slots, retries, the stale sweep and every recorded time
+    /// follow it (RFC 3339 with Z or an offset).
+    #[arg(long, value_name = "TIME", value_parser = timestamp::parse_at)]
+    at: Option<DateTime<Utc>>,
+    /// Work on N checks at a time (never two attempts of one check).
+    #[arg(long, value_name = "N", default_value = "1")]
+    jobs: NonZeroUsize,
+    /// How the run table is printed.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    output_format: OutputFormat,
+    #[command(flatten)]
+    verbosity: crate::logging::Verbosity,
+}
+
+impl RunArgs {
+    /// `-v` given after the command name.
+    pub(crate) fn verbosity(&self) -> u8 {
+        self.verbosity.count()
+    }
+
+    /// `--all`, or `--target T --tap P`; `--check` narrows either.
+    fn selection(&self) -> anyhow::Result<Selection> {
+        let selection = match (self.all, &self.target, &self.tap) {
+            (true, _, _) => Selection::all(),
+            (false, Some(target), Some(tap)) => Selection::tap(target, tap),
+            (false, _, _) => anyhow::bail!("choose the checks to run: --all, or --target TARGET --tap TAP"),
+        };
+        Ok(match &self.check {
+            Some(check) => selection.check(check),
+            None => selection,
+        })
+    }
+}
+
+/// Runs one tick and prints its table.
+pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit> {
+    let selection = args.selection()?;
+    let project = args.project.load(console)?;
+    let jobs = u32::try_from(args.jobs.get()).unwrap_or(u32::MAX);
+    let store = open_gated(&project, jobs)?;
+    warn_changed_definitions(&project, &store, &selection, console);
+
+    let now = args.at.unwrap_or_else(Utc::now);
+    let clock = match args.at {
+        Some(at) => Clock::at(at),
+        None => Clock::System,
+    };
+    let context = TickContext::new(store, Connections::from_project(&project))
+        .with_selection(selection)
+        .with_force(args.force)
+        .with_jobs(args.jobs)
+        .with_clock(clock)
+        .with_signal_handling(true);
+    let spinner = Spinner::new(console.stderr_is_terminal(), "running data-diff checks");
+    let report = tick(&context, now);
+    spinner.finish();
+    let report = report.map_err(unwrap_backend)?;
+
+    let listing = summary::run_listing(&report.summaries);
+    let text = match args.output_format {
+        OutputFormat::Json => {
+            format!("{:#}\n", json!({"at": timestamp::rfc3339(now), "summaries": listing.json_rows()}))
+        }
+        OutputFormat::Table if listing.is_empty() => String::new(),
+        OutputFormat::Table => listing.table(),
+    };
+    console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
+    if listing.is_empty() {
+        tracing::info!("no data-diff check matched the selection");
+    }
+    let failed = report.has_failures() || report.interrupted.is_some();
+    Ok(if failed { Exit::Failure } else { Exit::Success })
+}
+
+/// SPEC §2: `run` executes the stored current revision; a definition whose YAML now hashes
+/// differently gets a warning (the import has not been run since it changed).
+fn warn_changed_definitions(
+    project: &Project,
+    store: &datadiff_backend_store::Store,
+    selection: &Selection,
+    console: &Console,
+) {
+    let filter: DefinitionFilter = selection.filter();
+    let stored = match store.definitions(&filter) {
+        Ok(stored) => stored,
+        Err(error) => {
+            tracing::debug!(error = %error, "could not compare the YAML with the imported definitions");
+            return;
+        }
+    };
+    for definition in stored {
+        let name = &definition.definition.full_check_name;
+        if let Some(yaml) = project.definition(name)
+            && yaml.config_hash() != definition.config_hash.trim_end()
+        {
+            console.stderr().line(&format!("warning: {name}: definition changed since import; run import_config"));
+        }
+    }
+}

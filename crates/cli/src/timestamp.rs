@@ -1,0 +1,76 @@
+//! Times on the command line: `--at` in, the two printed forms out.
+//!
+//! * Tables print upstream's form, Python's `isoformat()` of an aware UTC time:
+//!   `2026-07-22T13:00:00+00:00` (`.ffffff` only when the microseconds are not zero), and an
+//!   empty cell for an unknown time — never `None`.
+//! * JSON and CSV print RFC 3339 with `Z` (`2026-07-22T13:00:00Z`, fractional seconds only when
+//!   present); an unknown time is JSON `null`, an empty CSV field.
+//! * `--at` takes RFC 3339 with `Z` or an offset (`2026-07-22T13:47:00Z`,
+//!   `2026-07-22T15:47:00+02:00`); a time without a zone is a usage error (SPEC §4), because
+//!   guessing the zone would silently pick other slots.
+
+use chrono::{DateTime, FixedOffset, NaiveDateTime, SecondsFormat, Utc};
+
+/// The table form of a time: upstream's `isoformat()`, or an empty cell.
+pub(crate) fn table(instant: Option<DateTime<Utc>>) -> String {
+    instant.map(datadiff_diff_core::python_isoformat).unwrap_or_default()
+}
+
+/// The JSON form of a time: an RFC 3339 string with `Z`, or `null`.
+pub(crate) fn json(instant: Option<DateTime<Utc>>) -> serde_json::Value {
+    match instant {
+        Some(instant) => serde_json::Value::String(rfc3339(instant)),
+        None => serde_json::Value::Null,
+    }
+}
+
+/// RFC 3339 with `Z`.
+pub(crate) fn rfc3339(instant: DateTime<Utc>) -> String {
+    instant.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+/// Parses `--at` (a clap value parser).
+pub(crate) fn parse_at(text: &str) -> Result<DateTime<Utc>, String> {
+    let text = text.trim();
+    if let Ok(instant) = DateTime::<FixedOffset>::parse_from_rfc3339(text) {
+        return Ok(instant.with_timezone(&Utc));
+    }
+    let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
+        .iter()
+        .any(|format| NaiveDateTime::parse_from_str(text, format).is_ok());
+    if naive {
+        Err("the time has no zone: add Z for UTC or an offset such as +02:00 (2026-07-22T13:47:00Z)".to_owned())
+    } else {
+        Err("not an RFC 3339 time with a zone, such as 2026-07-22T13:47:00Z or 2026-07-22T15:47:00+02:00".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    #[test]
+    fn tables_print_upstreams_form_and_json_prints_z() {
+        let at = Utc.with_ymd_and_hms(2026, 7, 22, 13, 0, 0).unwrap();
+        assert_eq!(table(Some(at)), "2026-07-22T13:00:00+00:00");
+        assert_eq!(table(None), "");
+        assert_eq!(json(Some(at)), serde_json::json!("2026-07-22T13:00:00Z"));
+        assert_eq!(json(None), serde_json::Value::Null);
+        let fine = at + chrono::TimeDelta::microseconds(1_500);
+        assert_eq!(table(Some(fine)), "2026-07-22T13:00:00.001500+00:00");
+        assert_eq!(rfc3339(fine), "2026-07-22T13:00:00.001500Z");
+    }
+
+    #[test]
+    fn at_needs_a_zone() {
+        let utc = Utc.with_ymd_and_hms(2026, 7, 22, 13, 47, 0).unwrap();
+        assert_eq!(parse_at("2026-07-22T13:47:00Z"), Ok(utc));
+        assert_eq!(parse_at("2026-07-22T15:47:00+02:00"), Ok(utc));
+        assert_eq!(parse_at("2026-07-22T13:47:00.000+00:00"), Ok(utc));
+        assert!(parse_at("2026-07-22T13:47:00").unwrap_err().contains("no zone"));
+        assert!(parse_at("2026-07-22 13:47:00").unwrap_err().contains("no zone"));
+        assert!(parse_at("yesterday").unwrap_err().contains("RFC 3339"));
+    }
+}
