@@ -10,6 +10,7 @@ mod gate;
 mod leases;
 mod lifecycle;
 mod migrate;
+mod operator_guide;
 mod overview;
 mod reports;
 mod support;
