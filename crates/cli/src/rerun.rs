@@ -11,6 +11,7 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use clap::Args;
 use datadiff_diff_core::{RemediationRefusal, RunId};
+use datadiff_runner::alerts::Dispatcher;
 use datadiff_runner::{Clock, Connections, TickContext, remediate};
 use serde_json::json;
 
@@ -76,7 +77,11 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
         Err(error) => return Err(unwrap_backend(error)),
     };
 
+    // Pending source-index warnings go out after a remediation too (SPEC §7), best effort.
     let summaries = [report.summary];
+    let dispatcher = Dispatcher::from_project(&project, console.environment());
+    let now = args.at.unwrap_or_else(Utc::now);
+    crate::run::log_warnings(&dispatcher.send_index_warnings(context.store(), &summaries, now));
     let listing = summary::rerun_listing(&summaries);
     let text = match args.output_format {
         OutputFormat::Json => format!("{:#}\n", json!({"summaries": listing.json_rows()})),

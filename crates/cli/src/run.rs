@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 use datadiff_backend_store::DefinitionFilter;
 use datadiff_config::Project;
+use datadiff_runner::alerts::{Dispatcher, WarningReport, WarningResult};
 use datadiff_runner::{Clock, Connections, Selection, TickContext, tick};
 use serde_json::json;
 
@@ -103,6 +104,10 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     spinner.finish();
     let report = report.map_err(unwrap_backend)?;
 
+    // Upstream's order: index warnings (best effort), the table, failure alerts.
+    let dispatcher = Dispatcher::from_project(&project, console.environment());
+    log_warnings(&dispatcher.send_index_warnings(context.store(), &report.summaries, now));
+
     let listing = summary::run_listing(&report.summaries);
     let text = match args.output_format {
         OutputFormat::Json => {
@@ -115,8 +120,36 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     if listing.is_empty() {
         tracing::info!("no data-diff check matched the selection");
     }
-    let failed = report.has_failures() || report.interrupted.is_some();
+    let alerts = dispatcher.send_failure_alerts(&report.summaries, now);
+    tracing::info!(delivered = alerts.delivered(), "failure alerts sent");
+    let undelivered = alerts.undelivered_line();
+    if let Some(line) = &undelivered {
+        console.stderr().line(&format!("error: {line}"));
+    }
+    let failed = report.has_failures() || report.interrupted.is_some() || undelivered.is_some();
     Ok(if failed { Exit::Failure } else { Exit::Success })
+}
+
+/// Index warnings are best effort (SPEC §7): what did not go out is logged, the exit code
+/// stays.
+pub(crate) fn log_warnings(report: &WarningReport) {
+    for warning in &report.warnings {
+        let name = &warning.full_check_name;
+        match &warning.result {
+            WarningResult::Delivered(_) => tracing::info!(check = %name, "source index warning delivered"),
+            WarningResult::AlreadyDelivered => tracing::debug!(check = %name, "source index warning delivered before"),
+            WarningResult::Muted => tracing::info!(check = %name, "source index warning muted (send_alert: false)"),
+            WarningResult::NoDestination => {
+                tracing::warn!(check = %name, "source index warning pending: no alert destination is configured");
+            }
+            WarningResult::NotAccepted(receipt) => {
+                tracing::warn!(check = %name, problem = %receipt.failure_text(), "source index warning not delivered");
+            }
+            WarningResult::BackendFailed { error, .. } => {
+                tracing::warn!(check = %name, error = %error, "source index warning not recorded");
+            }
+        }
+    }
 }
 
 /// SPEC §2: `run` executes the stored current revision; a definition whose YAML now hashes
