@@ -1,17 +1,4 @@
-//! `rerun_data_diff_check --run-id X --remediation-ref R`: a REMEDIATION attempt of a failed
-//! run, with the run's exact definition revision (runs note §2.2).
-//!
-//! The store decides and refuses ([`Store::start_remediation`](datadiff_backend_store::Store::start_remediation)):
-//! only a FAIL or ERROR run, a non-empty reference, never while the slot has a RUNNING
-//! attempt — refusals carry upstream's messages, and [`Error::is_invalid_rerun`] tells the
-//! CLI which ones exit 2 (unknown run, not failed, empty reference; a running slot exits 1). The new attempt is the slot's next
-//! number, linked to the root original run (`rerun_of_run_id`), with the original's window
-//! (or the slot's resolved one); it then runs like any attempt, with the revision's own
-//! checks, columns and statement timeout, and its finish repairs coverage like any terminal
-//! attempt. No stale sweep runs here, as upstream.
-//!
-//! Pending source-index warnings are sent after a remediation too (SPEC §7): the report's
-//! summary is what the alerts read, exactly as after a tick.
+//! `rerun_data_diff_check`: see [`remediate`].
 
 use datadiff_backend_store::Attempt;
 use datadiff_diff_core::{RunId, Signal};
@@ -37,8 +24,24 @@ pub struct RemediationReport {
 }
 
 /// Remediates `run_id` with the operator's `reference` (an incident or repair id), recording
-/// times from the context's clock. The context's selection, force and jobs do not apply; its
-/// signal handling does.
+/// times from the context's clock: `rerun_data_diff_check --run-id X --remediation-ref R`, a
+/// REMEDIATION attempt of a failed run with the run's exact definition revision (runs note
+/// §2.2). The context's selection, force and jobs do not apply; its signal handling does.
+///
+/// The store decides and refuses
+/// ([`Store::start_remediation`](datadiff_backend_store::Store::start_remediation)): only a
+/// FAIL or ERROR run, a non-empty reference, never while the slot has a RUNNING attempt —
+/// refusals carry upstream's messages, and [`Error::is_invalid_rerun`] tells the CLI which
+/// ones exit 2 (unknown run, not failed, empty reference; a running slot exits 1). A run of
+/// a route datadiff does not execute yet is reported SKIPPED without starting anything. The
+/// new attempt is the slot's next number, linked to the root original run (`rerun_of_run_id`), with the original's window
+/// (or the slot's resolved one); it then runs like any attempt, with the revision's own
+/// checks, columns and statement timeout, and its finish repairs coverage like any terminal
+/// attempt. No stale sweep runs here, as upstream.
+///
+/// Pending source-index warnings are sent after a remediation too (SPEC §7):
+/// [`Dispatcher::send_index_warnings`](crate::alerts::Dispatcher::send_index_warnings) with
+/// the report's summary.
 ///
 /// `Err`: the store refused (unknown run, not FAIL/ERROR, empty reference — see
 /// [`Error::is_invalid_rerun`] — or the slot has a RUNNING attempt), or the backend failed.

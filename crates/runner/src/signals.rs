@@ -6,7 +6,7 @@
 //! handler itself does nothing but wake a watcher thread (through a pipe: `write` is one of
 //! the few things a signal handler may do). The watcher, on SIGTERM or SIGINT:
 //!
-//! 1. tells the invocation to start nothing more ([`Interruption`]);
+//! 1. tells the invocation to start nothing more;
 //! 2. interrupts every in-flight attempt ([`InFlight::interrupt_all`]: running statements are
 //!    cancelled on the source and target) and records each ERROR with upstream's text,
 //!    `Terminated by SIGTERM before the check completed` (or SIGINT), through
@@ -22,9 +22,9 @@
 //! recordings exclusive. An attempt started but not yet registered when the grace ends stays
 //! RUNNING until the stale sweep retires it, as upstream's worker threads do.
 //!
-//! The handlers are installed only for the duration of [`guarded`] and the previous ones are
-//! put back afterwards, so a program calling `tick` in a loop keeps its own behaviour between
-//! ticks. One invocation per process may hold them at a time. The only global state is the
+//! The handlers are installed only for the duration of a tick or remediation and the
+//! previous ones are put back afterwards, so a program calling `tick` in a loop keeps its own
+//! behaviour between ticks. One invocation per process may hold them at a time. The only global state is the
 //! pipe's descriptor, which a signal handler can reach no other way.
 
 // The POSIX calls (sigaction, write from the handler, raise) have no safe wrapper in the

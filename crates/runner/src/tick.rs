@@ -1,51 +1,5 @@
 //! One scheduler tick: PipelineWise's `run_data_diff_checks` over the selected current
-//! definitions at a given `now` (runs note §1–§3, SPEC §4).
-//!
-//! For each definition, in [`Store::definitions`] order (target, tap, name):
-//!
-//! 1. an unschedulable definition (its cron has no fire time before `now`) is an ERROR
-//!    summary without slot or window, and the tick goes on; a definition on a route datadiff
-//!    does not execute yet is SKIPPED with SPEC §0's reason, nothing written;
-//! 2. the **stale sweep** of its revision (RUNNING attempts older than 30 min + 4 × its
-//!    statement timeout become ERROR, with their coverage transitions), before the latest
-//!    slot is read;
-//! 3. the **due slots**, computed before retries run: the current slot (the latest cron fire
-//!    strictly before `now`), or every slot after the newest attempted one up to it, oldest
-//!    first, at most 24;
-//! 4. **automatic retries** of failed slots of earlier cron intervals (at most 24, each at
-//!    most once per interval; `StartKind::Retry` with the current slot as `retry_before`);
-//! 5. the due slots, each started with `--force` when given (not the retries) — a slot
-//!    already attempted is SKIPPED, a forced one is a MANUAL attempt reusing the newest
-//!    attempt's bounds, a revision's first slot may compare all history.
-//!
-//! Before all that the tick retires stale attempts of superseded revisions in the selection
-//! (SPEC §4's improvement; upstream never sweeps them).
-//!
-//! **One round trip for idle checks.** SPEC §11 wants a tick over 1,000 current definitions
-//! with nothing due under a second, and the per-check path costs a dozen round trips. So the
-//! tick first asks [`Store::schedule_overview`] — one query for every definition — which of
-//! them have a stale attempt, a retry candidate, or a current slot not attempted yet, and
-//! calls the per-check operations only where they can change something. A current slot seen
-//! attempted is reported SKIPPED from the overview's newest attempt through diff-core's
-//! [`decide_start`] (the same rule the store applies under the lock), unless `--force` or a
-//! sweep changed the picture, in which case the store decides.
-//!
-//! **Failures.** A backend failure while working on one definition is that definition's
-//! ERROR summary without a run (upstream's behaviour): the summaries it already produced are
-//! kept, its remaining slots wait for the next tick, and the other definitions go on. A
-//! backend failure before any per-definition work (reading the selection, the overview) is
-//! the tick's `Err`.
-//!
-//! **`--jobs N`.** Definitions are worked on by N threads, each definition wholly by one
-//! (its slots stay sequential, two attempts of one definition never overlap); summaries come
-//! back in definition order, then slot order, whatever N.
-//!
-//! **Signals** (when [`TickContext::with_signal_handling`]): see [`crate::signals`]. Once a
-//! signal arrived no further attempt starts; the interrupted ones are recorded ERROR.
-//!
-//! **Several processes or hosts** may tick one backend at once: every start goes through the
-//! store's check lock and re-decides there, so a slot gets one attempt; the others report
-//! SKIPPED (`An attempt for this cron slot is already running`, or `... already attempted`).
+//! definitions at a given `now` (runs note §1–§3, SPEC §4); the rules are on [`tick`].
 
 use std::num::NonZeroUsize;
 
@@ -55,6 +9,7 @@ use datadiff_diff_core::{
     MAX_CATCH_UP, RevisionHistory, Schedule, Signal, StartDecision, StartKind, StartRequest, decide_start, due_slots,
 };
 
+use crate::alerts::{Dispatcher, FailureAlertReport, WarningReport};
 use crate::clock::Clock;
 use crate::connections::Connections;
 use crate::error::{Error, chain};
@@ -223,15 +178,81 @@ impl TickReport {
     pub fn has_failures(&self) -> bool {
         self.summaries.iter().any(|summary| summary.status.is_failure())
     }
+
+    /// The alerts after a tick, in upstream's order: pending source-index warnings (best
+    /// effort, each delivered at most once ever), then one failure alert per failed check;
+    /// times from the context's clock. The CLI calls the two [`Dispatcher`] methods itself, to
+    /// print the run table between them as upstream does; an embedding program can call this.
+    pub fn send_alerts(&self, context: &TickContext, dispatcher: &Dispatcher) -> TickAlerts {
+        let now = context.clock().now();
+        let index_warnings = dispatcher.send_index_warnings(context.store(), &self.summaries, now);
+        let failure_alerts = dispatcher.send_failure_alerts(&self.summaries, now);
+        TickAlerts { index_warnings, failure_alerts }
+    }
 }
 
-/// Runs one tick at `now` over `context`'s selection: see the module docs for the order of
-/// work. `now` decides the slots, the sweep's and the retries' eligibility; recorded times
+/// What [`TickReport::send_alerts`] sent.
+#[derive(Debug)]
+pub struct TickAlerts {
+    /// The source-index warnings (failures are logged and never change an exit code).
+    pub index_warnings: WarningReport,
+    /// The failure alerts ([`FailureAlertReport::undelivered_line`]: one no destination
+    /// accepted, which makes `run` exit 1).
+    pub failure_alerts: FailureAlertReport,
+}
+
+/// Runs one tick at `now` over `context`'s selection. `now` decides the slots, the sweep's and the retries' eligibility; recorded times
 /// come from the context's clock (give `Clock::at(now)` for a coherent replay).
 ///
 /// `Err` only when the tick cannot begin: the selection or the overview cannot be read, the
 /// pool is smaller than the jobs, or the signal handlers cannot be installed. Everything
 /// that goes wrong for one definition is in its summaries.
+///
+/// For each definition, in [`Store::definitions`] order (target, tap, name):
+///
+/// 1. an unschedulable definition (its cron has no fire time before `now`) is an ERROR
+///    summary without slot or window, and the tick goes on; a definition on a route datadiff
+///    does not execute yet is SKIPPED with SPEC §0's reason, nothing written;
+/// 2. the **stale sweep** of its revision (RUNNING attempts older than 30 min + 4 × its
+///    statement timeout become ERROR, with their coverage transitions), before the latest
+///    slot is read;
+/// 3. the **due slots**, computed before retries run: the current slot (the latest cron fire
+///    strictly before `now`), or every slot after the newest attempted one up to it, oldest
+///    first, at most 24;
+/// 4. **automatic retries** of failed slots of earlier cron intervals (at most 24, each at
+///    most once per interval; `StartKind::Retry` with the current slot as `retry_before`);
+/// 5. the due slots, each started with `--force` when given (not the retries) — a slot
+///    already attempted is SKIPPED, a forced one is a MANUAL attempt reusing the newest
+///    attempt's bounds, a revision's first slot may compare all history.
+///
+/// Before all that the tick retires stale attempts of superseded revisions in the selection
+/// (SPEC §4's improvement; upstream never sweeps them).
+///
+/// **One round trip for idle checks.** SPEC §11 wants a tick over 1,000 current definitions
+/// with nothing due under a second, and the per-check path costs a dozen round trips. So the
+/// tick first asks [`Store::schedule_overview`] — one query for every definition — which of
+/// them have a stale attempt, a retry candidate, or a current slot not attempted yet, and
+/// calls the per-check operations only where they can change something. A current slot seen
+/// attempted is reported SKIPPED from the overview's newest attempt through diff-core's
+/// [`decide_start`] (the same rule the store applies under the lock), unless `--force` or a
+/// sweep changed the picture, in which case the store decides.
+///
+/// **Failures.** A backend failure while working on one definition is that definition's
+/// ERROR summary without a run (upstream's behaviour): the summaries it already produced are
+/// kept, its remaining slots wait for the next tick, and the other definitions go on. A
+/// backend failure before any per-definition work (reading the selection, the overview) is
+/// the tick's `Err`.
+///
+/// **`--jobs N`.** Definitions are worked on by N threads, each definition wholly by one
+/// (its slots stay sequential, two attempts of one definition never overlap); summaries come
+/// back in definition order, then slot order, whatever N.
+///
+/// **Signals** (when [`TickContext::with_signal_handling`]): see [`signals`](crate::signals). Once a
+/// signal arrived no further attempt starts; the interrupted ones are recorded ERROR.
+///
+/// **Several processes or hosts** may tick one backend at once: every start goes through the
+/// store's check lock and re-decides there, so a slot gets one attempt; the others report
+/// SKIPPED (`An attempt for this cron slot is already running`, or `... already attempted`).
 pub fn tick(context: &TickContext, now: DateTime<Utc>) -> Result<TickReport, Error> {
     let pool = context.store.pool().max_size();
     if usize::try_from(pool).unwrap_or(usize::MAX) < context.jobs.get() {
