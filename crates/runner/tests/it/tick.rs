@@ -469,3 +469,41 @@ fn unsupported_routes_are_skipped_without_an_attempt_and_selection_narrows_the_t
     let mut ticker = self::ticker(&context).with_selection(Selection::target("snowflake"));
     assert_eq!(tick_at(&mut ticker, at(13, 5)).summaries.len(), 1);
 }
+
+#[test]
+fn ticks_in_several_threads_never_duplicate_an_attempt() {
+    let context = Context::pipelinewise();
+    let definitions: Vec<_> = ["C1", "C2", "C3"].iter().map(|table| copy(&context, table)).collect();
+    context.store.sync_definitions(&definitions, &SyncScope::all(), at(0, 0)).unwrap();
+    let tickers: Vec<TickContext> = (0..4)
+        .map(|_| ticker(&context).with_jobs(NonZeroUsize::new(2).unwrap()).with_clock(Clock::at(at(13, 5))))
+        .collect();
+    let barrier = std::sync::Barrier::new(tickers.len());
+    let reports: Vec<TickReport> = std::thread::scope(|scope| {
+        let handles: Vec<_> = tickers
+            .iter()
+            .map(|ticker| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    barrier.wait();
+                    tick(ticker, at(13, 5)).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+    });
+    let passes = reports.iter().flat_map(|r| &r.summaries).filter(|s| s.status == SummaryStatus::Pass).count();
+    let skips = reports.iter().flat_map(|r| &r.summaries).filter(|s| s.status == SummaryStatus::Skipped).count();
+    assert_eq!((passes, skips), (3, 9), "one attempt per slot, every other tick skips it");
+    for definition in &definitions {
+        assert_eq!(attempts(&context, &definition.full_check_name).len(), 1);
+    }
+    let versions: Vec<i64> = context
+        .backend_sql()
+        .query("SELECT state_version FROM public.dd_watermark_state", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(versions, [1, 1, 1], "one coverage transition per definition");
+}

@@ -169,6 +169,16 @@ fn processes_released_together_start_one_attempt_per_slot() {
 
 #[test]
 fn sigterm_records_the_blocked_attempt_error_and_the_process_dies_by_it() {
+    signal_records_the_blocked_attempt("TERM", 15, "Terminated by SIGTERM before the check completed");
+}
+
+#[test]
+fn sigint_records_the_blocked_attempt_error_and_the_process_dies_by_it() {
+    signal_records_the_blocked_attempt("INT", 2, "Terminated by SIGINT before the check completed");
+}
+
+/// Sends `signal` (numbered `number`) to a helper whose attempt is blocked in its source query.
+fn signal_records_the_blocked_attempt(signal: &str, number: i32, error: &str) {
     let context = Context::pipelinewise();
     let definition = context.definition();
     context.import(&definition);
@@ -189,16 +199,13 @@ fn sigterm_records_the_blocked_attempt_error_and_the_process_dies_by_it() {
             panic!("{error}")
         });
     let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success());
     let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc_sigterm()), "killed by SIGTERM: {status}");
+    assert_eq!(status.signal(), Some(number), "killed by SIG{signal}: {status}");
     assert!(summaries(stdout).is_empty(), "it printed nothing: it died before returning");
 
     let row = context.attempt_row(datadiff_diff_core::RunId::new(run_id));
-    assert_eq!(
-        (row.status.as_str(), row.error.as_deref()),
-        ("ERROR", Some("Terminated by SIGTERM before the check completed"))
-    );
+    assert_eq!((row.status.as_str(), row.error.as_deref()), ("ERROR", Some(error)));
     assert_eq!(row.finished_at, Some(at(13, 5)));
     assert!(row.has_preflight);
     // The preflight recorded before the blocked query is kept (not replaced by a placeholder).
@@ -221,9 +228,4 @@ fn sigterm_records_the_blocked_attempt_error_and_the_process_dies_by_it() {
         .get(0);
     assert_eq!(waiting, 0);
     transaction.rollback().unwrap();
-}
-
-/// SIGTERM's number on Linux and the BSDs.
-fn libc_sigterm() -> i32 {
-    15
 }
