@@ -832,6 +832,57 @@ mod tests {
         assert!(FailureGroup::of(&summaries[2..3]).is_empty(), "a PASS alerts nobody");
     }
 
+    proptest::proptest! {
+        /// Whatever the mix of checks, taps, targets and statuses: every FAIL/ERROR summary
+        /// lands in exactly one group, a group holds one check only, groups come in
+        /// first-seen order, and the representative is the last ERROR, else the last FAIL.
+        #[test]
+        fn grouping_partitions_the_failures(picks in proptest::collection::vec((0u8..3, 0u8..2, 0u8..2, 0u8..5), 0..40)) {
+            let statuses = [SummaryStatus::Fail, SummaryStatus::Error, SummaryStatus::Pass, SummaryStatus::Deferred, SummaryStatus::Skipped];
+            let summaries: Vec<RunSummary> = picks
+                .iter()
+                .enumerate()
+                .map(|(i, &(check, tap, target, status))| {
+                    let mut summary = fail(13, i as u128);
+                    summary.check.check_id = CheckId::new(Uuid::from_u128(u128::from(check)));
+                    summary.check.tap_id = format!("tap{tap}");
+                    summary.check.target_id = format!("target{target}");
+                    summary.status = statuses[usize::from(status)];
+                    summary
+                })
+                .collect();
+            let key = |s: &RunSummary| (s.check.target_id.clone(), s.check.tap_id.clone(), s.check.check_id);
+            let groups = FailureGroup::of(&summaries);
+
+            let failures: Vec<&RunSummary> = summaries.iter().filter(|s| s.status.is_failure()).collect();
+            let grouped: usize = groups.iter().map(|g| g.failures().len()).sum();
+            proptest::prop_assert_eq!(grouped, failures.len());
+            let mut firsts = Vec::new();
+            for group in &groups {
+                let first = key(group.failures()[0]);
+                proptest::prop_assert!(group.failures().iter().all(|s| key(s) == first));
+                proptest::prop_assert!(!firsts.contains(&first), "one group per check");
+                firsts.push(first);
+                let members: Vec<&RunSummary> = failures.iter().copied().filter(|s| key(s) == key(group.failures()[0])).collect();
+                proptest::prop_assert_eq!(group.failures(), &members[..], "members in the order given");
+                let expected = members
+                    .iter()
+                    .rev()
+                    .find(|s| s.status == SummaryStatus::Error)
+                    .or_else(|| members.iter().rev().find(|s| s.status == SummaryStatus::Fail))
+                    .copied();
+                proptest::prop_assert_eq!(Some(group.representative()), expected);
+            }
+            let mut seen = Vec::new();
+            for summary in &failures {
+                if !seen.contains(&key(summary)) {
+                    seen.push(key(summary));
+                }
+            }
+            proptest::prop_assert_eq!(firsts, seen, "first-seen order");
+        }
+    }
+
     #[test]
     fn a_differently_spelt_target_timestamp_column_is_named() {
         let mut summary = fail(13, 1);
