@@ -201,8 +201,9 @@ pub struct TickAlerts {
     pub failure_alerts: FailureAlertReport,
 }
 
-/// Runs one tick at `now` over `context`'s selection. `now` decides the slots, the sweep's and the retries' eligibility; recorded times
-/// come from the context's clock (give `Clock::at(now)` for a coherent replay).
+/// Runs one tick at `now` over `context`'s selection. `now` decides the slots, the sweep's
+/// and the retries' eligibility; recorded times come from the context's clock (give
+/// `Clock::at(now)` for a coherent replay).
 ///
 /// `Err` only when the tick cannot begin: the selection or the overview cannot be read, the
 /// pool is smaller than the jobs, or the signal handlers cannot be installed. Everything
@@ -247,8 +248,9 @@ pub struct TickAlerts {
 /// (its slots stay sequential, two attempts of one definition never overlap); summaries come
 /// back in definition order, then slot order, whatever N.
 ///
-/// **Signals** (when [`TickContext::with_signal_handling`]): see [`signals`](crate::signals). Once a
-/// signal arrived no further attempt starts; the interrupted ones are recorded ERROR.
+/// **Signals** (when [`TickContext::with_signal_handling`]): see
+/// [`signals`](crate::signals). Once a signal arrived no further attempt starts; the
+/// interrupted ones are recorded ERROR.
 ///
 /// **Several processes or hosts** may tick one backend at once: every start goes through the
 /// store's check lock and re-decides there, so a slot gets one attempt; the others report
