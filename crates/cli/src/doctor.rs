@@ -408,17 +408,25 @@ fn check_definition(definition: &CheckDefinition, source: &mut Session, target: 
         Err(error) => return findings.add(name, "columns", Verdict::Fail, error.to_string()),
     };
     let resolved = plan.columns();
-    findings.add(
-        name,
-        "columns",
-        Verdict::Ok,
-        format!(
-            "key {} / {}, {} compare column(s)",
-            resolved.source_key().name,
-            resolved.target_key().name,
-            resolved.compare_pairs().len()
-        ),
-    );
+    // A missing compare column does not stop an attempt (its schema_compatibility fails and
+    // its row_checksum errs, below); the doctor names it here too.
+    let missing: Vec<String> = resolved
+        .compare_pairs()
+        .iter()
+        .filter_map(|pair| match (&pair.source, &pair.target) {
+            (Some(_), Some(_)) => None,
+            (None, Some(_)) => Some(format!("{} missing in the source", pair.logical_name)),
+            (Some(_), None) => Some(format!("{} missing in the target", pair.logical_name)),
+            (None, None) => Some(format!("{} missing in the source and the target", pair.logical_name)),
+        })
+        .collect();
+    let keys = format!("key {} / {}", resolved.source_key().name, resolved.target_key().name);
+    if missing.is_empty() {
+        let detail = format!("{keys}, {} compare column(s)", resolved.compare_pairs().len());
+        findings.add(name, "columns", Verdict::Ok, detail);
+    } else {
+        findings.add(name, "columns", Verdict::Fail, format!("{keys}; compare column {}", missing.join(", ")));
+    }
     findings.add(
         name,
         "timestamp types",
