@@ -1,0 +1,15 @@
+//! End-to-end tests: the real `datadiff` binary against throwaway PostgreSQL clusters (one
+//! shared cluster for the binary, fresh databases per test), asserting exit codes and
+//! backend rows more than printed text.
+
+mod alerts;
+mod config;
+mod doctor;
+mod import;
+mod list;
+mod migrate;
+mod report;
+mod rerun;
+mod run;
+mod secrecy;
+mod support;
