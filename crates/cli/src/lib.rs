@@ -1,18 +1,21 @@
 //! The `datadiff` command line as a library: argument parsing, output and exit codes only.
 //!
 //! Decisions live in the library crates; this crate parses, calls, prints and maps outcomes
-//! to exit codes: 0 success, 1 a failed check (the audit blocked the cutover), 2 usage,
-//! configuration, connection and schema problems and refusals (SPEC §8, §9). The root
-//! package's `datadiff` binary is a three-line `main` calling [`main`].
+//! to exit codes (SPEC §8, §9). The root package's `datadiff` binary is a three-line `main`
+//! calling [`main`].
 //!
 //! # Structure
 //!
 //! * [`main`] runs [`run`] with the process's arguments and a [`Console`] over the real
 //!   stdout, stderr and environment; tests call [`run`] with [`Console::capture`].
-//! * One module per command (`audit.rs`), each a clap `Args` struct and a `run` function
-//!   returning an [`Exit`]; the `Command` enum dispatches.
+//! * One module per command (`validate.rs`, `import.rs`, `list.rs`, `run.rs`, `rerun.rs`,
+//!   `migrate.rs`, `doctor.rs`, `report.rs`, `audit.rs`), each a clap `Args` struct and a
+//!   `run` function returning an [`Exit`]; the `Command` enum dispatches. `project.rs` loads
+//!   `--dir`/`--secret` and opens the backend behind the schema gate; `listing.rs` renders
+//!   one list as a table, JSON or CSV; `summary.rs` holds the run and rerun tables;
+//!   `timestamp.rs` the time forms and `--at`.
 //! * Logs go to stderr through `tracing` (`-v`, `-vv`, `-vvv`, or `RUST_LOG`). An error is one
-//!   line naming what to fix; `-v` adds the cause chain. Nothing printed ever holds a
+//!   `error:` line naming what to fix; `-v` adds the cause chain. Nothing printed ever holds a
 //!   password or a row value: DSNs are never echoed, and argument-parser messages (which quote
 //!   rejected arguments) are scrubbed of passwords.
 //!
@@ -26,9 +29,117 @@
 //! assert!(captured.stdout().starts_with("datadiff "));
 //! ```
 //!
-//! Commands: `validate`, `import_config` (`import`), `list_data_diff_checks` (`list`),
-//! `run_data_diff_checks` (`run`), `rerun_data_diff_check` (`rerun`), `migrate`, `doctor`,
-//! `report` and `audit`.
+//! # Commands
+//!
+//! PipelineWise's names first, short aliases in parentheses; `--dir DIR` (`-d`) and
+//! `--secret FILE` (`-s`) on every project command, accepted anywhere on the line.
+//!
+//! | command | flags | prints | exit |
+//! |---|---|---|---|
+//! | `validate` | | one summary line; every problem as `file:line: path: message` | 0, 2 |
+//! | `import_config` (`import`) | `--taps a,b`, `--at TIME` | upstream's `IMPORTING YAML CONFIGS FINISHED` block plus created / unchanged / superseded / deactivated | 0; 1 a selected tap missing from the YAML (its definitions deactivated); 2 |
+//! | `list_data_diff_checks` (`list`) | `--target T` (`-t`), `--tap P` (`-p`, needs `--target`), `--include-versioned`, `--output-format table\|json` | one row per revision | 0, 2 |
+//! | `run_data_diff_checks` (`run`) | `--all` \| `--target T --tap P`, `--check NAME\|ID`, `--force`, `--at TIME`, `--jobs N`, `--output-format table\|json` | upstream's run table (only when there are summaries) | 0; 1 any FAIL/ERROR summary or an undelivered failure alert; 2 |
+//! | `rerun_data_diff_check` (`rerun`) | `--run-id ID`, `--remediation-ref REF`, `--at TIME`, `--output-format table\|json` | upstream's rerun table | 0 (PASS, DEFERRED, SKIPPED after a lost lease); 1 FAIL/ERROR or a RUNNING slot; 2 unknown or non-failed run, empty reference |
+//! | `migrate` | `--status` \| `--to base\|001…004 [--drop-extensions]` | the schema, or the steps applied | 0, 2 |
+//! | `doctor` | `--output-format table\|json` | findings: scope, check, OK/WARN/FAIL/SKIP, detail | 0; 1 a FAIL finding; 2 |
+//! | `report` | `watermarks [--max-lag DURATION]`, `daily`, `failures`, `remediations`, `differences --run-id ID`; `--output-format table\|json\|csv`, `--at TIME` | the report | 0; 1 `--max-lag` failed; 2 |
+//! | `audit` | see the README | the JSON report | 0 PASS, 1 BLOCK, 2 |
+//!
+//! `--version` prints the version and the backend schema it needs
+//! (`backend schema: PipelineWise 004 (+ extensions 1)`).
+//!
+//! # Exit codes
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success |
+//! | 1 | an attempt FAILed or ERRORed (a source or target that cannot be reached is an ERROR attempt); a failure alert no destination accepted; `--max-lag` found a definition BLOCKED, not run or lagging; `import_config --taps` naming a tap missing from the YAML; a `doctor` FAIL; a `rerun` of a slot that has a RUNNING attempt; `audit` BLOCK |
+//! | 2 | usage; configuration (every problem listed); a missing `backend_db` for `run`, `list`, `rerun`, `report`, `migrate`; backend connection, login or schema (`backend schema is at <v>, datadiff needs 004 (+ extensions <n>): run datadiff import_config --dir <project>`); `rerun` of an unknown or non-failed run or with an empty reference; `audit` refusals |
+//!
+//! A panic is a bug: no path reading a user, a file or a database unwraps.
+//!
+//! # Output
+//!
+//! Tables use upstream's columns and upstream's timestamp form (Python's `isoformat()`:
+//! `2026-07-22T13:00:00+00:00`), a blank for an unknown value — never `None`. JSON uses RFC
+//! 3339 with `Z` (`2026-07-22T13:00:00Z`) and `null`; every JSON document is an object. CSV
+//! (reports) has a header row of the JSON field names, the JSON values as fields (times RFC
+//! 3339 with `Z`, lists as compact JSON, `null` empty), CRLF line ends, RFC 4180 quoting.
+//! On a terminal a spinner shows while a tick runs and the audit draws rows/s and an ETA; no
+//! progress is drawn otherwise.
+//!
+//! ## JSON field names
+//!
+//! * **`run`**: `{"at", "summaries": [...]}`; **`rerun`**: `{"summaries": [one]}`. A summary:
+//!   `full_check_name`, `check_id`, `revision`, `target_id`, `tap_id`, `status` (PASS, FAIL,
+//!   ERROR, DEFERRED, SKIPPED), `slot_status`, `scheduled_for`, `window_start`,
+//!   `window_end`, `run_id`, `attempt`, `trigger_type`, `rerun_of_run_id` (the root original
+//!   run of a remediation), `remediation_reference`, `reason`, and `checks`: `[{check_type,
+//!   status, error}]` (never a value: min/max keys and checksums stay in the backend).
+//!   The run table shows `Check, Status, Slot status, UTC start, UTC end, Run ID, Reason`;
+//!   the rerun table `Check, Status, Attempt, UTC start, UTC end, Original run ID,
+//!   Remediation run ID, Remediation reference, Reason`.
+//! * **`list`**: `{"checks": [...]}`, each: `full_check_name`, `revision`, `is_current`,
+//!   `frequency`, `window` (`{start_seconds, end_seconds}`), `checks`, `initial_full_scan`,
+//!   `historical_scan_pending`, `verified_status` (CONTIGUOUS, BLOCKED, NOT_RUN),
+//!   `verified_start`, `verified_end`, `check_id`, `target_id`, `tap_id`,
+//!   `source_database`, `source_schema`, `source_table`, `target_database`,
+//!   `target_schema`, `target_table`, `source_key_column`, `target_key_column`,
+//!   `source_timestamp_column`, `target_timestamp_column`, `source_compare_columns`,
+//!   `target_compare_columns`, `window_start_seconds`, `window_end_seconds`,
+//!   `statement_timeout_seconds`, `extensions` (the `datadiff.yml` settings or `null`),
+//!   `furthest_observed_end`, `blocking_run_id`, `last_evaluated_run_id`,
+//!   `watermark_reason`, `config_hash`, `created_at`, `superseded_at`.
+//! * **`report`**: `{"report", "rows": [...]}` (+ `"at"` for watermarks, `"run_id"` for
+//!   differences, `"max_lag"` with `--max-lag`). Rows carry the columns of the reporting
+//!   queries of PipelineWise's backend page: watermarks `full_check_name`, `revision`,
+//!   `verified_status`, `verified_start`, `verified_end`, `furthest_observed_end`,
+//!   `verification_lag_seconds` (a number, from `--at` or now), `blocking_run_id`,
+//!   `reason`, `check_id`, `source_database`, `source_schema`, `source_table`,
+//!   `target_database`, `target_schema`, `target_table`, `last_evaluated_run_id`,
+//!   `watermark_updated_at`; daily `check_date`, `full_check_name`,
+//!   `successful_check_results`, `failed_check_results`, `run_level_errors` and the six
+//!   table names; failures `full_check_name`, `revision`, `scheduled_for`, `window_start`,
+//!   `window_end`, `run_id`, `attempt`, `trigger_type`, `failed_check`, `failure_status`,
+//!   `blocks_watermark`, `finished_at`, `error`, `source_schema`, `source_table`;
+//!   remediations `full_check_name`, `revision`, `failed_run_id`, `failed_status`,
+//!   `window_start`, `window_end`, `failed_at`, `remediation_run_id`,
+//!   `remediation_attempt`, `remediation_status`, `remediation_reference`,
+//!   `remediation_finished_at`, `recovered`; differences `check_type`, `ordinal`, `kind`
+//!   (MISSING_IN_TARGET, EXTRA_IN_TARGET, CHANGED), `key` (the key's JSON), `fields`.
+//!   `max_lag`: `{max_lag_seconds, passed, offenders: [{check_id, full_check_name, problem
+//!   (BLOCKED, NOT_RUN, LAGGING), lag_seconds}]}` — what a metrics scraper reads. With CSV
+//!   the verdict goes to stderr.
+//! * **`doctor`**: `{"passed", "findings": [{scope, check, status, detail}]}`.
+//!
+//! # Decisions where the sources are silent
+//!
+//! * **Exit 2, not upstream's 1**, for argument errors and for backend problems upstream
+//!   raises as tracebacks (SPEC §8). `import_config`'s sync failure is a backend problem:
+//!   exit 2 (upstream logs it and exits 1).
+//! * **A RUNNING slot refuses `rerun` with exit 1** (upstream raises): the run is valid, only
+//!   busy; retry later.
+//! * **`doctor`** writes nothing (no attempt, preflight or definition) and never migrates;
+//!   every problem is a FAIL finding (an unreachable backend included) so one run shows them
+//!   all: exit 1 when any finding FAILs, 2 only when the project cannot be loaded.
+//! * **`run` warns** `<name>: definition changed since import; run import_config` for each
+//!   selected definition whose YAML hashes differently from its stored current revision
+//!   (SPEC §2); it still runs the stored revision.
+//! * **`import_config` without `backend_db`** prints the summary with `Initial data-diff
+//!   scans pending: not configured` and no counts.
+//! * **Alerts**: `run` sends index warnings (best effort: logged, never the exit code), prints
+//!   the table, then failure alerts (an alert no destination accepted: one `error:` line,
+//!   exit 1); `rerun` sends pending index warnings only, as upstream.
+//! * **`--jobs N`** opens a backend pool of at least N connections.
+//! * **Lists that are empty** print `No data-diff checks found` / `No rows` (a table) or an
+//!   empty array (JSON); `run` prints no table when nothing was selected, as upstream.
+//! * **`list`'s window** reads `-1h .. 0s`, in the YAML's duration grammar.
+//!
+//! # What it does not do
+//!
+//! No scheduling loop (cron or an orchestrator runs `run_data_diff_checks`), no PipelineWise
+//! replication commands, and `demo` arrives with its own issue.
 
 mod audit;
 mod console;

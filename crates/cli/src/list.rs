@@ -110,11 +110,11 @@ fn row(check: &CheckListing) -> Vec<Cell> {
     let definition = &stored.definition;
     let watermark = check.watermark.as_ref();
     let coverage = watermark.map(|state| &state.coverage);
-    let window = format!(
-        "-{} .. -{}",
-        duration_text(definition.window_start_seconds),
-        duration_text(definition.window_end_seconds)
-    );
+    let end = match definition.window_end_seconds {
+        0 => "0s".to_owned(),
+        seconds => format!("-{}", duration_text(seconds)),
+    };
+    let window = format!("-{} .. {end}", duration_text(definition.window_start_seconds));
     let checks: Vec<&str> = definition.checks.iter().map(|check| check.as_str()).collect();
     let extensions = definition.canonical_config().get("datadiff").cloned().unwrap_or(serde_json::Value::Null);
     vec![

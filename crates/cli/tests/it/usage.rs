@@ -73,3 +73,54 @@ fn verbose_counts_before_and_after_the_command_name() {
     let (_, _, stderr) = run_with(&[], &[]);
     assert!(!stderr.contains("caused by:"), "{stderr}");
 }
+
+#[test]
+fn every_command_documents_its_flags_and_answers_to_its_alias() {
+    for (command, alias, flags) in [
+        ("validate", None, &["--dir", "--secret"][..]),
+        ("import_config", Some("import"), &["--dir", "--secret", "--taps", "--at"]),
+        (
+            "list_data_diff_checks",
+            Some("list"),
+            &["--dir", "--target", "--tap", "--include-versioned", "--output-format"],
+        ),
+        (
+            "run_data_diff_checks",
+            Some("run"),
+            &["--all", "--target", "--tap", "--check", "--force", "--at", "--jobs", "--output-format"],
+        ),
+        ("rerun_data_diff_check", Some("rerun"), &["--run-id", "--remediation-ref", "--at", "--output-format"]),
+        ("migrate", None, &["--status", "--to", "--drop-extensions"]),
+        ("doctor", None, &["--dir", "--output-format"]),
+        (
+            "report",
+            None,
+            &["watermarks", "daily", "failures", "remediations", "differences", "--output-format", "--at"],
+        ),
+    ] {
+        let (exit, stdout, _) = datadiff(&[command, "--help"]);
+        assert_eq!(exit, Exit::Success, "{command}");
+        for flag in flags {
+            assert!(stdout.contains(flag), "{command} --help lacks {flag}:\n{stdout}");
+        }
+        if let Some(alias) = alias {
+            let (exit, aliased, _) = datadiff(&[alias, "--help"]);
+            assert_eq!(exit, Exit::Success, "{alias}");
+            assert_eq!(aliased, stdout, "{alias} is {command}");
+        }
+    }
+    let (_, stdout, _) = datadiff(&["report", "watermarks", "--help"]);
+    assert!(stdout.contains("--max-lag"), "{stdout}");
+    let (_, stdout, _) = datadiff(&["report", "differences", "--help"]);
+    assert!(stdout.contains("--run-id"), "{stdout}");
+}
+
+#[test]
+fn project_commands_without_dir_exit_two_naming_it() {
+    for args in [&["validate"][..], &["list"], &["run", "--all"], &["report", "daily"], &["doctor"], &["migrate"]] {
+        let (exit, stdout, stderr) = datadiff(args);
+        assert_eq!(exit, Exit::Error, "{args:?}");
+        assert!(stdout.is_empty());
+        assert!(stderr.starts_with("error: --dir DIR is required"), "{args:?}: {stderr}");
+    }
+}
