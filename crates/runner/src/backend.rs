@@ -2,10 +2,9 @@
 //! [`BackendConfig`] (the store cannot depend on the config crate), and opened within its
 //! connect timeout.
 
-use std::sync::mpsc;
 use std::time::Duration;
 
-use datadiff_backend_store::{BackendConfig, SslMode, Store};
+use datadiff_backend_store::{BackendConfig, Error as StoreError, SslMode, Store};
 use datadiff_config::BackendSettings;
 
 use crate::error::Error;
@@ -34,32 +33,15 @@ pub fn backend_config(settings: &BackendSettings) -> BackendConfig {
     }
 }
 
-/// Opens the backend ([`Store::open`]) and gives up after its `connect_timeout`:
-/// [`Error::BackendTimeout`].
-///
-/// The driver bounds only the TCP connect with that timeout, not the TLS and authentication
-/// exchange that follows, so a server (or a proxy) that accepts and never answers would hang
-/// the command; libpq's `connect_timeout` bounds the whole connection, and so does this. The
-/// abandoned attempt ends on a helper thread when the server answers or closes the socket.
+/// Opens the backend ([`Store::open`]), which gives up after its `connect_timeout` — TCP, TLS
+/// and authentication together, as libpq's `connect_timeout` — with [`Error::BackendTimeout`].
 /// Every other failure is [`Error::Backend`] with the store's typed error as its source.
 pub fn open_backend(config: BackendConfig) -> Result<Store, Error> {
-    let deadline = config.connect_timeout;
     let address = format!("{}:{}/{}", config.host, config.port, config.dbname);
-    let backend = |source| Error::Backend { action: "opening the backend".to_owned(), source };
-    if deadline.is_zero() {
-        return Store::open(config).map_err(backend);
-    }
-    let (sender, receiver) = mpsc::sync_channel(1);
-    std::thread::Builder::new()
-        .name("datadiff-backend-open".into())
-        .spawn(move || {
-            let _ = sender.send(Store::open(config));
-        })
-        .map_err(|_| Error::BackendTimeout { address: address.clone(), timeout: deadline })?;
-    match receiver.recv_timeout(deadline) {
-        Ok(opened) => opened.map_err(backend),
-        Err(_) => Err(Error::BackendTimeout { address, timeout: deadline }),
-    }
+    Store::open(config).map_err(|source| match source {
+        StoreError::ConnectTimeout { timeout, .. } => Error::BackendTimeout { address, timeout },
+        source => Error::Backend { action: "opening the backend".to_owned(), source },
+    })
 }
 
 #[cfg(test)]
