@@ -12,4 +12,5 @@ mod report;
 mod rerun;
 mod run;
 mod secrecy;
+mod signals;
 mod support;

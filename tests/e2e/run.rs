@@ -38,6 +38,11 @@ fn a_passing_run_prints_upstreams_table_and_records_the_attempt_at_the_given_tim
     let outcome = fixture.run(&["run", "--target", "postgres", "--tap", "payments", "--at", RUN_AT]);
     outcome.expect(0).stdout_has("SKIPPED").stdout_has("This cron slot has already been attempted");
     assert_eq!(fixture.attempts().len(), 1);
+
+    // A selection that matches nothing: a warning, no table, exit 0.
+    let outcome = fixture.run(&["run", "--all", "--check", "postgres/payments/public/nope", "--at", RUN_AT]);
+    outcome.expect(0).stderr_has("no current data-diff check matches the selection");
+    assert!(outcome.stdout.is_empty(), "{}", outcome.stdout);
 }
 
 #[test]

@@ -24,6 +24,7 @@ fn no_password_or_row_value_reaches_any_output_alert_or_backend_row() {
 
     run(&["validate"], 0);
     run(&["migrate", "--status"], 0);
+    run(&["migrate"], 0);
     run(&["import_config", "--at", "2026-07-22T12:00:00Z"], 0);
     run(&["doctor"], 0);
     run(&["run_data_diff_checks", "--all", "--at", RUN_AT], 0);

@@ -118,7 +118,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     };
     console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
     if listing.is_empty() {
-        tracing::info!("no data-diff check matched the selection");
+        console.stderr().line("warning: no current data-diff check matches the selection");
     }
     let alerts = dispatcher.send_failure_alerts(&report.summaries, now);
     tracing::info!(delivered = alerts.delivered(), "failure alerts sent");
