@@ -17,7 +17,7 @@ fn sigterm_records_the_in_flight_attempt_error_and_the_process_dies_by_it() {
     lock.batch_execute("LOCK TABLE payments.transfers IN ACCESS EXCLUSIVE MODE").unwrap();
 
     let dir = fixture.dir_arg();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_datadiff"))
+    let child = Command::new(env!("CARGO_BIN_EXE_datadiff"))
         .args(["run", "--all", "--at", RUN_AT, "--dir", dir.as_str()])
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())
