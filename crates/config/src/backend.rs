@@ -79,12 +79,13 @@ pub struct BackendSettings {
     pub ddl_user: String,
     /// Its password.
     pub ddl_password: Secret,
-    /// Seconds; default 10 (the application connection).
+    /// Seconds; default 10 (both connections: datadiff bounds the DDL login too).
     pub connect_timeout: u32,
     /// `sslmode`; `None` leaves libpq's default (`prefer`). Used by both connections.
     pub sslmode: Option<SslMode>,
     /// CA certificate file for `verify-ca`/`verify-full`, from `datadiff.yml` (relative paths
-    /// are resolved against the project directory).
+    /// are resolved against the project directory; `system`, libpq's name for the system trust
+    /// store, is kept as is).
     pub sslrootcert: Option<std::path::PathBuf>,
 }
 

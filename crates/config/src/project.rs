@@ -327,7 +327,9 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
             let extensions = ExtensionFile::read(&mut document, &root, &mut alerts);
             extensions.apply(&mut document, &mut definitions, &failed_names);
             if let (Some(backend), Some(cert)) = (backend.as_mut(), extensions.sslrootcert) {
-                backend.sslrootcert = Some(if cert.is_absolute() { cert } else { dir.join(cert) });
+                // `system` is libpq's name for the system trust store, not a file.
+                let keep = cert.is_absolute() || cert.as_os_str() == "system";
+                backend.sslrootcert = Some(if keep { cert } else { dir.join(cert) });
             }
         }
         documents.push(document);

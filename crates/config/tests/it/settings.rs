@@ -39,6 +39,14 @@ fn backend_sslmode_and_timeouts() {
 }
 
 #[test]
+fn sslrootcert_system_names_the_trust_store_not_a_file() {
+    let text = tap("", "", VALID);
+    let extensions = [("datadiff.yml", "backend_db: {sslrootcert: system}\n")];
+    let backend = load_ok(&project(&files(CONFIG, &text, &extensions))).backend.unwrap_or_else(|| panic!("backend"));
+    assert_eq!(backend.sslrootcert, Some(std::path::PathBuf::from("system")));
+}
+
+#[test]
 fn without_backend_definitions_are_validated_returned_and_flagged() {
     let text = tap("", "", VALID);
     let loaded = load_ok(&project(&files("alert_handlers: {}\n", &text, &[])));
