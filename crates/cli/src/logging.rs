@@ -22,6 +22,10 @@ impl Verbosity {
 }
 
 /// A subscriber writing plain-text events to `stderr`.
+///
+/// Only `tracing` events are shown: records of the `log` crate are deliberately not bridged
+/// (no `LogTracer`). ureq logs full request URLs at trace level through `log`, and VictorOps
+/// and webhook URLs carry keys; bridging them would print secrets under `RUST_LOG=trace`.
 pub(crate) fn subscriber(
     verbose: u8,
     rust_log: Option<&str>,
