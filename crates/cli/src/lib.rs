@@ -9,8 +9,9 @@
 //! * [`main`] runs [`run`] with the process's arguments and a [`Console`] over the real
 //!   stdout, stderr and environment; tests call [`run`] with [`Console::capture`].
 //! * One module per command (`validate.rs`, `import.rs`, `list.rs`, `run.rs`, `rerun.rs`,
-//!   `migrate.rs`, `doctor.rs`, `report.rs`, `audit.rs`), each a clap `Args` struct and a
-//!   `run` function returning an [`Exit`]; the `Command` enum dispatches. `project.rs` loads
+//!   `migrate.rs`, `doctor.rs`, `report.rs`, `audit.rs`, `demo.rs`), each a clap `Args` struct
+//!   and a `run` function returning an [`Exit`]; the `Command` enum dispatches (the demo runs
+//!   the other commands through it, in process). `project.rs` loads
 //!   `--dir`/`--secret` and opens the backend behind the schema gate; `listing.rs` renders
 //!   one list as a table, JSON or CSV; `summary.rs` holds the run and rerun tables;
 //!   `timestamp.rs` the time forms and `--at`.
@@ -45,6 +46,7 @@
 //! | `doctor` | `--output-format table\|json` | findings: scope, check, OK/WARN/FAIL/SKIP, detail | 0; 1 a FAIL finding; 2 |
 //! | `report` | `watermarks [--max-lag DURATION]`, `daily`, `failures`, `remediations`, `differences --run-id ID`; `--output-format table\|json\|csv`, `--at TIME` | the report | 0; 1 `--max-lag` failed; 2 |
 //! | `audit` | see the README | the JSON report | 0 PASS, 1 BLOCK, 2 |
+//! | `demo` | `--keep` | the story on a throwaway cluster: each command and its output, the watermark events; with `--keep`, how to connect | 0; 2 no server binaries (one line saying what to install) or a step that did not end as the story expects |
 //!
 //! `--version` prints the version and the backend schema it needs
 //! (`backend schema: PipelineWise 004 (+ extensions 1)`).
@@ -138,11 +140,12 @@
 //!
 //! # What it does not do
 //!
-//! No scheduling loop (cron or an orchestrator runs `run_data_diff_checks`), no PipelineWise
-//! replication commands, and `demo` arrives with its own issue.
+//! No scheduling loop (cron or an orchestrator runs `run_data_diff_checks`) and no PipelineWise
+//! replication commands.
 
 mod audit;
 mod console;
+mod demo;
 mod doctor;
 mod exit;
 mod import;
@@ -193,6 +196,7 @@ impl Cli {
             Command::Doctor(args) => args.verbosity(),
             Command::Report(args) => args.verbosity(),
             Command::Audit(args) => args.verbosity(),
+            Command::Demo(args) => args.verbosity(),
         };
         self.verbosity.count().saturating_add(after)
     }
@@ -228,6 +232,27 @@ enum Command {
     /// Verify a whole replica table against its source before a cutover (no backend).
     #[command(name = "audit")]
     Audit(audit::AuditArgs),
+    /// Show datadiff at work on a throwaway PostgreSQL cluster (needs the server binaries).
+    #[command(name = "demo")]
+    Demo(demo::DemoArgs),
+}
+
+impl Command {
+    /// Runs the command.
+    fn execute(&self, console: &mut Console) -> anyhow::Result<Exit> {
+        match self {
+            Command::Validate(args) => validate::run(args, console),
+            Command::ImportConfig(args) => import::run(args, console),
+            Command::ListDataDiffChecks(args) => list::run(args, console),
+            Command::RunDataDiffChecks(args) => run::run(args, console),
+            Command::RerunDataDiffCheck(args) => rerun::run(args, console),
+            Command::Migrate(args) => migrate::run(args, console),
+            Command::Doctor(args) => doctor::run(args, console),
+            Command::Report(args) => report::run(args, console),
+            Command::Audit(args) => audit::run(args, console),
+            Command::Demo(args) => demo::run(args, console),
+        }
+    }
 }
 
 /// `--version`: the program's version and the backend schema it needs.
@@ -273,24 +298,11 @@ where
     let rust_log = console.environment().get("RUST_LOG").map(str::to_owned);
     let verbose = cli.verbose();
     let subscriber = logging::subscriber(verbose, rust_log.as_deref(), console.stderr(), console.stderr_is_terminal());
-    tracing::subscriber::with_default(subscriber, || {
-        let result = match &cli.command {
-            Command::Validate(args) => validate::run(args, &mut console),
-            Command::ImportConfig(args) => import::run(args, &mut console),
-            Command::ListDataDiffChecks(args) => list::run(args, &mut console),
-            Command::RunDataDiffChecks(args) => run::run(args, &mut console),
-            Command::RerunDataDiffCheck(args) => rerun::run(args, &mut console),
-            Command::Migrate(args) => migrate::run(args, &mut console),
-            Command::Doctor(args) => doctor::run(args, &mut console),
-            Command::Report(args) => report::run(args, &mut console),
-            Command::Audit(args) => audit::run(args, &mut console),
-        };
-        match result {
-            Ok(exit) => exit,
-            Err(error) => {
-                report_error(&console, &error, verbose > 0);
-                Exit::Error
-            }
+    tracing::subscriber::with_default(subscriber, || match cli.command.execute(&mut console) {
+        Ok(exit) => exit,
+        Err(error) => {
+            report_error(&console, &error, verbose > 0);
+            Exit::Error
         }
     })
 }
