@@ -4,6 +4,7 @@
 
 mod alerts;
 mod config;
+mod demo;
 mod doctor;
 mod import;
 mod list;
