@@ -18,10 +18,11 @@
 //!    otherwise.
 //! 6. **Compare**: one aggregate query per side over the same half-open window, each side's
 //!    wall time recorded, values decoded in metric order and compared.
-//! 7. **`row_diff`** (extension): the place where its result and differences join the same
-//!    attempt. It is not run yet — it arrives with its own issue — so a definition that has
-//!    it records nothing for it; a definition whose only data check is `row_diff` ends ERROR
-//!    rather than pass without comparing anything.
+//! 7. **`row_diff`** (extension, see [`crate::row_diff`]): both sides of the same window
+//!    streamed in key order through the merge; its result joins the others (last) and its
+//!    first differences become the attempt's evidence. Planned at step 3 from both
+//!    `pg_catalog`s; a plan that fails makes only its own result ERROR. When it is the only
+//!    data check, step 4 fingerprints its source streaming `SELECT`.
 //! 8. **Finish** (T4): status, error, results, evidence and coverage in one transaction.
 //!
 //! Any failure (connection, catalog, statement timeout, missing column, unreadable value) is
@@ -31,16 +32,18 @@
 //! the execution with [`Error::Backend`]: the attempt stays RUNNING until the stale sweep
 //! retires it, as upstream's does.
 
+use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, Completion, Difference, NewPreflight, Store, StoredDefinition};
 use datadiff_diff_core::{
     AggregatePlan, CheckResult, HistoricalStart, Outcome, PreflightId, RunStatus, Side, SkipReason, TableColumns,
 };
 use datadiff_preflight::{MetadataOnlyScope, PreflightRecord, QueryFingerprint, SourceTable};
 
-use crate::connections::Connections;
+use crate::connections::{Connections, Route};
 use crate::error::Error;
 use crate::execute::ExecutionOptions;
 use crate::in_flight::{InFlightAttempt, Registration};
+use crate::row_diff::{self, RowDiffPlan};
 use crate::side::SideSession;
 use crate::summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 
@@ -211,34 +214,36 @@ impl<'a> AttemptRun<'a> {
             .map_err(Stop::Failed)?;
         let plan = AggregatePlan::new(definition, &source_columns, &target_columns)
             .map_err(|e| Stop::Failed(e.to_string()))?;
+        let row_diff_plan = match definition.extensions.row_diff {
+            None => None,
+            Some(settings) => {
+                let (source_types, target_types) = on_both(concurrent, sides, |side| match side.side() {
+                    Side::Source => row_diff::catalog(side, &definition.source_schema, &definition.source_table),
+                    Side::Target => row_diff::catalog(side, &definition.target_schema, &definition.target_table),
+                })
+                .map_err(Stop::Failed)?;
+                Some((settings, RowDiffPlan::new(definition, &plan, &source_types, &target_types)))
+            }
+        };
 
         // Step 4: the preflight, before any data is read.
+        let mut fingerprint_sql = plan.fingerprint_sql().to_owned();
         if !plan.has_metric_checks() {
-            if definition.extensions.row_diff.is_some() {
-                return Err(Stop::Failed(
-                    "row_diff is not supported by this datadiff version yet; add an upstream data check".to_owned(),
-                ));
+            match &row_diff_plan {
+                // row_diff is the only data check: the preflight fingerprints its stream.
+                Some((_, Ok(row_diff))) => fingerprint_sql = row_diff.fingerprint_sql(),
+                // It cannot run: ERROR without reading data (a placeholder preflight).
+                Some((_, Err(reason))) => return Ok(plan.outcome(vec![row_diff::error_result(reason.clone())])),
+                None => return self.metadata_only(&plan),
             }
-            let scope = MetadataOnlyScope {
-                source_schema: definition.source_schema.clone(),
-                source_table: definition.source_table.clone(),
-                target_schema: definition.target_schema.clone(),
-                target_table: definition.target_table.clone(),
-                columns: plan.columns().logical_names(),
-            };
-            self.record(&PreflightRecord::metadata_only(&scope))?;
-            return Ok(plan.outcome(Vec::new()));
         }
         let table = SourceTable {
             schema: &definition.source_schema,
             table: &definition.source_table,
             timestamp_column: &plan.columns().source_timestamp().name,
         };
-        let record = datadiff_preflight::preflight(
-            sides.source.client(),
-            &table,
-            QueryFingerprint::of_sql(plan.fingerprint_sql()),
-        );
+        let record =
+            datadiff_preflight::preflight(sides.source.client(), &table, QueryFingerprint::of_sql(&fingerprint_sql));
         self.record(&record)?;
         if !record.passed() {
             return Ok(plan.preflight_stopped(record.status.as_str(), record.error.as_deref(), &record.findings));
@@ -246,7 +251,7 @@ impl<'a> AttemptRun<'a> {
         if self.registration.interrupted() {
             return Err(Stop::Failed("interrupted".to_owned()));
         }
-        if plan.metrics().is_empty() {
+        if plan.metrics().is_empty() && row_diff_plan.is_none() {
             return Ok(plan.outcome(Vec::new()));
         }
 
@@ -276,26 +281,67 @@ impl<'a> AttemptRun<'a> {
         }
 
         // Step 6: one aggregate query per side, the same window bound on both.
-        let ((source_row, source_seconds), (target_row, target_seconds)) = on_both(concurrent, sides, |side| {
-            let which = side.side();
-            side.aggregate(plan.metric_sql(which), bounds, naive(which), plan.metrics())
-        })
-        .map_err(Stop::Failed)?;
-        let mut results = plan
-            .compare(&source_row, &target_row, source_seconds, target_seconds)
-            .map_err(|error| Stop::Failed(error.to_string()))?;
+        let mut results = Vec::new();
+        if !plan.metrics().is_empty() {
+            let ((source_row, source_seconds), (target_row, target_seconds)) = on_both(concurrent, sides, |side| {
+                let which = side.side();
+                side.aggregate(plan.metric_sql(which), bounds, naive(which), plan.metrics())
+            })
+            .map_err(Stop::Failed)?;
+            results = plan
+                .compare(&source_row, &target_row, source_seconds, target_seconds)
+                .map_err(|error| Stop::Failed(error.to_string()))?;
+        }
 
         // Step 7: the row_diff extension joins here.
-        results.extend(self.row_diff(&plan, sides));
+        if let Some((settings, row_diff_plan)) = &row_diff_plan {
+            let Some(start) = bounds.start else {
+                return Err(Stop::Failed("row_diff has no window start".to_owned()));
+            };
+            let max_examples = settings.max_examples() as usize;
+            results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples));
+        }
         Ok(plan.outcome(results))
     }
 
-    /// The `row_diff` step: its result (pushed to the returned list) and its differences
-    /// (kept for the finish) belong to this same attempt. Not implemented yet: it records
-    /// nothing, so the attempt's outcome is the aggregate checks' alone.
-    fn row_diff(&mut self, _plan: &AggregatePlan, _sides: &mut Sides) -> Vec<CheckResult> {
+    /// A definition that reads no data: the metadata-only preflight and the metadata results.
+    fn metadata_only(&mut self, plan: &AggregatePlan) -> Result<Outcome, Stop> {
+        let definition = &self.stored.definition;
+        let scope = MetadataOnlyScope {
+            source_schema: definition.source_schema.clone(),
+            source_table: definition.source_table.clone(),
+            target_schema: definition.target_schema.clone(),
+            target_table: definition.target_table.clone(),
+            columns: plan.columns().logical_names(),
+        };
+        self.record(&PreflightRecord::metadata_only(&scope))?;
+        Ok(plan.outcome(Vec::new()))
+    }
+
+    /// The `row_diff` step over `[start, end)`: its result, and its differences kept for the
+    /// finish (they belong to this same attempt).
+    fn row_diff(
+        &mut self,
+        plan: &Result<RowDiffPlan, String>,
+        route: &Route,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        max_examples: usize,
+    ) -> CheckResult {
         self.differences.clear();
-        Vec::new()
+        let plan = match plan {
+            Ok(plan) => plan,
+            Err(reason) => return row_diff::error_result(reason.clone()),
+        };
+        let registration = &self.registration;
+        match plan.run(route, start, end, max_examples, &|| registration.interrupted()) {
+            Ok(found) => {
+                let result = found.result();
+                self.differences = found.differences;
+                result
+            }
+            Err(reason) => row_diff::error_result(reason),
+        }
     }
 
     /// Records `record` as this attempt's preflight (once).

@@ -8,9 +8,11 @@
 //!   data-diff does: it claims the slot through the backend store (or reports SKIPPED),
 //!   connects to the source and the target ([`Connections`], from the tap's and target's
 //!   `db_conn`), records the source preflight before reading any data, resolves a historical
-//!   start, runs one aggregate query per side (concurrently) and finishes the attempt with
-//!   its results and coverage transition in one transaction. [`execute_started`] does the
-//!   same for an attempt already started (a remediation).
+//!   start, runs one aggregate query per side (concurrently), streams both sides of the
+//!   window through the merge core when the definition has the `row_diff` extension (SPEC
+//!   §10: the rows that differ, by key and column name), and finishes the attempt with its
+//!   results, differences and coverage transition in one transaction. [`execute_started`]
+//!   does the same for an attempt already started (a remediation).
 //! * [`RunSummary`] is what an attempt (or a skip) comes to — what `run` prints and alerts
 //!   read: [`CheckIdentity`], [`SummaryStatus`], slot, window, run, reason, results and
 //!   [`PreflightFacts`].
@@ -109,7 +111,8 @@
 //!   same database.
 //! * [`stream`] holds the streaming readers: catalog column types, per-column decoders to
 //!   canonical values, and [`stream::RowStream`], a reader thread per side streaming binary
-//!   `COPY` in key order into the merge core with flat memory. `row_diff` builds on them.
+//!   `COPY` in key order into the merge core with flat memory, on a caller's [`Session`] or
+//!   on a connection of its own ([`stream::Endpoint`], the cheaper path `row_diff` uses).
 //! * [`audit`] is the standalone parity audit (SPEC §9): [`audit::audit`] takes
 //!   [`audit::AuditOptions`] and returns an [`audit::AuditReport`] (PASS or BLOCK) or an
 //!   [`Error`] ([`Error::Refused`] for refusals).
@@ -131,8 +134,7 @@
 //!
 //! # What it does not do (yet)
 //!
-//! `row_diff` (SPEC §10) arrives with its issue: a definition's `row_diff` extension records
-//! nothing yet. Only PostgreSQL → PostgreSQL routes are executed (others are SKIPPED). The
+//! Only PostgreSQL → PostgreSQL routes are executed (others are SKIPPED). The
 //! tick does not loop, sleep or read the clock itself: the caller chooses `now` and when to
 //! tick again. Composite keys are not supported. `sslmode=allow` is refused (see
 //! [`SslMode`]).
@@ -183,8 +185,11 @@
 //!   ends the execution with [`Error::Backend`] and leaves the attempt RUNNING for the stale
 //!   sweep, as upstream's exception does; [`RunSummary::failed_without_run`] is the summary
 //!   upstream then prints.
-//! * **`row_diff`-only definitions** (no upstream data check) end ERROR until `row_diff` is
-//!   executed, rather than PASS without comparing anything.
+//! * **`row_diff`** streams each side on a second connection made from the side's settings
+//!   (see the `row_diff` module: its plan, values, evidence and failure texts); with
+//!   `row_diff` as the only data check the preflight fingerprints its source streaming
+//!   `SELECT` (`%s` for the window bounds), and a `row_diff` that cannot be planned (no
+//!   compare columns) ends the attempt ERROR before any data is read.
 
 pub mod alerts;
 mod attempt;
@@ -199,6 +204,7 @@ mod execute;
 mod in_flight;
 mod passfile;
 mod remediation;
+mod row_diff;
 mod selection;
 mod session;
 mod side;

@@ -94,8 +94,17 @@ fn numeric_scale(typmod: i32) -> Option<u32> {
 /// [`Error::TableNotFound`].
 pub fn read_columns(session: &mut Session, table: &TableName) -> Result<Vec<ColumnType>, Error> {
     let role = session.role().to_owned();
+    read_columns_with(session.client(), &role, table)
+}
+
+/// [`read_columns`] on any client; `role` names the side in errors.
+pub(crate) fn read_columns_with(
+    client: &mut postgres::Client,
+    role: &str,
+    table: &TableName,
+) -> Result<Vec<ColumnType>, Error> {
+    let role = role.to_owned();
     let action = format!("reading the columns of {table}");
-    let client = session.client();
     let found = client
         .query_opt(
             "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \

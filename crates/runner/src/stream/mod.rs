@@ -44,10 +44,13 @@ mod column;
 mod copy;
 pub mod decoder;
 mod encoded;
+mod endpoint;
 mod reader;
 
+pub(crate) use column::read_columns_with;
 pub use column::{ColumnType, Family, read_columns};
 pub use copy::{CopyParser, Flow};
 pub use decoder::{Decoder, KeyDecoder, plan_key, plan_pair};
 pub use encoded::{BatchWriter, EncodedRow, Fields};
-pub use reader::{RowQuery, RowStream, StreamOptions};
+pub use endpoint::Endpoint;
+pub use reader::{RowQuery, RowStream, StreamOptions, StreamStopper};

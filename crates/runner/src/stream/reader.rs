@@ -9,6 +9,16 @@
 //! messages beyond `CopyData`, no text formatting of numbers and timestamps on the server,
 //! no parsing here), and it streams: the server sends rows as it produces them.
 //!
+//! Two drivers feed the same decoding ([`RowDecoder`]: binary COPY parsed in place, each
+//! field encoded canonically into its batch's buffer):
+//!
+//! * [`RowStream::spawn`] reads on a caller's [`Session`] with rust-postgres' synchronous
+//!   `copy_out`, inside whatever transaction or snapshot the session holds (the audit reads
+//!   its repeatable-read snapshots so);
+//! * [`RowStream::connect`] opens a connection of its own to an [`Endpoint`] and drains the
+//!   COPY with tokio-postgres in one `block_on`, about three times cheaper per row on the
+//!   client (see [`Endpoint`]); `row_diff` reads so.
+//!
 //! Rows travel in batches (1,024 rows or 1 MiB of encoded fields, whichever comes first, by
 //! default) over a bounded `crossbeam-channel` (4 batches by default), so a slow consumer
 //! stops the reader after a bounded amount of data: memory is flat whatever the table size.
@@ -17,9 +27,11 @@
 //! each emptied `Vec` back over a second channel for the reader to refill, so batch buffers
 //! are allocated a handful of times per stream, not per batch.
 //!
-//! A stream dropped before its end (the other side failed, a row limit was hit) cancels the
-//! running COPY on the server, so the reader thread stops promptly and the scope can join it.
-//! The session is then in an aborted transaction, if it was in one: roll it back.
+//! A stream dropped before its end (the other side failed, a row limit was hit), or stopped
+//! through its [`StreamStopper`], stops its reader promptly so the scope can join it: a
+//! session's COPY is cancelled on the server (the session is then in an aborted
+//! transaction, if it was in one: roll it back); an own connection's query is cancelled and
+//! the connection dropped.
 
 use std::io::BufRead;
 use std::ops::Range;
@@ -35,6 +47,7 @@ use crate::session::{Canceller, Session};
 use crate::stream::copy::{CopyParser, Flow};
 use crate::stream::decoder::{Decoder, KeyDecoder};
 use crate::stream::encoded::{BatchWriter, EncodedRow};
+use crate::stream::endpoint::{Endpoint, StopSignal};
 use crate::table::{TableName, quote_ident};
 
 /// What one side streams: a `SELECT` of the key then the compared columns, ordered by key,
@@ -121,23 +134,49 @@ impl Default for StreamOptions {
     }
 }
 
-type Batch = Vec<EncodedRow>;
+pub(super) type Batch = Vec<EncodedRow>;
 
 /// A batch is sent when its rows' encodings reach this size, even with fewer rows than
 /// `batch_rows`, so wide rows do not make batches large.
 const BATCH_BYTES: usize = 1 << 20;
 type Recycle<'scope> = Box<dyn FnMut(Batch) + Send + 'scope>;
 
+/// Stops a [`RowStream`]'s reader (and its query) from any thread, as dropping the stream
+/// does: for an interruption that must not wait for the next row.
+#[derive(Debug, Clone)]
+pub struct StreamStopper(Stopper);
+
+#[derive(Debug, Clone)]
+enum Stopper {
+    /// The reader shares the caller's session: cancel the running COPY on the server (the
+    /// session must stay usable afterwards).
+    Cancel(Canceller),
+    /// The reader has its own connection: wake it, and it cancels the query and drops the
+    /// connection.
+    Wake(Arc<StopSignal>),
+}
+
+impl StreamStopper {
+    /// Stops the reader; best effort, idempotent. The stream then ends with an error.
+    pub fn stop(&self) {
+        match &self.0 {
+            Stopper::Cancel(canceller) => canceller.cancel(),
+            Stopper::Wake(stop) => stop.stop(),
+        }
+    }
+}
+
 /// The rows of one side, in key order, as an iterator of [`EncodedRow`]s for
 /// [`datadiff_diff_core::merge`].
 ///
-/// Made by [`RowStream::spawn`]; yields `Err` once and then ends when reading or decoding
-/// fails. Dropping it before the end cancels the query.
+/// Made by [`RowStream::spawn`] (on a caller's [`Session`]) or [`RowStream::connect`] (on a
+/// connection of its own, see [`Endpoint`]); yields `Err` once and then ends when reading or
+/// decoding fails. Dropping it before the end stops the reader thread and the query.
 pub struct RowStream<'scope> {
     role: String,
     rows: Batches<crossbeam_channel::IntoIter<Result<Batch, Error>>, EncodedRow, Recycle<'scope>>,
     completed: Arc<AtomicBool>,
-    canceller: Canceller,
+    stopper: StreamStopper,
     finished: bool,
 }
 
@@ -148,7 +187,9 @@ impl std::fmt::Debug for RowStream<'_> {
 }
 
 impl<'scope> RowStream<'scope> {
-    /// Starts streaming `query` on `session` from a new thread of `scope`.
+    /// Starts streaming `query` on `session` from a new thread of `scope`, with rust-postgres'
+    /// synchronous `copy_out`. A stream dropped early cancels the query; the session is then
+    /// in an aborted transaction, if it was in one.
     pub fn spawn<'env>(
         scope: &'scope Scope<'scope, 'env>,
         session: &'scope mut Session,
@@ -156,28 +197,57 @@ impl<'scope> RowStream<'scope> {
         options: StreamOptions,
     ) -> RowStream<'scope> {
         let role = session.role().to_owned();
-        let canceller = session.canceller();
+        let stopper = Stopper::Cancel(session.canceller());
+        RowStream::start(scope, role, options, stopper, move |decoder, out| read_session(session, &query, decoder, out))
+    }
+
+    /// Starts streaming `query` from a new thread of `scope` on a connection of its own to
+    /// `endpoint`, drained by tokio-postgres in a single-threaded runtime (see [`Endpoint`]
+    /// for why). The connection is made on the reader thread, within the endpoint's connect
+    /// timeout, and closed when the stream ends; a stream dropped early drops the connection,
+    /// which ends the query on the server.
+    pub fn connect<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        endpoint: Endpoint,
+        query: RowQuery,
+        options: StreamOptions,
+    ) -> RowStream<'scope> {
+        let role = endpoint.role().to_owned();
+        let stop = Arc::new(StopSignal::default());
+        let reader_stop = Arc::clone(&stop);
+        RowStream::start(scope, role, options, Stopper::Wake(stop), move |decoder, out| {
+            endpoint.stream(&query, decoder, out, &reader_stop)
+        })
+    }
+
+    /// The channels and the reader thread, whatever drives the COPY.
+    fn start<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        role: String,
+        options: StreamOptions,
+        stopper: Stopper,
+        read: impl FnOnce(&mut RowDecoder, &BatchOut) -> Result<Flow, Error> + Send + 'scope,
+    ) -> RowStream<'scope> {
         let batch_rows = options.batch_rows.max(1);
         let (sender, receiver) = crossbeam_channel::bounded::<Result<Batch, Error>>(options.queued_batches.max(1));
         let (recycle_sender, recycled) = crossbeam_channel::bounded::<Batch>(options.queued_batches.max(1) + 2);
         let completed = Arc::new(AtomicBool::new(false));
         let reader_completed = Arc::clone(&completed);
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let reader_role = role.clone();
         scope.spawn(move || {
             tracing::dispatcher::with_default(&dispatch, || {
-                let role = session.role().to_owned();
-                let mut batch: Batch = Vec::with_capacity(batch_rows);
-                let mut writer = BatchWriter::default();
-                match read(session, &query, &mut writer, &mut batch, batch_rows, &sender, &recycled) {
+                let out = BatchOut { sender, recycled, batch_rows };
+                let mut decoder = RowDecoder::new(batch_rows);
+                match read(&mut decoder, &out) {
                     Ok(Flow::Continue) => reader_completed.store(true, Ordering::Release),
-                    Ok(Flow::Stop) => tracing::debug!(%role, "row stream abandoned by its consumer"),
+                    Ok(Flow::Stop) => tracing::debug!(role = %reader_role, "row stream abandoned by its consumer"),
                     Err(error) => {
                         // The rows before the error first, then the error; a gone consumer
                         // needs neither.
                         reader_completed.store(true, Ordering::Release);
-                        writer.seal(&mut batch);
-                        if batch.is_empty() || sender.send(Ok(batch)).is_ok() {
-                            let _ = sender.send(Err(error));
+                        if decoder.flush(&out) == Flow::Continue {
+                            let _ = out.sender.send(Err(error));
                         }
                     }
                 }
@@ -186,12 +256,18 @@ impl<'scope> RowStream<'scope> {
         let recycle: Recycle<'scope> = Box::new(move |batch: Batch| {
             let _ = recycle_sender.try_send(batch);
         });
-        RowStream { role, rows: Batches::new(receiver, recycle), completed, canceller, finished: false }
+        let stopper = StreamStopper(stopper);
+        RowStream { role, rows: Batches::new(receiver, recycle), completed, stopper, finished: false }
     }
 
     /// The side's role name.
     pub fn role(&self) -> &str {
         &self.role
+    }
+
+    /// A handle that stops this stream's reader from another thread.
+    pub fn stopper(&self) -> StreamStopper {
+        self.stopper.clone()
     }
 }
 
@@ -223,82 +299,139 @@ impl Iterator for RowStream<'_> {
 impl Drop for RowStream<'_> {
     fn drop(&mut self) {
         if !self.finished {
-            tracing::debug!(role = %self.role, "cancelling an unfinished row stream");
-            self.canceller.cancel();
+            tracing::debug!(role = %self.role, "stopping an unfinished row stream");
+            self.stopper.stop();
         }
     }
 }
 
-/// The reader thread's work. `Ok(Flow::Stop)` when the consumer went away.
-fn read(
+/// Where a reader's batches go: the channel to the consumer, and the emptied batches the
+/// consumer hands back for reuse.
+pub(super) struct BatchOut {
+    sender: Sender<Result<Batch, Error>>,
+    recycled: Receiver<Batch>,
+    batch_rows: usize,
+}
+
+impl BatchOut {
+    /// Sends `batch`, leaving an empty (recycled when possible) one in its place;
+    /// [`Flow::Stop`] when the consumer is gone.
+    fn send(&self, batch: &mut Batch) -> Flow {
+        let next = self.recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(self.batch_rows));
+        match self.sender.send(Ok(std::mem::replace(batch, next))) {
+            Ok(()) => Flow::Continue,
+            Err(_) => Flow::Stop,
+        }
+    }
+}
+
+/// Turns a binary COPY stream, chunk by chunk, into batches of [`EncodedRow`]s: the work
+/// both readers share, whatever delivers the chunks.
+pub(super) struct RowDecoder {
+    parser: Option<CopyParser>,
+    carry: Vec<u8>,
+    writer: BatchWriter,
+    batch: Batch,
+    batch_rows: usize,
+}
+
+impl RowDecoder {
+    fn new(batch_rows: usize) -> RowDecoder {
+        RowDecoder {
+            parser: None,
+            carry: Vec::new(),
+            writer: BatchWriter::default(),
+            batch: Vec::with_capacity(batch_rows),
+            batch_rows,
+        }
+    }
+
+    /// Decodes the complete rows of `chunk` (and of what an earlier chunk left over) into
+    /// the current batch, sending each full batch to `out`. PostgreSQL sends one `CopyData`
+    /// message per row, so a chunk is normally parsed in place; only a row split across
+    /// chunks is gathered in the carry buffer.
+    pub(super) fn feed(&mut self, role: &str, query: &RowQuery, chunk: &[u8], out: &BatchOut) -> Result<Flow, Error> {
+        let RowDecoder { parser, carry, writer, batch, batch_rows } = self;
+        let parser = parser.get_or_insert_with(|| CopyParser::new(1 + query.columns.len()));
+        let decode_error =
+            |column: &str, problem: String| Error::Decode { role: role.to_owned(), column: column.to_owned(), problem };
+        let malformed = |problem: &'static str| decode_error("COPY stream", problem.to_owned());
+        let mut on_row = |data: &[u8], spans: &[Option<Range<usize>>]| -> Result<Flow, Error> {
+            let Some(key_span) = spans[0].clone() else {
+                return Err(Error::NullKey { role: role.to_owned(), column: query.key_column.clone() });
+            };
+            let key = query.key.decode(&data[key_span]).map_err(|problem| decode_error(&query.key_column, problem))?;
+            writer.begin_row();
+            for ((name, decoder), span) in query.columns.iter().zip(&spans[1..]) {
+                match span {
+                    None => writer.null(),
+                    Some(range) => {
+                        writer.field(*decoder, &data[range.clone()]).map_err(|problem| decode_error(name, problem))?;
+                    }
+                }
+            }
+            writer.end_row(key);
+            if writer.rows() >= *batch_rows || writer.bytes() >= BATCH_BYTES {
+                writer.seal(batch);
+                return Ok(out.send(batch));
+            }
+            Ok(Flow::Continue)
+        };
+        if carry.is_empty() {
+            let (used, flow) = parser.parse(chunk, &mut on_row, malformed)?;
+            carry.extend_from_slice(&chunk[used..]);
+            Ok(flow)
+        } else {
+            carry.extend_from_slice(chunk);
+            let (used, flow) = parser.parse(carry, &mut on_row, malformed)?;
+            carry.drain(..used);
+            Ok(flow)
+        }
+    }
+
+    /// The end of the COPY data: the stream must have ended with its trailer; the last
+    /// batch is sent.
+    pub(super) fn finish(&mut self, role: &str, out: &BatchOut) -> Result<Flow, Error> {
+        let complete = self.parser.as_ref().is_some_and(CopyParser::is_complete);
+        if !complete || !self.carry.is_empty() {
+            return Err(Error::Decode {
+                role: role.to_owned(),
+                column: "COPY stream".to_owned(),
+                problem: "the COPY stream ended in the middle of a row".to_owned(),
+            });
+        }
+        Ok(self.flush(out))
+    }
+
+    /// Sends the rows decoded so far, if any.
+    fn flush(&mut self, out: &BatchOut) -> Flow {
+        self.writer.seal(&mut self.batch);
+        if self.batch.is_empty() { Flow::Continue } else { out.send(&mut self.batch) }
+    }
+}
+
+/// The synchronous reader: rust-postgres' `copy_out` on the caller's session.
+fn read_session(
     session: &mut Session,
     query: &RowQuery,
-    writer: &mut BatchWriter,
-    batch: &mut Batch,
-    batch_rows: usize,
-    sender: &Sender<Result<Batch, Error>>,
-    recycled: &Receiver<Batch>,
+    decoder: &mut RowDecoder,
+    out: &BatchOut,
 ) -> Result<Flow, Error> {
     let role = session.role().to_owned();
     let copy = query.copy_sql();
     let mut reader =
         session.client().copy_out(copy.as_str()).map_err(Error::query(&role, "starting the row stream"))?;
-    let mut parser = CopyParser::new(1 + query.columns.len());
-    let mut carry: Vec<u8> = Vec::new();
-    let decode_error =
-        |column: &str, problem: String| Error::Decode { role: role.clone(), column: column.to_owned(), problem };
-    let malformed = |problem: &'static str| decode_error("COPY stream", problem.to_owned());
-    let mut on_row = |data: &[u8], spans: &[Option<Range<usize>>]| -> Result<Flow, Error> {
-        let Some(key_span) = spans[0].clone() else {
-            return Err(Error::NullKey { role: role.clone(), column: query.key_column.clone() });
-        };
-        let key = query.key.decode(&data[key_span]).map_err(|problem| decode_error(&query.key_column, problem))?;
-        writer.begin_row();
-        for ((name, decoder), span) in query.columns.iter().zip(&spans[1..]) {
-            match span {
-                None => writer.null(),
-                Some(range) => {
-                    writer.field(*decoder, &data[range.clone()]).map_err(|problem| decode_error(name, problem))?;
-                }
-            }
-        }
-        writer.end_row(key);
-        if writer.rows() >= batch_rows || writer.bytes() >= BATCH_BYTES {
-            writer.seal(batch);
-            let next = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch_rows));
-            if sender.send(Ok(std::mem::replace(batch, next))).is_err() {
-                return Ok(Flow::Stop);
-            }
-        }
-        Ok(Flow::Continue)
-    };
     loop {
         let chunk = reader.fill_buf().map_err(|source| Error::Stream { role: role.clone(), source })?;
         if chunk.is_empty() {
             break;
         }
         let length = chunk.len();
-        let flow = if carry.is_empty() {
-            let (used, flow) = parser.parse(chunk, &mut on_row, malformed)?;
-            carry.extend_from_slice(&chunk[used..]);
-            flow
-        } else {
-            carry.extend_from_slice(chunk);
-            let (used, flow) = parser.parse(&carry, &mut on_row, malformed)?;
-            carry.drain(..used);
-            flow
-        };
+        let flow = decoder.feed(&role, query, chunk, out)?;
         reader.consume(length);
         if flow == Flow::Stop {
             return Ok(Flow::Stop);
         }
     }
-    if !parser.is_complete() || !carry.is_empty() {
-        return Err(malformed("the COPY stream ended in the middle of a row"));
-    }
-    writer.seal(batch);
-    if !batch.is_empty() && sender.send(Ok(std::mem::take(batch))).is_err() {
-        return Ok(Flow::Stop);
-    }
-    Ok(Flow::Continue)
+    decoder.finish(&role, out)
 }

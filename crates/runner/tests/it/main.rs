@@ -9,6 +9,8 @@ mod attempt_history;
 mod audit;
 mod context;
 mod memory;
+mod row_diff;
+mod row_diff_values;
 mod session;
 mod stream;
 mod support;

@@ -1,0 +1,456 @@
+//! The `row_diff` extension check (SPEC §10): both sides of an attempt's window streamed in
+//! key order through the merge core, naming the rows that differ.
+//!
+//! An attempt with `row_diff` runs it after its aggregate checks, with the same window:
+//!
+//! 1. **Plan** ([`RowDiffPlan::new`]), from the attempt's resolved [`ColumnPlan`] pairs (the
+//!    same pairs as `row_checksum`: key, timestamp, compare columns) and both tables'
+//!    `pg_catalog` types. The key pair decides the merge order; every other pair gets a
+//!    decoder per side so that compatible types meet in one canonical encoding (see
+//!    [`crate::stream::decoder`]: an exact numeric against `double precision` at the exact
+//!    side's declared scale, `timestamptz` against a naive `timestamp` as UTC, `char(n)`
+//!    right-trimmed, NULL distinct from empty). A definition without compare columns, a
+//!    missing column, a key that is not integer, uuid or text on both sides, or a pair that
+//!    does not compare (json, arrays, unknown types, an unscaled numeric against a float)
+//!    makes the `row_diff` result ERROR, naming the column; the other checks still run.
+//! 2. **Stream**: each side runs `COPY (SELECT key, timestamp, compare… FROM table WHERE
+//!    ts >= <start> AND ts < <end> [AND "_sdc_deleted_at" IS NULL] ORDER BY key [COLLATE
+//!    "C"]) TO STDOUT (FORMAT binary)` on a connection of its own ([`Endpoint`]: same
+//!    settings, TLS and statement timeout as the attempt's sessions), decoded on its reader
+//!    thread and handed over in bounded batches; the merge runs on the attempt's thread.
+//!    Memory is flat whatever the window. `COPY` takes no bind parameters, so the window
+//!    bounds are written as typed literals formatted from the instants (never from text a
+//!    user gave): `timestamptz` with `+00`, or naive UTC wall time for a naive column —
+//!    the same values the aggregate queries bind.
+//! 3. **Result**: `row_diff` PASS when nothing is missing, extra or changed, else FAIL, with
+//!    the counts as values ([`CheckResult::row_diff`]) and each side's stream time as its
+//!    query seconds; the first `max_examples` differences, in key order, become the
+//!    attempt's `datadiff_run_differences` rows: the key as `{"<key column>": "<key>"}` and,
+//!    for a changed row, the names of the differing columns. Never a value.
+//!
+//! A duplicate key on either side, rows out of key order, a NULL key or a stream failure
+//! (statement timeout, lost connection) make the result ERROR with one line naming the
+//! side and the key where there is one; a server error contributes its primary message only
+//! (its DETAIL can quote row values).
+//!
+//! # Decisions where the sources are silent
+//!
+//! * **Evidence keys** use the source's configured key name, as results use logical names.
+//! * **Field names** of a changed row are the logical (source) names of the timestamp and
+//!   compare columns.
+//! * **Text** is compared byte for byte after the canonical trimming of `char(n)`;
+//!   PostgreSQL sends UTF-8 to every client, so equal strings are equal bytes.
+//! * **Own connections.** Under `READ COMMITTED` each statement takes its own snapshot, so
+//!   streaming on a second connection per side reads what the attempt's session would read;
+//!   it makes the client side about three times cheaper per row (see [`Endpoint`]). The two
+//!   streams always run concurrently (the merge needs both), whatever `--jobs` and sequential
+//!   sides say for the aggregate queries.
+//! * **With `row_diff` the only data check** (besides `schema_compatibility`), the source
+//!   preflight fingerprints the source streaming `SELECT` with `%s` in place of the two
+//!   window bounds, the form upstream fingerprints its own queries in.
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Datelike, Utc};
+use datadiff_backend_store::Difference;
+use datadiff_diff_core::{
+    AggregatePlan, CheckDefinition, CheckResult, ColumnPair, Key, MergeError, ResultStatus, ResultType, RowDiffCounts,
+    Side, Summary, merge,
+};
+use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+use postgres_openssl::MakeTlsConnector;
+use serde_json::{Map, Value as Json};
+
+use crate::connections::{Route, SideConfig};
+use crate::error::Error;
+use crate::side::{SideSession, one_line};
+use crate::stream::{
+    self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
+};
+use crate::table::{TableName, quote_ident};
+
+/// How often the watcher looks for an interruption while the streams run.
+const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+
+/// One side's part of the plan.
+#[derive(Debug, Clone)]
+struct SidePlan {
+    table: TableName,
+    key_column: String,
+    key: KeyDecoder,
+    timestamp_column: String,
+    naive_timestamp: bool,
+    /// The timestamp then the compare columns: resolved names and decoders.
+    columns: Vec<(String, Decoder)>,
+    soft_delete_column: Option<String>,
+}
+
+impl SidePlan {
+    /// The streaming query, with `bounds` as the two window bounds of its `WHERE`.
+    fn query(&self, bounds: [&str; 2]) -> RowQuery {
+        let timestamp = quote_ident(&self.timestamp_column);
+        let mut filter = format!("{timestamp} >= {} AND {timestamp} < {}", bounds[0], bounds[1]);
+        if let Some(column) = &self.soft_delete_column {
+            filter.push_str(&format!(" AND {} IS NULL", quote_ident(column)));
+        }
+        RowQuery::for_table(&self.table, &self.key_column, self.key, self.columns.clone(), Some(&filter))
+    }
+
+    /// The query over `[start, end)`, bounds written as literals of the column's type.
+    fn window_query(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> RowQuery {
+        let start = timestamp_literal(start, self.naive_timestamp);
+        let end = timestamp_literal(end, self.naive_timestamp);
+        self.query([&start, &end])
+    }
+}
+
+/// What `row_diff` compares in one attempt: both sides' streaming queries and the names its
+/// evidence uses.
+#[derive(Debug, Clone)]
+pub(crate) struct RowDiffPlan {
+    source: SidePlan,
+    target: SidePlan,
+    /// The logical key name (the evidence's JSON key).
+    key_name: String,
+    /// The logical names of the compared fields, in stream order.
+    field_names: Vec<String>,
+}
+
+impl RowDiffPlan {
+    /// Plans `row_diff` for `definition` from the attempt's aggregate plan (resolved columns,
+    /// the soft-delete column) and both tables' catalog types. The error is the `row_diff`
+    /// result's one-line reason.
+    pub(crate) fn new(
+        definition: &CheckDefinition,
+        plan: &AggregatePlan,
+        source_types: &[ColumnType],
+        target_types: &[ColumnType],
+    ) -> Result<RowDiffPlan, String> {
+        let columns = plan.columns();
+        let source_table = TableName::new(&definition.source_schema, &definition.source_table);
+        let target_table = TableName::new(&definition.target_schema, &definition.target_table);
+        if columns.compare_pairs().is_empty() {
+            return Err(format!("row_diff requires at least one compare_columns entry for {source_table}"));
+        }
+        let catalog = |types: &[ColumnType], table: &TableName, name: &str| {
+            types.iter().find(|column| column.name == name).cloned().ok_or_else(|| missing(name, table))
+        };
+        let resolve = |pair: &ColumnPair| -> Result<(ColumnType, ColumnType), String> {
+            let source = pair.source.as_ref().ok_or_else(|| missing(&pair.logical_name, &source_table))?;
+            let target = pair
+                .target
+                .as_ref()
+                .ok_or_else(|| missing(target_name(definition, &pair.logical_name), &target_table))?;
+            Ok((
+                catalog(source_types, &source_table, &source.name)?,
+                catalog(target_types, &target_table, &target.name)?,
+            ))
+        };
+        let pairs = columns.pairs();
+        let (source_key, target_key) = resolve(&pairs[0])?;
+        let (source_key_decoder, target_key_decoder) =
+            stream::plan_key(&source_key, &target_key, "target").map_err(|error| prefixed(&error))?;
+        let mut source_columns = Vec::with_capacity(pairs.len() - 1);
+        let mut target_columns = Vec::with_capacity(pairs.len() - 1);
+        let mut field_names = Vec::with_capacity(pairs.len() - 1);
+        for pair in &pairs[1..] {
+            let (source, target) = resolve(pair)?;
+            let (source_decoder, target_decoder) =
+                stream::plan_pair(&source, &target, "target").map_err(|error| prefixed(&error))?;
+            source_columns.push((source.name, source_decoder));
+            target_columns.push((target.name, target_decoder));
+            field_names.push(pair.logical_name.clone());
+        }
+        Ok(RowDiffPlan {
+            source: SidePlan {
+                table: source_table,
+                key_column: source_key.name,
+                key: source_key_decoder,
+                timestamp_column: columns.source_timestamp().name.clone(),
+                naive_timestamp: columns.source_timestamp().is_naive_timestamp(),
+                columns: source_columns,
+                soft_delete_column: None,
+            },
+            target: SidePlan {
+                table: target_table,
+                key_column: target_key.name,
+                key: target_key_decoder,
+                timestamp_column: columns.target_timestamp().name.clone(),
+                naive_timestamp: columns.target_timestamp().is_naive_timestamp(),
+                columns: target_columns,
+                soft_delete_column: plan.soft_delete_column().map(str::to_owned),
+            },
+            key_name: pairs[0].logical_name.clone(),
+            field_names,
+        })
+    }
+
+    /// The text the source preflight fingerprints when `row_diff` is the only data check:
+    /// the source streaming `SELECT` with `%s` for the window bounds.
+    pub(crate) fn fingerprint_sql(&self) -> String {
+        self.source.query(["%s", "%s"]).select_sql().to_owned()
+    }
+
+    /// Both streaming queries over `[start, end)`: source, target.
+    fn queries(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> (RowQuery, RowQuery) {
+        (self.source.window_query(start, end), self.target.window_query(start, end))
+    }
+
+    /// Streams both sides of `[start, end)` through the merge. A watcher thread asks
+    /// `interrupted` every [`INTERRUPT_POLL`] and stops both streams when it says so (a
+    /// stream may be waiting for its server, not for the merge).
+    pub(crate) fn run(
+        &self,
+        route: &Route,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        max_examples: usize,
+        interrupted: &(dyn Fn() -> bool + Sync),
+    ) -> Result<RowDiffOutcome, String> {
+        let source_endpoint = endpoint(&route.source, route)?;
+        let target_endpoint = endpoint(&route.target, route)?;
+        let (source_query, target_query) = self.queries(start, end);
+        let mut summary: Summary<Key> = Summary::new(max_examples, self.field_names.clone());
+        let started = Instant::now();
+        let (source_seconds, target_seconds) = std::thread::scope(|scope| -> Result<(f64, f64), String> {
+            let mut source =
+                Timed::new(RowStream::connect(scope, source_endpoint, source_query, StreamOptions::default()));
+            let mut target =
+                Timed::new(RowStream::connect(scope, target_endpoint, target_query, StreamOptions::default()));
+            let stoppers = [source.rows.stopper(), target.rows.stopper()];
+            let (done, finished) = crossbeam_channel::bounded::<()>(0);
+            scope.spawn(move || {
+                // Ends when the merge is over (the sender is dropped) or after stopping both.
+                while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = finished.recv_timeout(INTERRUPT_POLL) {
+                    if interrupted() {
+                        stoppers.iter().for_each(StreamStopper::stop);
+                        return;
+                    }
+                }
+            });
+            for change in merge(source.by_ref(), target.by_ref()) {
+                let change = change.map_err(|error| {
+                    if interrupted() { "row_diff: interrupted".to_owned() } else { self.merge_failure(error, route) }
+                })?;
+                summary.record(&change);
+            }
+            drop(done);
+            let elapsed = |timed: &Timed<'_>| timed.ended.unwrap_or(started).duration_since(started).as_secs_f64();
+            Ok((elapsed(&source), elapsed(&target)))
+        })?;
+        let counts = RowDiffCounts::from_summary(&summary);
+        tracing::info!(
+            source_rows = counts.source_rows,
+            target_rows = counts.target_rows,
+            missing = counts.missing,
+            extra = counts.extra,
+            changed = counts.changed,
+            source_seconds,
+            target_seconds,
+            "row_diff compared the window"
+        );
+        let differences = summary
+            .examples
+            .into_iter()
+            .map(|example| {
+                let mut key = Map::new();
+                key.insert(self.key_name.clone(), Json::String(example.key.to_string()));
+                Difference {
+                    check_type: ResultType::RowDiff,
+                    kind: example.kind,
+                    key: Json::Object(key),
+                    fields: example.fields,
+                }
+            })
+            .collect();
+        Ok(RowDiffOutcome { counts, differences, source_seconds, target_seconds })
+    }
+
+    /// The one-line reason of a merge that stopped.
+    fn merge_failure(&self, error: MergeError<Error>, route: &Route) -> String {
+        let table = |side: Side| match side {
+            Side::Source => &self.source.table,
+            Side::Target => &self.target.table,
+        };
+        match error {
+            MergeError::Read { side, source } => stream_failure(&source, side, route),
+            MergeError::DuplicateKey { side, key } => {
+                format!("row_diff: duplicate key {key} in {} on the {side}: the key column must be unique", table(side))
+            }
+            MergeError::OutOfOrder { side, previous, key } => {
+                format!("row_diff: {} on the {side} is not in key order: {key} arrived after {previous}", table(side))
+            }
+            other => format!("row_diff: {other}"),
+        }
+    }
+}
+
+/// What a completed `row_diff` found.
+#[derive(Debug, Clone)]
+pub(crate) struct RowDiffOutcome {
+    /// The exact counts.
+    pub(crate) counts: RowDiffCounts,
+    /// The first differences, in key order.
+    pub(crate) differences: Vec<Difference>,
+    /// How long the source stream took to its last row.
+    pub(crate) source_seconds: f64,
+    /// How long the target stream took to its last row.
+    pub(crate) target_seconds: f64,
+}
+
+impl RowDiffOutcome {
+    /// The `row_diff` result.
+    pub(crate) fn result(&self) -> CheckResult {
+        CheckResult::row_diff(self.counts, Some(self.source_seconds), Some(self.target_seconds))
+    }
+}
+
+/// The ERROR `row_diff` result carrying `reason`.
+pub(crate) fn error_result(reason: String) -> CheckResult {
+    CheckResult {
+        check_type: ResultType::RowDiff,
+        status: ResultStatus::Error,
+        source_value: Json::Null,
+        target_value: Json::Null,
+        source_query_seconds: None,
+        target_query_seconds: None,
+        error: Some(reason),
+    }
+}
+
+/// The `pg_catalog` types of a side's table (the decoders need type OIDs and typmods, which
+/// `information_schema` does not give).
+pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Result<Vec<ColumnType>, String> {
+    let role = side.side().to_string();
+    let table = TableName::new(schema, table);
+    match stream::read_columns_with(side.client(), &role, &table) {
+        Ok(columns) => Ok(columns),
+        // The information_schema read found the table: a table missing now is a race.
+        Err(Error::TableNotFound { .. }) => Ok(Vec::new()),
+        Err(Error::Query { source, .. }) => Err(side.failure("catalog read", &source)),
+        Err(other) => Err(format!("{role} catalog read failed: {other}")),
+    }
+}
+
+/// A row stream that notes when it ended.
+struct Timed<'scope> {
+    rows: RowStream<'scope>,
+    ended: Option<Instant>,
+}
+
+impl<'scope> Timed<'scope> {
+    fn new(rows: RowStream<'scope>) -> Timed<'scope> {
+        Timed { rows, ended: None }
+    }
+}
+
+impl Iterator for Timed<'_> {
+    type Item = Result<stream::EncodedRow, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let next = self.rows.next();
+        if next.is_none() && self.ended.is_none() {
+            self.ended = Some(Instant::now());
+        }
+        next
+    }
+}
+
+/// A side's own streaming connection: the attempt session's settings, TLS as the sessions
+/// negotiate it (libpq's `prefer`/`require`: encrypted when asked, certificate not
+/// verified), the same connect deadline and statement timeout.
+fn endpoint(side: &SideConfig, route: &Route) -> Result<Endpoint, String> {
+    let mut builder = SslConnector::builder(SslMethod::tls_client())
+        .map_err(|error| format!("row_diff: TLS setup for the {} stream failed: {error}", side.side))?;
+    builder.set_verify(SslVerifyMode::NONE);
+    let tls = MakeTlsConnector::new(builder.build());
+    Ok(Endpoint::new(side.side.to_string(), &side.config, Some(tls))
+        .with_connect_timeout(side.connect_timeout)
+        .with_statement_timeout(route.statement_timeout))
+}
+
+/// The one-line reason of a failed stream: side and step, a server error's primary message.
+fn stream_failure(error: &Error, side: Side, route: &Route) -> String {
+    let address = match side {
+        Side::Source => &route.source.address,
+        Side::Target => &route.target.address,
+    };
+    match error {
+        Error::Query { role, action, source } => format!("row_diff: {role} {action} failed: {}", one_line(source)),
+        Error::Connect { role, source } => {
+            format!("row_diff: cannot connect to the {role} database {address}: {}", one_line(source))
+        }
+        other => prefixed(other),
+    }
+}
+
+fn prefixed(error: &dyn std::error::Error) -> String {
+    format!("row_diff: {}", crate::error::chain(error))
+}
+
+/// `Column '<name>' does not exist in <schema>.<table>`, as the other checks say it.
+fn missing(name: &str, table: &TableName) -> String {
+    format!("Column '{name}' does not exist in {table}")
+}
+
+/// The target's configured name for the compare column whose source name is `logical`.
+fn target_name<'a>(definition: &'a CheckDefinition, logical: &'a str) -> &'a str {
+    definition
+        .source_compare_columns
+        .iter()
+        .zip(&definition.target_compare_columns)
+        .find(|(source, _)| source.as_str() == logical)
+        .map_or(logical, |(_, target)| target.as_str())
+}
+
+/// A window bound as an SQL literal of the timestamp column's type: `timestamptz` in UTC
+/// with its offset, or a naive column's UTC wall time. Microsecond precision, as PostgreSQL
+/// stores; years before 1 written with `BC`, as PostgreSQL reads them.
+fn timestamp_literal(instant: DateTime<Utc>, naive: bool) -> String {
+    let year = instant.year();
+    let (year, era) = if year >= 1 { (year, "") } else { (1 - year, " BC") };
+    let rest = instant.format("%m-%d %H:%M:%S%.6f");
+    if naive {
+        format!("'{year:04}-{rest}{era}'::timestamp")
+    } else {
+        format!("'{year:04}-{rest}+00{era}'::timestamptz")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    #[test]
+    fn window_bounds_are_literals_of_the_column_type() {
+        let noon = Utc.with_ymd_and_hms(2026, 7, 22, 12, 0, 0).unwrap();
+        assert_eq!(timestamp_literal(noon, false), "'2026-07-22 12:00:00.000000+00'::timestamptz");
+        assert_eq!(timestamp_literal(noon, true), "'2026-07-22 12:00:00.000000'::timestamp");
+        let micros = noon + chrono::Duration::microseconds(999_999);
+        assert_eq!(timestamp_literal(micros, true), "'2026-07-22 12:00:00.999999'::timestamp");
+        // Year 0 is 1 BC in PostgreSQL's calendar.
+        let bc = Utc.with_ymd_and_hms(0, 3, 1, 0, 0, 0).unwrap();
+        assert_eq!(timestamp_literal(bc, false), "'0001-03-01 00:00:00.000000+00 BC'::timestamptz");
+    }
+
+    #[test]
+    fn the_streaming_query_orders_text_keys_bytewise_and_leaves_out_soft_deletes() {
+        let side = SidePlan {
+            table: TableName::new("payments_public", "transfers"),
+            key_column: "code".into(),
+            key: KeyDecoder::Text,
+            timestamp_column: "updatedAt".into(),
+            naive_timestamp: true,
+            columns: vec![("updatedAt".into(), Decoder::Timestamp), ("amount".into(), Decoder::Numeric)],
+            soft_delete_column: Some("_sdc_deleted_at".into()),
+        };
+        assert_eq!(
+            side.query(["%s", "%s"]).select_sql(),
+            "SELECT \"code\", \"updatedAt\", \"amount\" FROM \"payments_public\".\"transfers\" \
+             WHERE \"updatedAt\" >= %s AND \"updatedAt\" < %s AND \"_sdc_deleted_at\" IS NULL \
+             ORDER BY \"code\" COLLATE \"C\""
+        );
+    }
+}
