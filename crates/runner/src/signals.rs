@@ -22,6 +22,9 @@
 //! recordings exclusive. An attempt started but not yet registered when the grace ends stays
 //! RUNNING until the stale sweep retires it, as upstream's worker threads do.
 //!
+//! A signal the process was started with ignored (SIGINT in a background job of a
+//! non-interactive shell, under `nohup`) stays ignored, as in Python.
+//!
 //! The handlers are installed only for the duration of a tick or remediation and the
 //! previous ones are put back afterwards, so a program calling `tick` in a loop keeps its own
 //! behaviour between ticks. One invocation per process may hold them at a time. The only global state is the
@@ -148,10 +151,20 @@ impl Previous {
     }
 }
 
+/// Installs the handler for `signal` and returns the disposition it replaced — unless the
+/// signal is ignored: a process started with SIGINT ignored (a background job of a
+/// non-interactive shell, `nohup`) keeps ignoring it, as Python (and so PipelineWise) does.
 fn install(signal: libc::c_int) -> std::io::Result<libc::sigaction> {
     // SAFETY: zeroed sigaction structs are valid (empty masks, no flags); `sigaction` gets
     // valid pointers; the handler only calls async-signal-safe functions.
     unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signal, std::ptr::null(), &mut current) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if current.sa_sigaction == libc::SIG_IGN {
+            return Ok(current);
+        }
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
         action.sa_flags = libc::SA_RESTART;
@@ -322,6 +335,35 @@ pub(crate) fn record(watch: Watch<'_>, attempt: InFlightAttempt, signal: Signal)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn disposition(signal: libc::c_int) -> libc::sighandler_t {
+        // SAFETY: reads the disposition into a zeroed struct.
+        unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut current);
+            current.sa_sigaction
+        }
+    }
+
+    #[test]
+    fn an_ignored_signal_stays_ignored_and_a_default_one_is_handled_then_restored() {
+        // SIGINT only: no other test of this binary touches it.
+        // SAFETY: standard dispositions for SIGINT.
+        let before = unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+        let previous = install(libc::SIGINT).unwrap();
+        assert_eq!(disposition(libc::SIGINT), libc::SIG_IGN, "an inherited SIG_IGN is honoured");
+        restore(libc::SIGINT, &previous);
+        assert_eq!(disposition(libc::SIGINT), libc::SIG_IGN);
+
+        // SAFETY: as above.
+        unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+        let previous = install(libc::SIGINT).unwrap();
+        assert_eq!(disposition(libc::SIGINT), on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        restore(libc::SIGINT, &previous);
+        assert_eq!(disposition(libc::SIGINT), libc::SIG_DFL);
+        // SAFETY: as above.
+        unsafe { libc::signal(libc::SIGINT, before) };
+    }
 
     #[test]
     fn an_interruption_remembers_its_signal() {

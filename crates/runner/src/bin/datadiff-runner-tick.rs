@@ -82,7 +82,18 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// A background job of a non-interactive shell starts with SIGINT ignored, which the runner
+/// honours; the tests deliver SIGINT as to a foreground process, so start from the default.
+#[allow(unsafe_code)]
+fn default_sigint() {
+    // SAFETY: setting a standard disposition for SIGINT before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    default_sigint();
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
