@@ -174,6 +174,20 @@ fn demo_keep_holds_a_backend_with_the_whole_story_until_enter_then_removes_every
         .unwrap()
         .get(0);
     assert!(drift >= 1, "the drifted row fails row_checksum");
+    // row_diff names the drifted row by key and column: transfer 75's amount.
+    let differences = backend
+        .query(
+            "SELECT d.kind, d.key ->> 'id', lower(array_to_string(d.fields, ',')) \
+               FROM public.datadiff_run_differences d JOIN public.dd_run_attempts a ON a.run_id = d.run_id \
+              WHERE a.status = 'FAIL' AND d.check_type = 'row_diff'",
+            &[],
+        )
+        .unwrap();
+    assert!(!differences.is_empty(), "row_diff evidence of the failed runs");
+    for row in &differences {
+        let (kind, key, fields): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+        assert_eq!((kind.as_str(), key.as_str(), fields.as_str()), ("CHANGED", "75", "amount"));
+    }
     let remediations = backend
         .query(
             "SELECT r.status, f.status, r.scheduled_for = f.scheduled_for, r.remediation_reference, \
@@ -267,6 +281,8 @@ fn demo_without_keep_tells_the_story_and_leaves_nothing() {
     outcome
         .stdout_has("row_checksum FAIL")
         .stdout_has("BLOCKED")
+        .stdout_has("$ datadiff report --dir")
+        .stdout_has("CHANGED")
         .stdout_has("$ datadiff rerun_data_diff_check")
         .stdout_has("REMEDIATION")
         .stdout_has("CONTIGUOUS")

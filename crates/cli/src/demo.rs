@@ -8,7 +8,8 @@
 //! used by an application role — writes a project directory for them, and then runs the very
 //! commands a user runs, in this process, printing what they print: `validate`,
 //! `import_config`, three hourly `run_data_diff_checks` at simulated times (`--at`), the
-//! watermark and failure reports, a repair of the replica and `rerun_data_diff_check`, one more
+//! watermark and failure reports, the failed run's row differences, a repair of the replica and
+//! `rerun_data_diff_check`, one more
 //! run, and the two reports again (CONTIGUOUS, no failure left). The watermark events it prints go INITIALIZE, BLOCK …, ADVANCE.
 //!
 //! Each command's exit code is checked against the story: a step that ends otherwise stops the
@@ -28,7 +29,8 @@
 //!   install, or to set `DATADIFF_TEST_PG_BINDIR`), exit 2.
 //! * **Simulated times** (2026-07-22, hourly slots) make every run print the same tables and
 //!   let the demo take hours of schedule in seconds.
-//! * **No `row_diff`** in the demo's `datadiff.yml`: its execution is not built yet.
+//! * **`row_diff` is on** in the demo's `datadiff.yml`, so `report differences` can name the
+//!   drifted row and column (by key and column name; values never leave the databases).
 
 mod sandbox;
 
@@ -154,8 +156,8 @@ fn tell(story: &mut Story<'_>, sandbox: &mut Sandbox, keep: bool) -> anyhow::Res
          \x20       target_warehouse.yml  the replica (target-postgres)\n\
          \x20       tap_payments.yml      the source (tap-postgres) and the table's data_diff: all eight checks,\n\
          \x20                             hourly (0 * * * *), each slot checking the hour before it fired\n\
-         \x20       datadiff.yml          datadiff's extensions: exclude_soft_deleted for the table, and failure\n\
-         \x20                             alerts appended to alerts.jsonl\n",
+         \x20       datadiff.yml          datadiff's extensions for the table: exclude_soft_deleted, and row_diff\n\
+         \x20                             (name the rows that differ); failure alerts appended to alerts.jsonl\n",
         sandbox.project().display()
     ))?;
     let dir = sandbox.project().display().to_string();
@@ -169,9 +171,9 @@ fn tell(story: &mut Story<'_>, sandbox: &mut Sandbox, keep: bool) -> anyhow::Res
     story.step("Running the checks hourly, as cron would (simulated times)")?;
     story.say(
         "      Each run checks the slot that fired last; its window is the hour before. Transfer 75 sits in\n\
-         \x20     [10:00, 11:00), so that slot FAILs (row_checksum: counts match, values do not). At 12:05 the\n\
-         \x20     failed slot is retried automatically (it fails again: the drift is real) and slot 12:00 passes —\n\
-         \x20     its soft-deleted transfer is left out, as datadiff.yml asks.\n",
+         \x20     [10:00, 11:00), so that slot FAILs: the counts match, the values do not (row_checksum and\n\
+         \x20     row_diff). At 12:05 the failed slot is retried automatically (it fails again: the drift is\n\
+         \x20     real) and slot 12:00 passes — its soft-deleted transfer is left out, as datadiff.yml asks.\n",
     )?;
     for (at, expected) in RUNS {
         story.datadiff(&["run_data_diff_checks", "--dir", dir, "--all", "--at", at], expected)?;
@@ -180,14 +182,16 @@ fn tell(story: &mut Story<'_>, sandbox: &mut Sandbox, keep: bool) -> anyhow::Res
     story.step("Reading the watermark and the failures")?;
     story.say(
         "      The verified watermark stops at 10:00: a later pass never jumps a failed window. The failure\n\
-         \x20     report names the run that blocks it.\n",
+         \x20     report names the run that blocks it, and its row differences name the row and the column\n\
+         \x20     (keys and column names only: values never leave the databases).\n",
     )?;
     story.datadiff(&["report", "--dir", dir, "watermarks", "--at", BLOCKED_AT], Exit::Success)?;
     story.datadiff(&["report", "--dir", dir, "failures"], Exit::Success)?;
+    let failed = sandbox.unresolved_failure()?;
+    story.datadiff(&["report", "--dir", dir, "differences", "--run-id", &failed], Exit::Success)?;
 
     story.step("Repairing the replica and remediating the failed run")?;
     sandbox.repair_replica()?;
-    let failed = sandbox.unresolved_failure()?;
     story.say(&format!(
         "      The replica's transfer {DRIFTED_ID} is resynced from the source. rerun_data_diff_check runs the failed\n\
          \x20     run's window again as a REMEDIATION attempt linked to it, with an incident reference.\n"
@@ -366,6 +370,7 @@ mod tests {
             &["run_data_diff_checks", "--dir", "/p", "--all", "--at", RUNS[0].0],
             &["report", "--dir", "/p", "watermarks", "--at", BLOCKED_AT],
             &["report", "--dir", "/p", "failures"],
+            &["report", "--dir", "/p", "differences", "--run-id", "6f1c1a52-0000-4000-8000-000000000000"],
             &[
                 "rerun_data_diff_check",
                 "--dir",

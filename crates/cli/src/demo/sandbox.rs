@@ -322,7 +322,8 @@ fn project_files(host: &str, port: u16, sandbox: &Logins<'_>) -> [(&'static str,
     let datadiff = format!(
         "# datadiff's extensions (PipelineWise never reads this file).\n\
          alert_handlers:\n  log: {{path: alerts.jsonl}}      # failure alerts as JSON lines\n\
-         checks:\n  {CHECK}:\n    exclude_soft_deleted: true   # leave out rows PipelineWise soft-deleted\n"
+         checks:\n  {CHECK}:\n    exclude_soft_deleted: true   # leave out rows PipelineWise soft-deleted\n    \
+         row_diff: {{max_examples: 20}}  # name the rows that differ, by key and column\n"
     );
     [("config.yml", config), ("target_warehouse.yml", target), ("tap_payments.yml", tap), ("datadiff.yml", datadiff)]
 }
@@ -354,6 +355,7 @@ mod tests {
         assert_eq!(definition.checks.len(), 8);
         assert!(definition.checks.contains(&CheckType::RowChecksum));
         assert!(definition.extensions.exclude_soft_deleted);
+        assert!(definition.extensions.row_diff.is_some(), "{:?}", definition.extensions);
         let backend = project.backend.as_ref().expect("backend_db");
         assert_eq!(backend.dbname, BACKEND_DATABASE);
     }
