@@ -303,6 +303,20 @@ fn the_readme_tour_runs_as_written() {
                     .get(0);
                 assert_eq!(run_id.as_deref(), Some(failed.as_str()), "the Run ID the report printed");
             }
+            "report" if line.contains(" differences") => {
+                // The rows the world deleted from the replica, by key; no value.
+                let keys: Vec<i64> = outcome
+                    .stdout
+                    .lines()
+                    .filter(|row| row.starts_with("row_diff"))
+                    .map(|row| {
+                        assert!(row.contains("MISSING_IN_TARGET"), "{row}");
+                        let key = row.split(r#"{"id":""#).nth(1).and_then(|rest| rest.split('"').next());
+                        key.and_then(|key| key.parse().ok()).unwrap_or_else(|| panic!("a key in {row}"))
+                    })
+                    .collect();
+                assert!(!keys.is_empty() && keys.iter().all(|id| id % 10 == 3), "{}", outcome.stdout);
+            }
             "rerun_data_diff_check" => {
                 let row = world
                     .backend()
