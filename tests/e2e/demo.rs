@@ -97,7 +97,8 @@ impl Kept {
         let mut child = Command::new(env!("CARGO_BIN_EXE_datadiff"))
             .args(["demo", "--keep"])
             .env("TMPDIR", tmpdir.path())
-            .env_remove("RUST_LOG")
+            // Every log line too must keep the passwords to itself.
+            .env("RUST_LOG", "trace")
             .env_remove(datadiff_testkit::BINDIR_ENV)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
