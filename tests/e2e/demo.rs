@@ -226,6 +226,21 @@ fn demo_keep_holds_a_backend_with_the_whole_story_until_enter_then_removes_every
     assert!(backend.batch_execute("CREATE TABLE public.intruder (id int)").is_err(), "the app role has no DDL");
     drop(backend);
 
+    // The commands it suggests work against what it keeps.
+    let suggested: Vec<&str> = kept
+        .stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("Try, in another terminal:"))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    assert!(suggested.len() >= 3, "{}", kept.stdout);
+    for command in &suggested {
+        let output = Command::new("/bin/sh").args(["-c", command]).output().unwrap();
+        assert!(output.status.success(), "{command}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+
     // Passwords appear only in --keep's connection section, never before it.
     let passwords = kept.passwords();
     assert_eq!(passwords.len(), 6, "five URLs and the psql example: {passwords:?}");
