@@ -87,7 +87,7 @@ const LAST_RUN_AT: &str = "2026-07-22T13:05:00Z";
 const FINAL_AT: &str = "2026-07-22T13:10:00Z";
 /// The remediation's reference.
 const REMEDIATION_REF: &str = "DEMO-1";
-/// The label of the backend URL `--keep` prints (tests read it).
+/// The label of the backend URL `--keep` prints (the end-to-end tests look for it).
 pub(crate) const BACKEND_URL_LABEL: &str = "backend (application role): ";
 
 /// Runs the demo.
@@ -125,7 +125,8 @@ pub(crate) fn run(args: &DemoArgs, console: &mut Console) -> anyhow::Result<Exit
 /// The story, from an empty cluster to a verified replica.
 fn tell(story: &mut Story<'_>, sandbox: &mut Sandbox, keep: bool) -> anyhow::Result<()> {
     story.say(&format!(
-        "      127.0.0.1:{}, everything in {}{}\n",
+        "      {}:{}, everything in {}{}\n",
+        sandbox.host(),
         sandbox.port(),
         sandbox.dir().display(),
         if keep { "" } else { " (removed when the demo ends)" }
@@ -169,12 +170,12 @@ fn tell(story: &mut Story<'_>, sandbox: &mut Sandbox, keep: bool) -> anyhow::Res
     story.datadiff(&["import_config", "--dir", dir, "--at", IMPORT_AT], Exit::Success)?;
 
     story.step("Running the checks hourly, as cron would (simulated times)")?;
-    story.say(
-        "      Each run checks the slot that fired last; its window is the hour before. Transfer 75 sits in\n\
+    story.say(&format!(
+        "      Each run checks the slot that fired last; its window is the hour before. Transfer {DRIFTED_ID} sits in\n\
          \x20     [10:00, 11:00), so that slot FAILs: the counts match, the values do not (row_checksum and\n\
          \x20     row_diff). At 12:05 the failed slot is retried automatically (it fails again: the drift is\n\
-         \x20     real) and slot 12:00 passes — its soft-deleted transfer is left out, as datadiff.yml asks.\n",
-    )?;
+         \x20     real) and slot 12:00 passes — its soft-deleted transfer is left out, as datadiff.yml asks.\n"
+    ))?;
     for (at, expected) in RUNS {
         story.datadiff(&["run_data_diff_checks", "--dir", dir, "--all", "--at", at], expected)?;
     }

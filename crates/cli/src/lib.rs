@@ -137,6 +137,13 @@
 //! * **Lists that are empty** print `No data-diff checks found` / `No rows` (a table) or an
 //!   empty array (JSON); `run` prints no table when nothing was selected, as upstream.
 //! * **`list`'s window** reads `-1h .. 0s`, in the YAML's duration grammar.
+//! * **`demo`** runs the other commands in this process (through the same `Command` dispatch)
+//!   against a project directory it writes inside a throwaway cluster's directory, so one
+//!   removal takes everything — also when the process dies (the testkit's watchdog). A
+//!   throwaway cluster lives as long as its process, so `--keep` waits for Enter (or Ctrl-C)
+//!   after printing the project directory and connection URLs; those URLs are the only place
+//!   datadiff prints passwords (generated for the demo). Each step's exit code is checked
+//!   against the story: a surprise stops the demo with exit 2.
 //!
 //! # What it does not do
 //!
