@@ -282,7 +282,12 @@ if [ -f "$dir/data/postmaster.pid" ]; then
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
   }
 fi
-rm -rf "$dir"
+# Backends outlive a killed postmaster for a moment and may still write: retry until gone.
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30; do
+  rm -rf "$dir" 2>/dev/null
+  [ -e "$dir" ] || break
+  sleep 1
+done
 "#;
         let mut command = Command::new("/bin/sh");
         command
@@ -387,10 +392,20 @@ rm -rf "$dir"
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        if self.postmaster_pid().is_some() {
-            let _ = self.pg_ctl(&["stop", "-m", "fast", "-w", "-t", "60"]);
+        if self.postmaster_pid().is_some() && self.pg_ctl(&["stop", "-m", "fast", "-w", "-t", "60"]).is_err() {
+            // A fast shutdown that did not finish (a backend stuck in a long statement):
+            // the immediate one ends every backend before pg_ctl returns.
+            let _ = self.pg_ctl(&["stop", "-m", "immediate", "-w", "-t", "60"]);
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // Never remove the directory under a live server: it would keep writing into it.
+        // Files may still appear for a moment after a stop that failed; retry.
+        for _ in 0..30 {
+            let _ = std::fs::remove_dir_all(&self.dir);
+            if !self.dir.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
         if let Some((mut child, stdin)) = self.lock_watchdog().take() {
             drop(stdin);
             let _ = child.wait();
