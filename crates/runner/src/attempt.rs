@@ -217,12 +217,12 @@ impl<'a> AttemptRun<'a> {
         let row_diff_plan = match definition.extensions.row_diff {
             None => None,
             Some(settings) => {
-                let (source_types, target_types) = on_both(concurrent, sides, |side| match side.side() {
+                let (source_catalog, target_catalog) = on_both(concurrent, sides, |side| match side.side() {
                     Side::Source => row_diff::catalog(side, &definition.source_schema, &definition.source_table),
                     Side::Target => row_diff::catalog(side, &definition.target_schema, &definition.target_table),
                 })
                 .map_err(Stop::Failed)?;
-                Some((settings, RowDiffPlan::new(definition, &plan, &source_types, &target_types)))
+                Some((settings, RowDiffPlan::new(definition, &plan, &source_catalog, &target_catalog)))
             }
         };
 

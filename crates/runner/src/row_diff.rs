@@ -49,6 +49,7 @@
 //!   preflight fingerprints the source streaming `SELECT` with `%s` in place of the two
 //!   window bounds, the form upstream fingerprints its own queries in.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Datelike, Utc};
@@ -72,10 +73,21 @@ use crate::table::{TableName, quote_ident};
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
+/// What step 3 reads from one side's catalog for `row_diff`.
+#[derive(Debug, Clone)]
+pub(crate) struct SideCatalog {
+    /// The table's columns with their `pg_catalog` types.
+    columns: Vec<ColumnType>,
+    /// Whether the attempt's session to that side is encrypted (its stream connection will
+    /// be too).
+    encrypted: bool,
+}
+
 /// One side's part of the plan.
 #[derive(Debug, Clone)]
 struct SidePlan {
     table: TableName,
+    encrypted: bool,
     key_column: String,
     key: KeyDecoder,
     timestamp_column: String,
@@ -123,9 +135,10 @@ impl RowDiffPlan {
     pub(crate) fn new(
         definition: &CheckDefinition,
         plan: &AggregatePlan,
-        source_types: &[ColumnType],
-        target_types: &[ColumnType],
+        source_catalog: &SideCatalog,
+        target_catalog: &SideCatalog,
     ) -> Result<RowDiffPlan, String> {
+        let (source_types, target_types) = (&source_catalog.columns, &target_catalog.columns);
         let columns = plan.columns();
         let source_table = TableName::new(&definition.source_schema, &definition.source_table);
         let target_table = TableName::new(&definition.target_schema, &definition.target_table);
@@ -164,6 +177,7 @@ impl RowDiffPlan {
         Ok(RowDiffPlan {
             source: SidePlan {
                 table: source_table,
+                encrypted: source_catalog.encrypted,
                 key_column: source_key.name,
                 key: source_key_decoder,
                 timestamp_column: columns.source_timestamp().name.clone(),
@@ -173,6 +187,7 @@ impl RowDiffPlan {
             },
             target: SidePlan {
                 table: target_table,
+                encrypted: target_catalog.encrypted,
                 key_column: target_key.name,
                 key: target_key_decoder,
                 timestamp_column: columns.target_timestamp().name.clone(),
@@ -207,8 +222,8 @@ impl RowDiffPlan {
         max_examples: usize,
         interrupted: &(dyn Fn() -> bool + Sync),
     ) -> Result<RowDiffOutcome, String> {
-        let source_endpoint = endpoint(&route.source, route)?;
-        let target_endpoint = endpoint(&route.target, route)?;
+        let source_endpoint = endpoint(&route.source, route, self.source.encrypted)?;
+        let target_endpoint = endpoint(&route.target, route, self.target.encrypted)?;
         let (source_query, target_query) = self.queries(start, end);
         let mut summary: Summary<Key> = Summary::new(max_examples, self.field_names.clone());
         let started = Instant::now();
@@ -319,17 +334,26 @@ pub(crate) fn error_result(reason: String) -> CheckResult {
 }
 
 /// The `pg_catalog` types of a side's table (the decoders need type OIDs and typmods, which
-/// `information_schema` does not give).
-pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Result<Vec<ColumnType>, String> {
+/// `information_schema` does not give), and whether the session is encrypted.
+pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Result<SideCatalog, String> {
     let role = side.side().to_string();
     let table = TableName::new(schema, table);
-    match stream::read_columns_with(side.client(), &role, &table) {
-        Ok(columns) => Ok(columns),
+    let columns = match stream::read_columns_with(side.client(), &role, &table) {
+        Ok(columns) => columns,
         // The information_schema read found the table: a table missing now is a race.
-        Err(Error::TableNotFound { .. }) => Ok(Vec::new()),
-        Err(Error::Query { source, .. }) => Err(side.failure("catalog read", &source)),
-        Err(other) => Err(format!("{role} catalog read failed: {other}")),
-    }
+        Err(Error::TableNotFound { .. }) => Vec::new(),
+        Err(Error::Query { source, .. }) => return Err(side.failure("catalog read", &source)),
+        Err(other) => return Err(format!("{role} catalog read failed: {other}")),
+    };
+    let encrypted = side
+        .client()
+        .query_one(
+            "SELECT coalesce((SELECT ssl FROM pg_catalog.pg_stat_ssl WHERE pid = pg_catalog.pg_backend_pid()), false)",
+            &[],
+        )
+        .and_then(|row| row.try_get::<_, bool>(0))
+        .map_err(|error| side.failure("catalog read", &error))?;
+    Ok(SideCatalog { columns, encrypted })
 }
 
 /// A row stream that notes when it ended.
@@ -356,18 +380,32 @@ impl Iterator for Timed<'_> {
     }
 }
 
-/// A side's own streaming connection: the attempt session's settings, TLS as the sessions
-/// negotiate it (libpq's `prefer`/`require`: encrypted when asked, certificate not
-/// verified), the same connect deadline and statement timeout.
-fn endpoint(side: &SideConfig, route: &Route) -> Result<Endpoint, String> {
-    let mut builder = SslConnector::builder(SslMethod::tls_client())
-        .map_err(|error| format!("row_diff: TLS setup for the {} stream failed: {error}", side.side))?;
-    builder.set_verify(SslVerifyMode::NONE);
-    let tls = MakeTlsConnector::new(builder.build());
-    Ok(Endpoint::new(side.side.to_string(), &side.config, Some(tls))
+/// A side's own streaming connection: the attempt session's settings, the same connect
+/// deadline and statement timeout, and TLS exactly when the session is encrypted, as the
+/// sessions negotiate it (libpq's `prefer`/`require`: encrypted when asked, certificate not
+/// verified). A server that declined TLS to the session declines it to the stream too, so an
+/// unencrypted side streams without a TLS context: building one loads the system's CA
+/// bundle, about 25 ms, which is paid at most once per process ([`TLS`]).
+fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoint, String> {
+    let tls = match encrypted {
+        false => None,
+        true => Some(
+            TLS.get_or_init(|| {
+                let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|error| error.to_string())?;
+                builder.set_verify(SslVerifyMode::NONE);
+                Ok(MakeTlsConnector::new(builder.build()))
+            })
+            .clone()
+            .map_err(|error| format!("row_diff: TLS setup for the {} stream failed: {error}", side.side))?,
+        ),
+    };
+    Ok(Endpoint::new(side.side.to_string(), &side.config, tls)
         .with_connect_timeout(side.connect_timeout)
         .with_statement_timeout(route.statement_timeout))
 }
+
+/// The TLS context of the stream connections, made once per process.
+static TLS: OnceLock<Result<MakeTlsConnector, String>> = OnceLock::new();
 
 /// The one-line reason of a failed stream: side and step, a server error's primary message.
 fn stream_failure(error: &Error, side: Side, route: &Route) -> String {
@@ -439,6 +477,7 @@ mod tests {
     fn the_streaming_query_orders_text_keys_bytewise_and_leaves_out_soft_deletes() {
         let side = SidePlan {
             table: TableName::new("payments_public", "transfers"),
+            encrypted: false,
             key_column: "code".into(),
             key: KeyDecoder::Text,
             timestamp_column: "updatedAt".into(),

@@ -22,7 +22,43 @@ pub struct CopyParser {
     fields: usize,
     header_done: bool,
     trailer_seen: bool,
-    spans: Vec<Option<Range<usize>>>,
+    /// Where each field of the current tuple starts (its length word), then where the tuple
+    /// ends: `fields + 1` offsets, written in place for every tuple.
+    starts: Vec<usize>,
+}
+
+/// One parsed tuple: its fields' bytes, and its fields as they were framed on the wire
+/// (a big-endian `int32` length, `-1` for NULL, then the bytes), so that a run of fields can
+/// be copied in one piece.
+#[derive(Debug, Clone, Copy)]
+pub struct Tuple<'a> {
+    data: &'a [u8],
+    /// `len() + 1` offsets: each field's length word, then the tuple's end.
+    starts: &'a [usize],
+}
+
+impl<'a> Tuple<'a> {
+    /// The number of fields.
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Whether the tuple has no field.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Field `index`'s bytes, `None` for NULL.
+    pub fn field(&self, index: usize) -> Option<&'a [u8]> {
+        let (start, end) = (self.starts[index], self.starts[index + 1]);
+        // The parser checked every length: a NULL is exactly its length word.
+        (end - start > 4 || length_at(self.data, start) == Some(0)).then(|| &self.data[start + 4..end])
+    }
+
+    /// Fields `range`, framed as on the wire (length words included).
+    pub fn framed(&self, range: Range<usize>) -> &'a [u8] {
+        &self.data[self.starts[range.start]..self.starts[range.end]]
+    }
 }
 
 /// What [`CopyParser::parse`] asks of its row callback's caller.
@@ -37,7 +73,7 @@ pub enum Flow {
 impl CopyParser {
     /// A parser for tuples of exactly `fields` fields.
     pub fn new(fields: usize) -> CopyParser {
-        CopyParser { fields, header_done: false, trailer_seen: false, spans: Vec::with_capacity(fields) }
+        CopyParser { fields, header_done: false, trailer_seen: false, starts: vec![0; fields + 1] }
     }
 
     /// Whether the trailer has been read (the stream is complete).
@@ -45,14 +81,13 @@ impl CopyParser {
         self.trailer_seen
     }
 
-    /// Parses complete tuples from the start of `data`, calling `row(data, spans)` for each,
-    /// where `spans[i]` is the byte range of field `i` in `data` (`None` for NULL). Returns
-    /// the number of bytes consumed and whether the callback asked to stop; an incomplete
-    /// tuple at the end is left unconsumed.
+    /// Parses complete tuples from the start of `data`, calling `row` with each [`Tuple`].
+    /// Returns the number of bytes consumed and whether the callback asked to stop; an
+    /// incomplete tuple at the end is left unconsumed.
     pub fn parse<E>(
         &mut self,
         data: &[u8],
-        mut row: impl FnMut(&[u8], &[Option<Range<usize>>]) -> Result<Flow, E>,
+        mut row: impl FnMut(&Tuple<'_>) -> Result<Flow, E>,
         malformed: impl Fn(&'static str) -> E,
     ) -> Result<(usize, Flow), E> {
         let mut at = 0;
@@ -63,7 +98,7 @@ impl CopyParser {
             if &data[..SIGNATURE.len()] != SIGNATURE {
                 return Err(malformed("the COPY stream does not start with the binary signature"));
             }
-            let extension = read_i32(data, SIGNATURE.len() + 4).unwrap_or(0);
+            let extension = length_at(data, SIGNATURE.len() + 4).unwrap_or(0);
             let extension = usize::try_from(extension).map_err(|_| malformed("a negative COPY header extension"))?;
             let header = SIGNATURE.len() + 8 + extension;
             if data.len() < header {
@@ -76,7 +111,7 @@ impl CopyParser {
             if self.trailer_seen {
                 return Err(malformed("data after the COPY trailer"));
             }
-            let Some(count) = read_i16(data, at) else { break };
+            let Some(count) = data.get(at..at + 2).map(|b| i16::from_be_bytes([b[0], b[1]])) else { break };
             if count == -1 {
                 self.trailer_seen = true;
                 at += 2;
@@ -85,44 +120,34 @@ impl CopyParser {
             if usize::try_from(count).ok() != Some(self.fields) {
                 return Err(malformed("a COPY tuple with an unexpected number of fields"));
             }
-            let mut cursor = at + 2;
-            self.spans.clear();
-            let mut complete = true;
-            for _ in 0..self.fields {
-                let Some(length) = read_i32(data, cursor) else {
-                    complete = false;
-                    break;
-                };
-                cursor += 4;
-                if length < 0 {
-                    self.spans.push(None);
-                    continue;
-                }
-                let end = cursor + length as usize;
-                if end > data.len() {
-                    complete = false;
-                    break;
-                }
-                self.spans.push(Some(cursor..end));
-                cursor = end;
-            }
-            if !complete {
-                break;
-            }
-            at = cursor;
-            if row(data, &self.spans)? == Flow::Stop {
+            let Some(end) = self.scan(data, at + 2) else { break };
+            at = end;
+            let tuple = Tuple { data, starts: &self.starts };
+            if row(&tuple)? == Flow::Stop {
                 return Ok((at, Flow::Stop));
             }
         }
         Ok((at, Flow::Continue))
     }
+
+    /// Records where each field of the tuple whose fields start at `cursor` begins; the
+    /// tuple's end, or `None` when it is not complete in `data`.
+    fn scan(&mut self, data: &[u8], mut cursor: usize) -> Option<usize> {
+        for start in &mut self.starts[..self.fields] {
+            *start = cursor;
+            let length = length_at(data, cursor)?;
+            cursor += 4;
+            // A negative length is a NULL (-1): no bytes follow.
+            if let Ok(length) = usize::try_from(length) {
+                cursor = cursor.checked_add(length).filter(|end| *end <= data.len())?;
+            }
+        }
+        self.starts[self.fields] = cursor;
+        Some(cursor)
+    }
 }
 
-fn read_i16(data: &[u8], at: usize) -> Option<i16> {
-    data.get(at..at + 2).map(|b| i16::from_be_bytes([b[0], b[1]]))
-}
-
-fn read_i32(data: &[u8], at: usize) -> Option<i32> {
+fn length_at(data: &[u8], at: usize) -> Option<i32> {
     data.get(at..at + 4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
@@ -154,8 +179,8 @@ mod tests {
         let (used, _) = parser
             .parse(
                 data,
-                |data, spans| {
-                    out.push(spans.iter().map(|span| span.clone().map(|range| data[range].to_vec())).collect());
+                |tuple| {
+                    out.push((0..tuple.len()).map(|index| tuple.field(index).map(<[u8]>::to_vec)).collect());
                     Ok::<_, String>(Flow::Continue)
                 },
                 |problem| problem.to_owned(),
@@ -185,10 +210,34 @@ mod tests {
     #[test]
     fn rejects_a_wrong_signature_and_a_wrong_width() {
         let mut parser = CopyParser::new(1);
-        let error = parser.parse(&[0u8; 40], |_, _| Ok(Flow::Continue), |problem| problem).unwrap_err();
+        let error = parser.parse(&[0u8; 40], |_| Ok(Flow::Continue), |problem| problem).unwrap_err();
         assert!(error.contains("signature"));
         let bytes = stream(&[&[Some(b"a"), Some(b"b")]]);
-        let error = CopyParser::new(1).parse(&bytes, |_, _| Ok(Flow::Continue), |problem| problem).unwrap_err();
+        let error = CopyParser::new(1).parse(&bytes, |_| Ok(Flow::Continue), |problem| problem).unwrap_err();
         assert!(error.contains("number of fields"));
+    }
+
+    #[test]
+    fn runs_of_fields_come_framed_as_on_the_wire() {
+        let bytes = stream(&[&[Some(b"key"), None, Some(b"xy")]]);
+        let mut parser = CopyParser::new(3);
+        let mut framed = Vec::new();
+        parser
+            .parse(
+                &bytes,
+                |tuple| {
+                    assert_eq!((tuple.field(0), tuple.field(1)), (Some(&b"key"[..]), None));
+                    framed.push(tuple.framed(1..3).to_vec());
+                    framed.push(tuple.framed(2..3).to_vec());
+                    framed.push(tuple.framed(1..2).to_vec());
+                    Ok::<_, String>(Flow::Continue)
+                },
+                |problem| problem.to_owned(),
+            )
+            .unwrap();
+        let mut expected = (-1i32).to_be_bytes().to_vec();
+        expected.extend(2i32.to_be_bytes());
+        expected.extend(b"xy");
+        assert_eq!(framed, vec![expected.clone(), expected[4..].to_vec(), expected[..4].to_vec()]);
     }
 }

@@ -7,6 +7,7 @@
 //! | source / target                         | compared as                                  |
 //! |-----------------------------------------|----------------------------------------------|
 //! | integer / integer (any widths)          | `Value::Int`                                 |
+//! | numeric(p,s) / numeric(q,s) (one scale) | `Value::Numeric`, compared as sent           |
 //! | numeric / numeric or integer            | `Value::Numeric`, normalised (`1.50` = `1.5`)|
 //! | numeric(p,s) / double or real           | `Value::Numeric` rounded to `s` on both sides|
 //! | numeric (no scale) / double or real     | error: needs declared numeric scales         |
@@ -18,6 +19,13 @@
 //! | uuid / text                             | `Value::Text`, the uuid lowercase hyphenated |
 //! | same family (bool, date, time, uuid, bytea) | that family's variant                    |
 //! | json, arrays, anything else             | error naming the column                      |
+//!
+//! **Wire encodings.** Where both sides send equal values as equal bytes — the same integer
+//! width, numerics of one declared scale (PostgreSQL stores them rounded to that scale, so
+//! the digits and display scale agree), text of any kind, booleans, dates, times, timestamps
+//! of either kind (both are microseconds, the naive side read as UTC), uuids, bytea — the
+//! canonical encoding is the field's bytes as sent ([`Decoder::is_wire`]), and a reader
+//! copies runs of such fields without looking at them.
 //!
 //! The binary formats are PostgreSQL's `*send` functions: big-endian integers and IEEE
 //! floats; numeric as base-10000 digit groups; dates as days and timestamps as microseconds
@@ -39,12 +47,17 @@ const EPOCH_SHIFT_MICROS: i64 = 946_684_800_000_000;
 pub enum Decoder {
     /// An integer of any width → `Value::Int`.
     Int,
+    /// An integer whose other side has the same width → `Value::Int`; encoded as sent.
+    IntSameWidth,
     /// An integer → `Value::Numeric`.
     IntAsNumeric,
     /// A numeric → `Value::Numeric`, normalised.
     Numeric,
     /// A numeric → `Value::Numeric` rounded to the scale.
     NumericAtScale(u32),
+    /// A numeric whose other side has the same declared scale → `Value::Numeric`; encoded as
+    /// sent.
+    NumericSameScale,
     /// A `real` or `double` → `Value::Float`.
     Float,
     /// A `real` or `double` → `Value::Float` at `real` precision.
@@ -146,7 +159,13 @@ pub fn plan_pair(source: &ColumnType, target: &ColumnType, target_role: &str) ->
     let floating = |family| matches!(family, F::Float4 | F::Float8);
     let needs_scale = || Error::NeedsScale { column: source.name.clone() };
     let pair = match (source.family, target.family) {
+        (F::Integer, F::Integer) if source.type_name == target.type_name => {
+            (Decoder::IntSameWidth, Decoder::IntSameWidth)
+        }
         (F::Integer, F::Integer) => (Decoder::Int, Decoder::Int),
+        (F::Numeric { scale: Some(a) }, F::Numeric { scale: Some(b) }) if a == b => {
+            (Decoder::NumericSameScale, Decoder::NumericSameScale)
+        }
         (F::Numeric { .. }, F::Numeric { .. }) => (Decoder::Numeric, Decoder::Numeric),
         (F::Numeric { .. }, F::Integer) => (Decoder::Numeric, Decoder::IntAsNumeric),
         (F::Integer, F::Numeric { .. }) => (Decoder::IntAsNumeric, Decoder::Numeric),
@@ -187,9 +206,9 @@ impl Decoder {
     /// Decodes one non-NULL field. The error text never contains the value.
     pub fn decode(self, field: &[u8]) -> Result<Value, String> {
         Ok(match self {
-            Decoder::Int => Value::Int(int(field)?),
+            Decoder::Int | Decoder::IntSameWidth => Value::Int(int(field)?),
             Decoder::IntAsNumeric => Value::Numeric(Numeric::from_i64(int(field)?)),
-            Decoder::Numeric => Value::Numeric(numeric(field)?),
+            Decoder::Numeric | Decoder::NumericSameScale => Value::Numeric(numeric(field)?),
             Decoder::NumericAtScale(scale) => Value::Numeric(numeric(field)?.round_to_scale(scale)),
             Decoder::Float => Value::float(float(field)?),
             Decoder::FloatAsReal => Value::float(f64::from(float(field)? as f32)),
@@ -222,6 +241,24 @@ impl Decoder {
 }
 
 impl Decoder {
+    /// Whether this decoder's canonical encoding of a field is the field's bytes as sent
+    /// (see the module docs), so a reader may copy them without calling
+    /// [`Decoder::encode`].
+    pub fn is_wire(self) -> bool {
+        matches!(
+            self,
+            Decoder::IntSameWidth
+                | Decoder::NumericSameScale
+                | Decoder::Text
+                | Decoder::Bool
+                | Decoder::Date
+                | Decoder::Time
+                | Decoder::Timestamp
+                | Decoder::Uuid
+                | Decoder::Bytes
+        )
+    }
+
     /// Appends the canonical encoding of one non-NULL field to `out` (see
     /// [`EncodedRow`](crate::stream::EncodedRow)): the two sides of a column pair encode
     /// equal values to equal bytes, without building a [`Value`]. `scratch` is reused
@@ -229,6 +266,16 @@ impl Decoder {
     pub fn encode(self, field: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> Result<(), String> {
         match self {
             Decoder::Int => out.extend_from_slice(&int(field)?.to_be_bytes()),
+            Decoder::IntSameWidth => {
+                int(field)?;
+                out.extend_from_slice(field);
+            }
+            Decoder::NumericSameScale => {
+                if field.len() < 8 {
+                    return Err(width_error("numeric", field));
+                }
+                out.extend_from_slice(field);
+            }
             Decoder::IntAsNumeric => {
                 use std::io::Write as _;
                 let _ = write!(out, "{}", int(field)?);
@@ -240,8 +287,12 @@ impl Decoder {
                 out.extend_from_slice(&canonical_bits(f64::from(float(field)? as f32)).to_be_bytes());
             }
             Decoder::FloatAtScale(scale) => float_text(field, scale, out, scratch)?,
-            Decoder::Text => out.extend_from_slice(text(field)?.as_bytes()),
-            Decoder::PaddedChar => out.extend_from_slice(text(field)?.trim_end_matches(' ').as_bytes()),
+            // Compared as bytes: PostgreSQL sends UTF-8 to every client.
+            Decoder::Text => out.extend_from_slice(field),
+            Decoder::PaddedChar => {
+                let end = field.iter().rposition(|&byte| byte != b' ').map_or(0, |at| at + 1);
+                out.extend_from_slice(&field[..end]);
+            }
             Decoder::UuidAsText => {
                 use std::io::Write as _;
                 let _ = write!(out, "{}", Key::Uuid(uuid(field)?));
@@ -571,6 +622,42 @@ mod tests {
         .unwrap();
         assert_eq!(a.decode(&7i32.to_be_bytes()).unwrap(), b.decode(&numeric_bytes(&[7], 0, false, 2)).unwrap());
         assert_eq!(Decoder::Int.decode(&7i16.to_be_bytes()), Decoder::Int.decode(&7i64.to_be_bytes()));
+    }
+
+    #[test]
+    fn same_types_are_compared_as_sent_and_others_canonically() {
+        let scaled = |name: &str, scale: u32| column("n", name, Family::Numeric { scale: Some(scale) });
+        let pair = |a: &ColumnType, b: &ColumnType| plan_pair(a, b, "target").unwrap();
+        let bigint = column("n", "bigint", Family::Integer);
+        let integer = column("n", "integer", Family::Integer);
+        assert_eq!(pair(&bigint, &bigint), (Decoder::IntSameWidth, Decoder::IntSameWidth));
+        assert_eq!(pair(&integer, &bigint), (Decoder::Int, Decoder::Int));
+        assert_eq!(
+            pair(&scaled("numeric(12,2)", 2), &scaled("numeric(14,2)", 2)),
+            (Decoder::NumericSameScale, Decoder::NumericSameScale)
+        );
+        assert_eq!(
+            pair(&scaled("numeric(12,2)", 2), &scaled("numeric(18,4)", 4)),
+            (Decoder::Numeric, Decoder::Numeric)
+        );
+        let unscaled = column("n", "numeric", Family::Numeric { scale: None });
+        assert_eq!(pair(&unscaled, &unscaled), (Decoder::Numeric, Decoder::Numeric), "1.5 and 1.50 differ as sent");
+        let aware = column("t", "timestamp with time zone", Family::TimestampTz);
+        let naive = column("t", "timestamp without time zone", Family::Timestamp);
+        let (a, b) = pair(&aware, &naive);
+        assert!(a.is_wire() && b.is_wire(), "both are UTC microseconds");
+        let (a, b) = pair(&column("c", "character(4)", Family::Char), &column("c", "text", Family::Text));
+        assert!(!a.is_wire() && b.is_wire());
+        assert!(!Decoder::Float.is_wire(), "-0 and 0 are equal values with different bits");
+
+        // A wire encoding is the field itself, and reads back as the value.
+        let field = 7i32.to_be_bytes();
+        assert_eq!(encode(Decoder::IntSameWidth, &field), field);
+        assert_eq!(Decoder::IntSameWidth.decode_encoded(&field), Ok(Value::Int(7)));
+        let field = numeric_bytes(&[19, 9900], 0, false, 2);
+        assert_eq!(encode(Decoder::NumericSameScale, &field), field);
+        assert_eq!(show(&Decoder::NumericSameScale.decode_encoded(&field).unwrap()), "19.99");
+        assert_eq!(encode(Decoder::PaddedChar, b"ab  "), b"ab");
     }
 
     #[test]

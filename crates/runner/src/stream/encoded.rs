@@ -16,9 +16,11 @@
 //! caller needs them. A batch's buffer is freed when its last row is dropped; the merge
 //! keeps at most two rows per side, so memory stays bounded by the batches in flight.
 //!
-//! Framing: a NULL field is the byte `0`; any other field is the byte `1`, its length as a
-//! little-endian `u32`, and its bytes. So NULL differs from an empty string, and two
-//! buffers are equal exactly when every field is.
+//! Framing: binary COPY's own — each field is its length as a big-endian `int32` (`-1` for
+//! NULL) and its bytes. So NULL differs from an empty string, two buffers are equal exactly
+//! when every field is, and a run of fields whose wire bytes already are their canonical
+//! encoding ([`Decoder::is_wire`]: the same type on both sides) is copied straight from the
+//! COPY tuple in one piece ([`BatchWriter::framed`]).
 
 use std::fmt;
 use std::ops::Range;
@@ -131,14 +133,13 @@ impl<'a> Iterator for Fields<'a> {
     type Item = Option<&'a [u8]>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (&tag, rest) = self.rest.split_first()?;
-        if tag == 0 {
-            self.rest = rest;
+        let length = self.rest.get(..4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))?;
+        let Ok(length) = usize::try_from(length) else {
+            self.rest = &self.rest[4..];
             return Some(None);
-        }
-        let length = rest.get(..4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)?;
-        let field = rest.get(4..4 + length)?;
-        self.rest = &rest[4 + length..];
+        };
+        let field = self.rest.get(4..4 + length)?;
+        self.rest = &self.rest[4 + length..];
         Some(Some(field))
     }
 }
@@ -160,18 +161,25 @@ impl BatchWriter {
 
     /// Appends a NULL to the row.
     pub fn null(&mut self) {
-        self.buffer.push(0);
+        self.buffer.extend_from_slice(&(-1i32).to_be_bytes());
     }
 
     /// Appends `field` encoded by `decoder` to the row.
     pub fn field(&mut self, decoder: Decoder, field: &[u8]) -> Result<(), String> {
-        self.buffer.push(1);
         let at = self.buffer.len();
         self.buffer.extend_from_slice(&[0; 4]);
         decoder.encode(field, &mut self.buffer, &mut self.scratch)?;
-        let length = u32::try_from(self.buffer.len() - at - 4).map_err(|_| "a field over 4 GiB".to_owned())?;
-        self.buffer[at..at + 4].copy_from_slice(&length.to_le_bytes());
+        let length = i32::try_from(self.buffer.len() - at - 4).map_err(|_| "a field over 2 GiB".to_owned())?;
+        self.buffer[at..at + 4].copy_from_slice(&length.to_be_bytes());
         Ok(())
+    }
+
+    /// Appends fields already framed as binary COPY frames them (see [`Tuple::framed`]),
+    /// each of whose bytes is its canonical encoding.
+    ///
+    /// [`Tuple::framed`]: crate::stream::Tuple::framed
+    pub fn framed(&mut self, fields: &[u8]) {
+        self.buffer.extend_from_slice(fields);
     }
 
     /// Ends the row under `key`.

@@ -49,7 +49,7 @@ mod reader;
 
 pub(crate) use column::read_columns_with;
 pub use column::{ColumnType, Family, read_columns};
-pub use copy::{CopyParser, Flow};
+pub use copy::{CopyParser, Flow, Tuple};
 pub use decoder::{Decoder, KeyDecoder, plan_key, plan_pair};
 pub use encoded::{BatchWriter, EncodedRow, Fields};
 pub use endpoint::Endpoint;

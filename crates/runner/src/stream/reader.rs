@@ -44,7 +44,7 @@ use datadiff_diff_core::Batches;
 
 use crate::error::Error;
 use crate::session::{Canceller, Session};
-use crate::stream::copy::{CopyParser, Flow};
+use crate::stream::copy::{CopyParser, Flow, Tuple};
 use crate::stream::decoder::{Decoder, KeyDecoder};
 use crate::stream::encoded::{BatchWriter, EncodedRow};
 use crate::stream::endpoint::{Endpoint, StopSignal};
@@ -328,7 +328,7 @@ impl BatchOut {
 /// Turns a binary COPY stream, chunk by chunk, into batches of [`EncodedRow`]s: the work
 /// both readers share, whatever delivers the chunks.
 pub(super) struct RowDecoder {
-    parser: Option<CopyParser>,
+    parser: Option<(CopyParser, Vec<Segment>)>,
     carry: Vec<u8>,
     writer: BatchWriter,
     batch: Batch,
@@ -352,22 +352,27 @@ impl RowDecoder {
     /// chunks is gathered in the carry buffer.
     pub(super) fn feed(&mut self, role: &str, query: &RowQuery, chunk: &[u8], out: &BatchOut) -> Result<Flow, Error> {
         let RowDecoder { parser, carry, writer, batch, batch_rows } = self;
-        let parser = parser.get_or_insert_with(|| CopyParser::new(1 + query.columns.len()));
+        let (parser, segments) =
+            parser.get_or_insert_with(|| (CopyParser::new(1 + query.columns.len()), segments(&query.columns)));
         let decode_error =
             |column: &str, problem: String| Error::Decode { role: role.to_owned(), column: column.to_owned(), problem };
         let malformed = |problem: &'static str| decode_error("COPY stream", problem.to_owned());
-        let mut on_row = |data: &[u8], spans: &[Option<Range<usize>>]| -> Result<Flow, Error> {
-            let Some(key_span) = spans[0].clone() else {
+        let mut on_row = |tuple: &Tuple<'_>| -> Result<Flow, Error> {
+            let Some(key) = tuple.field(0) else {
                 return Err(Error::NullKey { role: role.to_owned(), column: query.key_column.clone() });
             };
-            let key = query.key.decode(&data[key_span]).map_err(|problem| decode_error(&query.key_column, problem))?;
+            let key = query.key.decode(key).map_err(|problem| decode_error(&query.key_column, problem))?;
             writer.begin_row();
-            for ((name, decoder), span) in query.columns.iter().zip(&spans[1..]) {
-                match span {
-                    None => writer.null(),
-                    Some(range) => {
-                        writer.field(*decoder, &data[range.clone()]).map_err(|problem| decode_error(name, problem))?;
-                    }
+            for segment in segments.iter() {
+                match segment {
+                    Segment::Framed(fields) => writer.framed(tuple.framed(fields.clone())),
+                    Segment::Encode(field) => match tuple.field(*field) {
+                        None => writer.null(),
+                        Some(bytes) => {
+                            let (name, decoder) = &query.columns[*field - 1];
+                            writer.field(*decoder, bytes).map_err(|problem| decode_error(name, problem))?;
+                        }
+                    },
                 }
             }
             writer.end_row(key);
@@ -392,7 +397,7 @@ impl RowDecoder {
     /// The end of the COPY data: the stream must have ended with its trailer; the last
     /// batch is sent.
     pub(super) fn finish(&mut self, role: &str, out: &BatchOut) -> Result<Flow, Error> {
-        let complete = self.parser.as_ref().is_some_and(CopyParser::is_complete);
+        let complete = self.parser.as_ref().is_some_and(|(parser, _)| parser.is_complete());
         if !complete || !self.carry.is_empty() {
             return Err(Error::Decode {
                 role: role.to_owned(),
@@ -408,6 +413,29 @@ impl RowDecoder {
         self.writer.seal(&mut self.batch);
         if self.batch.is_empty() { Flow::Continue } else { out.send(&mut self.batch) }
     }
+}
+
+/// How a tuple's compared fields (1.. after the key) become a row's encoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    /// A run of fields whose wire bytes are their encoding: copied as framed on the wire.
+    Framed(Range<usize>),
+    /// One field encoded by its decoder.
+    Encode(usize),
+}
+
+/// The segments of a row: consecutive wire fields merged into one copy.
+fn segments(columns: &[(String, Decoder)]) -> Vec<Segment> {
+    let mut segments: Vec<Segment> = Vec::new();
+    for (index, (_, decoder)) in columns.iter().enumerate() {
+        let field = index + 1;
+        match segments.last_mut() {
+            Some(Segment::Framed(run)) if decoder.is_wire() && run.end == field => run.end = field + 1,
+            _ if decoder.is_wire() => segments.push(Segment::Framed(field..field + 1)),
+            _ => segments.push(Segment::Encode(field)),
+        }
+    }
+    segments
 }
 
 /// The synchronous reader: rust-postgres' `copy_out` on the caller's session.
@@ -434,4 +462,32 @@ fn read_session(
         }
     }
     decoder.finish(&role, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_of_wire_fields_are_copied_in_one_piece() {
+        use Decoder as D;
+        let columns = |decoders: &[Decoder]| -> Vec<(String, Decoder)> {
+            decoders.iter().map(|decoder| ("c".to_owned(), *decoder)).collect()
+        };
+        assert_eq!(
+            segments(&columns(&[D::Timestamp, D::IntSameWidth, D::NumericSameScale, D::Text])),
+            vec![Segment::Framed(1..5)]
+        );
+        assert_eq!(
+            segments(&columns(&[D::Timestamp, D::FloatAtScale(2), D::Text, D::Text, D::PaddedChar, D::Int])),
+            vec![
+                Segment::Framed(1..2),
+                Segment::Encode(2),
+                Segment::Framed(3..5),
+                Segment::Encode(5),
+                Segment::Encode(6)
+            ]
+        );
+        assert!(segments(&[]).is_empty());
+    }
 }

@@ -6,10 +6,11 @@
 use std::time::Duration;
 
 use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, RowDiffSettings, RunId, SourceType, TargetType};
-use datadiff_runner::{Error, ExecutionOptions, InFlight, SummaryStatus, execute};
+use datadiff_runner::{Connections, Environment, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
+use datadiff_testkit::{Cluster, ClusterOptions, SUPERUSER};
 use serde_json::{Value as Json, json};
 
-use crate::context::{Context, ResultRow, result, scheduled, sha256_hex, slot};
+use crate::context::{Context, ResultRow, db_conn, result, scheduled, sha256_hex, slot};
 
 /// A stored difference: `(ordinal, kind, key, fields)`.
 pub(crate) type StoredDifference = (i32, String, Json, Vec<String>);
@@ -412,4 +413,37 @@ fn an_interrupted_row_diff_stops_its_streams_and_leaves_the_attempt_to_the_inter
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(lock);
+}
+
+#[test]
+fn an_encrypted_side_streams_over_tls_and_a_plain_side_without() {
+    let sql = items_sql("bigint", &[("1", "12:00:00", "1.00", "'a'"), ("2", "12:30:00", "2.00", "'b'")]);
+    let context = Context::new(&sql, "");
+    let tls_cluster = Cluster::start_with(ClusterOptions::new().tls(&["localhost"], &["127.0.0.1"])).unwrap();
+    let replica = tls_cluster.fresh_database().unwrap();
+    replica.client().unwrap().batch_execute(&sql).unwrap();
+    // sslmode=require on the replica: its stream must negotiate TLS as its session did.
+    let replica_conn = datadiff_config::DbConn {
+        host: Some(tls_cluster.host().to_owned()),
+        port: Some(tls_cluster.port()),
+        user: Some(SUPERUSER.to_owned()),
+        password: Some(datadiff_config::Secret::new(tls_cluster.superuser_password())),
+        dbname: Some(replica.name().to_owned()),
+        ssl: true,
+        ..datadiff_config::DbConn::default()
+    };
+    let connections = Connections::new(Environment::default())
+        .with_tap("payments", db_conn(&context.source))
+        .with_target("postgres", replica_conn);
+    let mut definition = items_definition(&context);
+    definition.target_database = replica.name().to_owned();
+    definition.checks = vec![CheckType::SchemaCompatibility];
+    let stored = context.import(&definition);
+    let summary = execute(&context.store, &connections, &stored, slot(), scheduled(), &Context::options()).unwrap();
+    assert_eq!(summary.status, SummaryStatus::Pass, "{summary:?}");
+    let rows = context.result_rows(summary.run_id.unwrap());
+    assert_eq!(
+        result(&rows, "row_diff").target_value,
+        json!({"rows": "2", "missing": "0", "extra": "0", "changed": "0"})
+    );
 }
