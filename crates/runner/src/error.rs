@@ -188,6 +188,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A reader could not open its own connection to the server (before authentication).
+    #[error("cannot connect the {role} stream")]
+    StreamConnect {
+        /// Which connection.
+        role: String,
+        /// The socket or TLS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A reader thread stopped without saying why (it panicked).
     #[error("the {role} reader thread stopped unexpectedly")]
     ReaderLost {

@@ -59,7 +59,6 @@ use datadiff_diff_core::{
     Side, Summary, merge,
 };
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
-use postgres_openssl::MakeTlsConnector;
 use serde_json::{Map, Value as Json};
 
 use crate::connections::{Route, SideConfig};
@@ -393,7 +392,7 @@ fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoin
             TLS.get_or_init(|| {
                 let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|error| error.to_string())?;
                 builder.set_verify(SslVerifyMode::NONE);
-                Ok(MakeTlsConnector::new(builder.build()))
+                Ok(builder.build())
             })
             .clone()
             .map_err(|error| format!("row_diff: TLS setup for the {} stream failed: {error}", side.side))?,
@@ -405,7 +404,7 @@ fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoin
 }
 
 /// The TLS context of the stream connections, made once per process.
-static TLS: OnceLock<Result<MakeTlsConnector, String>> = OnceLock::new();
+static TLS: OnceLock<Result<SslConnector, String>> = OnceLock::new();
 
 /// The one-line reason of a failed stream: side and step, a server error's primary message.
 fn stream_failure(error: &Error, side: Side, route: &Route) -> String {
@@ -417,6 +416,9 @@ fn stream_failure(error: &Error, side: Side, route: &Route) -> String {
         Error::Query { role, action, source } => format!("row_diff: {role} {action} failed: {}", one_line(source)),
         Error::Connect { role, source } => {
             format!("row_diff: cannot connect to the {role} database {address}: {}", one_line(source))
+        }
+        Error::StreamConnect { role, source } => {
+            format!("row_diff: cannot connect to the {role} database {address}: {source}")
         }
         other => prefixed(other),
     }

@@ -9,8 +9,10 @@
 //! client CPU per row, a third more than the whole rest of the pipeline (parsing, canonical
 //! encoding, batching, merging). Draining the same stream with tokio-postgres inside *one*
 //! `block_on` costs about 100 ns per row (measured on 2 × 1 M rows: 0.68 s against 0.20 s of
-//! client CPU). On a machine where both PostgreSQL backends are themselves busy producing the
-//! COPY data, client CPU per row is what separates a comparison from the bare COPY floor.
+//! client CPU), and with the [`tap`](super::tap) under it, which decodes `CopyData` messages
+//! where they lie in the read buffer, little more than the socket reads themselves. On a
+//! machine where both PostgreSQL backends are busy producing the COPY data, client CPU per
+//! row is what separates a comparison from the bare COPY floor.
 //!
 //! The synchronous [`postgres::Client`] keeps its tokio client private, so the fast path
 //! needs a connection of its own, made from the same settings ([`Endpoint::new`] copies
@@ -20,14 +22,23 @@
 //! `TimeZone` UTC and the endpoint's `statement_timeout`, and is closed (transaction rolled
 //! back, `Terminate` sent) when the stream ends; a stream stopped early cancels its query and
 //! drops the connection.
+//!
+//! A configuration with one host (the usual case) is connected by the tap's [`tap::open`]
+//! (TCP or Unix socket, TLS negotiated as `sslmode` says) and authenticated by tokio-postgres
+//! over it; one listing several hosts is connected by tokio-postgres itself, which chooses
+//! among them as the caller's session did, and drained without the tap. TCP keepalives are
+//! not set on tapped connections: a stream sends data continuously or fails on its statement
+//! timeout.
 
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
 use futures_core::Stream;
-use postgres::config::Host;
+use openssl::ssl::SslConnector;
+use postgres::config::{Host, SslMode};
 use postgres_openssl::MakeTlsConnector;
 use tokio::sync::Notify;
 use tokio_postgres::tls::MakeTlsConnect;
@@ -36,6 +47,7 @@ use tokio_postgres::{NoTls, Socket};
 use crate::error::Error;
 use crate::stream::copy::Flow;
 use crate::stream::reader::{BatchOut, RowDecoder, RowQuery};
+use crate::stream::tap::{self, CopyTap, TapOutcome};
 
 /// How long a reader waits, after its stream ended, for its connection to close politely.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
@@ -48,7 +60,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(2);
 pub struct Endpoint {
     role: String,
     config: tokio_postgres::Config,
-    tls: Option<MakeTlsConnector>,
+    tls: Option<SslConnector>,
     connect_timeout: Duration,
     statement_timeout: Option<Duration>,
 }
@@ -67,10 +79,13 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    /// An endpoint with `config`'s settings (every field is carried over) and `tls` (`None`
-    /// connects without TLS, as [`postgres::NoTls`]). The connect deadline is the config's
-    /// `connect_timeout`, else [`crate::DEFAULT_CONNECT_TIMEOUT`]; no statement timeout.
-    pub fn new(role: impl Into<String>, config: &postgres::Config, tls: Option<MakeTlsConnector>) -> Endpoint {
+    /// An endpoint with `config`'s settings (every field is carried over) and `tls`: `None`
+    /// connects without TLS (as [`postgres::NoTls`]: `sslmode=require` then fails); a
+    /// connector negotiates TLS as `sslmode` says and checks the server's certificate as the
+    /// connector is set to (the host name is given for SNI and host-name checks). The
+    /// connect deadline is the config's `connect_timeout`, else
+    /// [`crate::DEFAULT_CONNECT_TIMEOUT`]; no statement timeout.
+    pub fn new(role: impl Into<String>, config: &postgres::Config, tls: Option<SslConnector>) -> Endpoint {
         Endpoint {
             role: role.into(),
             connect_timeout: config.get_connect_timeout().copied().unwrap_or(crate::DEFAULT_CONNECT_TIMEOUT),
@@ -122,9 +137,90 @@ impl Endpoint {
             .enable_time()
             .build()
             .map_err(|source| Error::Stream { role: self.role.clone(), source })?;
+        if tap::can_open(&self.config) {
+            return runtime.block_on(self.drain_tapped(query, decoder, out, stop));
+        }
         match &self.tls {
             None => runtime.block_on(self.drain(NoTls, query, decoder, out, stop)),
-            Some(tls) => runtime.block_on(self.drain(tls.clone(), query, decoder, out, stop)),
+            Some(tls) => runtime.block_on(self.drain(MakeTlsConnector::new(tls.clone()), query, decoder, out, stop)),
+        }
+    }
+
+    /// The COPY through a [`CopyTap`]: rows decoded as the server's bytes arrive (see
+    /// [`tap`](super::tap)). For configurations with one host, which is what [`tap::open`]
+    /// connects to.
+    async fn drain_tapped(
+        &self,
+        query: &RowQuery,
+        decoder: &mut RowDecoder,
+        out: &BatchOut,
+        stop: &StopSignal,
+    ) -> Result<Flow, Error> {
+        let role = self.role.as_str();
+        let deadline = tokio::time::Instant::now() + self.connect_timeout;
+        let timed_out = || Error::ConnectTimeout { role: role.to_owned(), seconds: self.connect_timeout.as_secs_f64() };
+        let mut stopped = pin!(stop.notified());
+        let open = tokio::time::timeout_at(deadline, tap::open(&self.config, self.tls.as_ref()));
+        let socket = match until_stopped(open, stopped.as_mut()).await {
+            None => return Ok(Flow::Stop),
+            Some(Err(_elapsed)) => return Err(timed_out()),
+            Some(Ok(Err(source))) => return Err(Error::StreamConnect { role: role.to_owned(), source }),
+            Some(Ok(Ok(socket))) => socket,
+        };
+        let outcome = TapOutcome::default();
+        let result = {
+            let mut sink = |chunk: &[u8]| match stop.is_stopped() {
+                true => Ok(Flow::Stop),
+                false => decoder.feed(role, query, chunk, out),
+            };
+            let tap = CopyTap::new(socket, &mut sink, &outcome);
+            // TLS, if any, is already underneath the tap.
+            let mut config = self.config.clone();
+            config.ssl_mode(SslMode::Disable);
+            let connect = tokio::time::timeout_at(deadline, config.connect_raw(tap, NoTls));
+            let (client, connection) = match until_stopped(connect, stopped.as_mut()).await {
+                None => return Ok(Flow::Stop),
+                Some(Err(_elapsed)) => return Err(timed_out()),
+                Some(Ok(Err(source))) => return Err(Error::Connect { role: role.to_owned(), source }),
+                Some(Ok(Ok(pair))) => pair,
+            };
+            let mut connection = pin!(connection);
+            let result =
+                copy_tapped(role, &client, &self.setup_sql(), query, connection.as_mut(), stopped.as_mut()).await;
+            match &result {
+                Ok(Flow::Stop) => {
+                    // Stopped while waiting for the server (a lock, a sort before the first
+                    // row): cancel the query over a connection of its own, best effort.
+                    let token = client.cancel_token();
+                    let cancel = async {
+                        let socket = tap::open(&config, None).await.ok()?;
+                        token.cancel_query_raw(socket, NoTls).await.ok()
+                    };
+                    let _ = tokio::time::timeout(self.connect_timeout, cancel).await;
+                }
+                // The tap ended the connection: nothing to close politely.
+                Err(_) if outcome.ended() => {}
+                Ok(Flow::Continue) | Err(_) => {
+                    // Close politely: end the transaction, then let the connection send
+                    // Terminate and finish.
+                    let rollback = tokio::time::timeout(CLOSE_WAIT, client.batch_execute("ROLLBACK"));
+                    let _ = driven(rollback, connection.as_mut(), stopped.as_mut()).await;
+                    drop(client);
+                    let _ = tokio::time::timeout(CLOSE_WAIT, connection).await;
+                }
+            }
+            result
+        };
+        // The tap's verdict first: a connection it stopped reports that as its error.
+        if let Some(failure) = outcome.take_failure() {
+            return Err(failure);
+        }
+        if outcome.stopped() {
+            return Ok(Flow::Stop);
+        }
+        match result? {
+            Flow::Continue => decoder.finish(role, out),
+            Flow::Stop => Ok(Flow::Stop),
         }
     }
 
@@ -155,7 +251,8 @@ impl Endpoint {
             Some(Ok(Ok(pair))) => pair,
         };
         let connection = tokio::spawn(connection);
-        let result = copy(role, &client, &self.setup_sql(), query, decoder, out, stopped.as_mut()).await;
+        let rows = Rows { query, decoder, out };
+        let result = copy(role, &client, &self.setup_sql(), rows, stop, stopped.as_mut()).await;
         match &result {
             Ok(Flow::Stop) => {
                 // Abandoned mid-stream: the server may still be computing (a sort before the
@@ -174,16 +271,116 @@ impl Endpoint {
     }
 }
 
-/// The COPY on an open connection: the transaction, then every chunk into `decoder`.
-async fn copy(
+/// What became of a future run alongside its connection.
+enum Driven<T> {
+    /// It completed.
+    Done(T),
+    /// The stop signal came first.
+    Stopped,
+    /// The connection ended first (with its error, if any).
+    Closed(Option<tokio_postgres::Error>),
+}
+
+/// Runs `future` while driving `connection` (which carries its I/O) on the same task, until
+/// one of them ends or the stop signal comes.
+async fn driven<F, S>(
+    future: F,
+    mut connection: Pin<&mut tokio_postgres::Connection<S, tokio_postgres::tls::NoTlsStream>>,
+    mut stopped: Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Driven<F::Output>
+where
+    F: Future,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut future = pin!(future);
+    poll_fn(|cx| {
+        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+            return Poll::Ready(Driven::Done(output));
+        }
+        match connection.as_mut().poll(cx) {
+            Poll::Ready(Ok(())) => return Poll::Ready(Driven::Closed(None)),
+            Poll::Ready(Err(error)) => return Poll::Ready(Driven::Closed(Some(error))),
+            Poll::Pending => {}
+        }
+        // The connection may have completed the future's request.
+        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+            return Poll::Ready(Driven::Done(output));
+        }
+        stopped.as_mut().poll(cx).map(|()| Driven::Stopped)
+    })
+    .await
+}
+
+/// The tapped COPY on an open connection: the transaction, then the COPY, whose rows the
+/// tap decodes while the client waits for its end.
+async fn copy_tapped<S>(
     role: &str,
     client: &tokio_postgres::Client,
     setup: &str,
     query: &RowQuery,
-    decoder: &mut RowDecoder,
-    out: &BatchOut,
+    mut connection: Pin<&mut tokio_postgres::Connection<S, tokio_postgres::tls::NoTlsStream>>,
+    mut stopped: Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Result<Flow, Error>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let closed = |action: &str, error: Option<tokio_postgres::Error>| match error {
+        Some(source) => Error::query(role, action)(source),
+        None => Error::Stream {
+            role: role.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the server closed the connection"),
+        },
+    };
+    let action = "starting the read-only transaction";
+    match driven(client.batch_execute(setup), connection.as_mut(), stopped.as_mut()).await {
+        Driven::Done(result) => result.map_err(Error::query(role, action))?,
+        Driven::Stopped => return Ok(Flow::Stop),
+        Driven::Closed(error) => return Err(closed(action, error)),
+    }
+    let copy = query.copy_sql();
+    let action = "starting the row stream";
+    let stream = match driven(client.copy_out(copy.as_str()), connection.as_mut(), stopped.as_mut()).await {
+        Driven::Done(result) => result.map_err(Error::query(role, action))?,
+        Driven::Stopped => return Ok(Flow::Stop),
+        Driven::Closed(error) => return Err(closed(action, error)),
+    };
+    // The tap decodes every row while the client waits for the COPY's end.
+    let mut stream = pin!(stream);
+    let action = "streaming rows";
+    let end = poll_fn(|cx| stream.as_mut().poll_next(cx));
+    match driven(end, connection.as_mut(), stopped.as_mut()).await {
+        Driven::Done(None) => Ok(Flow::Continue),
+        Driven::Done(Some(Err(source))) => Err(Error::query(role, action)(source)),
+        // The tap takes every row of the COPY: data reaching the client is a protocol
+        // surprise, not a row to skip.
+        Driven::Done(Some(Ok(_))) => Err(Error::Decode {
+            role: role.to_owned(),
+            column: "COPY stream".to_owned(),
+            problem: "COPY data bypassed the row decoder".to_owned(),
+        }),
+        Driven::Stopped => Ok(Flow::Stop),
+        Driven::Closed(error) => Err(closed(action, error)),
+    }
+}
+
+/// Where a drained COPY's rows go.
+struct Rows<'a> {
+    query: &'a RowQuery,
+    decoder: &'a mut RowDecoder,
+    out: &'a BatchOut,
+}
+
+/// The COPY on an open connection: the transaction, then every chunk into the rows'
+/// decoder.
+async fn copy(
+    role: &str,
+    client: &tokio_postgres::Client,
+    setup: &str,
+    rows: Rows<'_>,
+    stop: &StopSignal,
     mut stopped: Pin<&mut tokio::sync::futures::Notified<'_>>,
 ) -> Result<Flow, Error> {
+    let Rows { query, decoder, out } = rows;
     match until_stopped(client.batch_execute(setup), stopped.as_mut()).await {
         None => return Ok(Flow::Stop),
         Some(result) => result.map_err(Error::query(role, "starting the read-only transaction"))?,
@@ -207,7 +404,7 @@ async fn copy(
             Some(None) => break,
             Some(Some(Err(source))) => return Err(Error::query(role, "streaming rows")(source)),
             Some(Some(Ok(chunk))) => {
-                if decoder.feed(role, query, &chunk, out)? == Flow::Stop {
+                if stop.is_stopped() || decoder.feed(role, query, &chunk, out)? == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
             }
@@ -235,14 +432,21 @@ async fn until_stopped<F: Future>(
 #[derive(Debug, Default)]
 pub(super) struct StopSignal {
     notify: Notify,
+    stopped: AtomicBool,
 }
 
 impl StopSignal {
-    /// Asks the reader to stop; it notices at its next wait for the server (a reader blocked
-    /// sending a batch notices that the consumer is gone).
+    /// Asks the reader to stop; it notices at its next wait for the server or its next chunk
+    /// of rows (a reader blocked sending a batch notices that the consumer is gone).
     pub(super) fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
         // A stored permit wakes the reader even if it is not waiting yet.
         self.notify.notify_one();
+    }
+
+    /// Whether [`StopSignal::stop`] was called.
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
     }
 
     fn notified(&self) -> tokio::sync::futures::Notified<'_> {

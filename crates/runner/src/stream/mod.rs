@@ -46,6 +46,7 @@ pub mod decoder;
 mod encoded;
 mod endpoint;
 mod reader;
+mod tap;
 
 pub(crate) use column::read_columns_with;
 pub use column::{ColumnType, Family, read_columns};

@@ -1,9 +1,10 @@
 //! The streaming readers against a real server: binary decoding of every supported type,
-//! batching, and early cancellation.
+//! batching, and early cancellation — on a caller's session and on a connection of the
+//! reader's own (tapped for one host, plain tokio-postgres for several).
 
 use datadiff_diff_core::{Key, Numeric, Value, ValuesRow};
 use datadiff_runner::stream::EncodedRow;
-use datadiff_runner::stream::{self, Decoder, KeyDecoder, RowQuery, RowStream, StreamOptions};
+use datadiff_runner::stream::{self, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions};
 use datadiff_runner::{Dsn, Environment, Error, Session, SessionSettings, TableName};
 use datadiff_testkit::shared_cluster;
 
@@ -14,6 +15,25 @@ fn session(database: &datadiff_testkit::Database<'_>) -> Session {
 
 fn read_all(session: &mut Session, query: RowQuery, options: StreamOptions) -> Vec<Result<EncodedRow, Error>> {
     std::thread::scope(|scope| RowStream::spawn(scope, session, query, options).collect())
+}
+
+fn read_own(endpoint: Endpoint, query: RowQuery, options: StreamOptions) -> Vec<Result<EncodedRow, Error>> {
+    std::thread::scope(|scope| RowStream::connect(scope, endpoint, query, options).collect())
+}
+
+/// An endpoint for `database` over one host (tapped), or listing the same server twice
+/// (tokio-postgres chooses, no tap).
+fn endpoint(database: &datadiff_testkit::Database<'_>, hosts: usize) -> Endpoint {
+    let cluster = database.cluster();
+    let text = format!(
+        "host={} port={} user={} password={} dbname={}",
+        vec![cluster.host(); hosts].join(","),
+        cluster.port(),
+        datadiff_testkit::SUPERUSER,
+        cluster.superuser_password(),
+        database.name()
+    );
+    Endpoint::new("source", &text.parse().unwrap(), None)
 }
 
 #[test]
@@ -153,4 +173,105 @@ fn a_null_key_and_a_failing_query_end_the_stream_with_an_error() {
     let query = RowQuery::new("SELECT 1/0, 1", "id", KeyDecoder::Int, vec![("v".into(), Decoder::Int)]);
     let rows = read_all(&mut session, query, StreamOptions::default());
     assert!(matches!(rows.as_slice(), [Err(Error::Query { .. } | Error::Stream { .. })]), "{rows:?}");
+}
+
+#[test]
+fn an_own_connection_reads_what_the_session_reads_tapped_or_not() {
+    let database = shared_cluster().fresh_database().unwrap();
+    database
+        .client()
+        .unwrap()
+        .batch_execute(
+            "CREATE TABLE public.t (id bigint PRIMARY KEY, n numeric(12,2), f double precision, c char(5), \
+                 tz timestamptz, v text); \
+             INSERT INTO public.t SELECT g, g / 7.0, g / 3.0, 'c' || (g % 10), \
+                 timestamptz '2026-01-01' + g * interval '1 minute', CASE WHEN g % 5 = 0 THEN NULL ELSE repeat('v', g % 300) END \
+             FROM generate_series(1, 5000) g;",
+        )
+        .unwrap();
+    let mut session = session(&database);
+    let table: TableName = "public.t".parse().unwrap();
+    let columns = stream::read_columns(&mut session, &table).unwrap();
+    let decoders: Vec<(String, Decoder)> = columns[1..]
+        .iter()
+        .map(|column| (column.name.clone(), stream::plan_pair(column, column, "target").unwrap().0))
+        .collect();
+    let query = RowQuery::for_table(&table, "id", KeyDecoder::Int, decoders, None);
+    let options = StreamOptions { batch_rows: 100, queued_batches: 2 };
+    let from_session: Vec<EncodedRow> =
+        read_all(&mut session, query.clone(), options).into_iter().map(Result::unwrap).collect();
+    assert_eq!(from_session.len(), 5000);
+    for hosts in [1, 2] {
+        let own: Vec<EncodedRow> =
+            read_own(endpoint(&database, hosts), query.clone(), options).into_iter().map(Result::unwrap).collect();
+        assert!(own == from_session, "{hosts} host(s): the rows differ from the session's");
+    }
+}
+
+#[test]
+fn an_own_connection_reports_a_null_key_and_a_failing_query() {
+    let database = shared_cluster().fresh_database().unwrap();
+    database
+        .client()
+        .unwrap()
+        .batch_execute("CREATE TABLE public.t (id int, v int); INSERT INTO public.t VALUES (1, 1), (NULL, 2);")
+        .unwrap();
+    let table: TableName = "public.t".parse().unwrap();
+    for hosts in [1, 2] {
+        let query = RowQuery::for_table(&table, "id", KeyDecoder::Int, vec![("v".into(), Decoder::Int)], None);
+        let rows = read_own(endpoint(&database, hosts), query, StreamOptions::default());
+        assert!(rows[0].is_ok(), "{rows:?}");
+        assert_eq!(rows[1].as_ref().unwrap_err().to_string(), "the source stream has a NULL key in column id");
+        assert_eq!(rows.len(), 2);
+
+        let query = RowQuery::new("SELECT 1/0, 1", "id", KeyDecoder::Int, vec![("v".into(), Decoder::Int)]);
+        let rows = read_own(endpoint(&database, hosts), query, StreamOptions::default());
+        match rows.as_slice() {
+            [Err(Error::Query { source, .. })] => {
+                assert_eq!(source.as_db_error().map(|db| db.message()), Some("division by zero"));
+            }
+            other => panic!("{hosts} host(s): {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn an_own_connection_dropped_early_ends_its_query_on_the_server() {
+    let database = shared_cluster().fresh_database().unwrap();
+    database
+        .client()
+        .unwrap()
+        .batch_execute(
+            "CREATE TABLE public.t (id bigint PRIMARY KEY); INSERT INTO public.t SELECT generate_series(1, 200000);",
+        )
+        .unwrap();
+    let table: TableName = "public.t".parse().unwrap();
+    let mut observer = database.client().unwrap();
+    for hosts in [1, 2] {
+        std::thread::scope(|scope| {
+            let query = RowQuery::for_table(&table, "id", KeyDecoder::Int, vec![], None);
+            let options = StreamOptions { batch_rows: 16, queued_batches: 1 };
+            let mut rows = RowStream::connect(scope, endpoint(&database, hosts), query, options);
+            assert_eq!(rows.next().unwrap().unwrap().key(), &Key::Int(1));
+            drop(rows);
+        });
+        // The scope joined the reader: its connection is gone (a guard of two minutes while
+        // the server notices, not a timing assertion).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let copies: i64 = observer
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                       AND query LIKE 'COPY (SELECT%'",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            if copies == 0 {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{hosts} host(s): the COPY still runs");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }
