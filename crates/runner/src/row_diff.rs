@@ -281,7 +281,7 @@ impl RowDiffPlan {
     }
 
     /// The one-line reason of a merge that stopped.
-    fn merge_failure(&self, error: MergeError<Error>, route: &Route) -> String {
+    fn merge_failure(&self, error: MergeError<Box<Error>>, route: &Route) -> String {
         let table = |side: Side| match side {
             Side::Source => &self.source.table,
             Side::Target => &self.target.table,
@@ -355,7 +355,8 @@ pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Resu
     Ok(SideCatalog { columns, encrypted })
 }
 
-/// A row stream that notes when it ended.
+/// A row stream that notes when it ended, its rare error boxed: the merge moves every row
+/// through a few layers, and a `Result` as small as the row saves about a tenth of its time.
 struct Timed<'scope> {
     rows: RowStream<'scope>,
     ended: Option<Instant>,
@@ -368,10 +369,10 @@ impl<'scope> Timed<'scope> {
 }
 
 impl Iterator for Timed<'_> {
-    type Item = Result<stream::EncodedRow, Error>;
+    type Item = Result<stream::EncodedRow, Box<Error>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let next = self.rows.next();
+        let next = self.rows.next_boxed();
         if next.is_none() && self.ended.is_none() {
             self.ended = Some(Instant::now());
         }

@@ -174,7 +174,7 @@ impl StreamStopper {
 /// decoding fails. Dropping it before the end stops the reader thread and the query.
 pub struct RowStream<'scope> {
     role: String,
-    rows: Batches<crossbeam_channel::IntoIter<Result<Batch, Error>>, EncodedRow, Recycle<'scope>>,
+    rows: Batches<crossbeam_channel::IntoIter<Result<Batch, Box<Error>>>, EncodedRow, Recycle<'scope>>,
     completed: Arc<AtomicBool>,
     stopper: StreamStopper,
     finished: bool,
@@ -229,7 +229,7 @@ impl<'scope> RowStream<'scope> {
         read: impl FnOnce(&mut RowDecoder, &BatchOut) -> Result<Flow, Error> + Send + 'scope,
     ) -> RowStream<'scope> {
         let batch_rows = options.batch_rows.max(1);
-        let (sender, receiver) = crossbeam_channel::bounded::<Result<Batch, Error>>(options.queued_batches.max(1));
+        let (sender, receiver) = crossbeam_channel::bounded::<Result<Batch, Box<Error>>>(options.queued_batches.max(1));
         let (recycle_sender, recycled) = crossbeam_channel::bounded::<Batch>(options.queued_batches.max(1) + 2);
         let completed = Arc::new(AtomicBool::new(false));
         let reader_completed = Arc::clone(&completed);
@@ -247,7 +247,7 @@ impl<'scope> RowStream<'scope> {
                         // needs neither.
                         reader_completed.store(true, Ordering::Release);
                         if decoder.flush(&out) == Flow::Continue {
-                            let _ = out.sender.send(Err(error));
+                            let _ = out.sender.send(Err(Box::new(error)));
                         }
                     }
                 }
@@ -269,12 +269,10 @@ impl<'scope> RowStream<'scope> {
     pub fn stopper(&self) -> StreamStopper {
         self.stopper.clone()
     }
-}
 
-impl Iterator for RowStream<'_> {
-    type Item = Result<EncodedRow, Error>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The next row with its (rare) error boxed: an item as small as the row, which the merge
+    /// moves through fewer bytes than an [`Error`] (about a tenth of its time per row).
+    pub fn next_boxed(&mut self) -> Option<Result<EncodedRow, Box<Error>>> {
         if self.finished {
             return None;
         }
@@ -289,10 +287,18 @@ impl Iterator for RowStream<'_> {
                 if self.completed.load(Ordering::Acquire) {
                     None
                 } else {
-                    Some(Err(Error::ReaderLost { role: self.role.clone() }))
+                    Some(Err(Box::new(Error::ReaderLost { role: self.role.clone() })))
                 }
             }
         }
+    }
+}
+
+impl Iterator for RowStream<'_> {
+    type Item = Result<EncodedRow, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_boxed().map(|row| row.map_err(|error| *error))
     }
 }
 
@@ -308,7 +314,7 @@ impl Drop for RowStream<'_> {
 /// Where a reader's batches go: the channel to the consumer, and the emptied batches the
 /// consumer hands back for reuse.
 pub(super) struct BatchOut {
-    sender: Sender<Result<Batch, Error>>,
+    sender: Sender<Result<Batch, Box<Error>>>,
     recycled: Receiver<Batch>,
     batch_rows: usize,
 }
