@@ -35,14 +35,17 @@
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, Completion, Difference, NewPreflight, Store, StoredDefinition};
 use datadiff_diff_core::{
-    AggregatePlan, CheckResult, HistoricalStart, Outcome, PreflightId, RunStatus, Side, SkipReason, TableColumns,
+    AggregatePlan, CheckResult, CheckType, HistoricalStart, Outcome, PreflightId, ResultType, RunStatus, Side,
+    SkipReason, TableColumns,
 };
 use datadiff_preflight::{MetadataOnlyScope, PreflightRecord, QueryFingerprint, SourceTable};
+use postgres::SimpleQueryMessage;
 
 use crate::connections::{Connections, Route};
 use crate::error::Error;
 use crate::execute::ExecutionOptions;
 use crate::in_flight::{InFlightAttempt, Registration};
+use crate::progress;
 use crate::row_diff::{self, RowDiffPlan};
 use crate::side::SideSession;
 use crate::summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
@@ -299,7 +302,11 @@ impl<'a> AttemptRun<'a> {
                 return Err(Stop::Failed("row_diff has no window start".to_owned()));
             };
             let max_examples = settings.max_examples() as usize;
-            results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples));
+            let expected = match (&self.options.progress, row_diff_plan) {
+                (Some(_), Ok(row_diff)) => expected_rows(&results, &mut sides.source, row_diff, start, bounds.end),
+                _ => None,
+            };
+            results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, expected));
         }
         Ok(plan.outcome(results))
     }
@@ -327,6 +334,7 @@ impl<'a> AttemptRun<'a> {
         start: DateTime<Utc>,
         end: DateTime<Utc>,
         max_examples: usize,
+        expected_rows: Option<u64>,
     ) -> CheckResult {
         self.differences.clear();
         let plan = match plan {
@@ -334,7 +342,8 @@ impl<'a> AttemptRun<'a> {
             Err(reason) => return row_diff::error_result(reason.clone()),
         };
         let registration = &self.registration;
-        match plan.run(route, start, end, max_examples, &|| registration.interrupted()) {
+        let progress = self.options.progress.as_ref().map(|meter| meter.start_stream(expected_rows));
+        match plan.run(route, start, end, max_examples, &|| registration.interrupted(), progress) {
             Ok(found) => {
                 let result = found.result();
                 self.differences = found.differences;
@@ -430,4 +439,28 @@ impl<'a> AttemptRun<'a> {
             preflight: self.preflight.map(|(_, facts)| facts),
         }
     }
+}
+
+/// The source rows a `row_diff` window is expected to have, for a progress display: the exact
+/// `row_count` source value when the attempt has one, else the planner's estimate for the
+/// source streaming query (no data read; a failed `EXPLAIN` only costs the estimate).
+fn expected_rows(
+    results: &[CheckResult],
+    source: &mut SideSession,
+    plan: &RowDiffPlan,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Option<u64> {
+    let counted = results
+        .iter()
+        .find(|result| result.check_type == ResultType::Check(CheckType::RowCount))
+        .and_then(|result| result.source_value.as_u64());
+    counted.or_else(|| {
+        let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end));
+        let messages = source.client().simple_query(&explain).ok()?;
+        messages.iter().find_map(|message| match message {
+            SimpleQueryMessage::Row(row) => row.get(0).and_then(progress::plan_rows),
+            _ => None,
+        })
+    })
 }

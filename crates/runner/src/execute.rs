@@ -13,6 +13,7 @@ use crate::clock::Clock;
 use crate::connections::Connections;
 use crate::error::Error;
 use crate::in_flight::{InFlight, InFlightAttempt};
+use crate::progress::ProgressMeter;
 use crate::summary::{CheckIdentity, RunSummary};
 
 /// How attempts are executed.
@@ -27,11 +28,14 @@ pub struct ExecutionOptions {
     /// The registry of executing attempts, so that they can be interrupted and recorded from
     /// outside (signals); `None` when nothing will interrupt them.
     pub in_flight: Option<InFlight>,
+    /// Counters a progress display reads while attempts execute; `None` (the default) counts
+    /// nothing and skips the `row_diff` row estimate.
+    pub progress: Option<ProgressMeter>,
 }
 
 impl Default for ExecutionOptions {
     fn default() -> ExecutionOptions {
-        ExecutionOptions { concurrent_sides: true, clock: Clock::System, in_flight: None }
+        ExecutionOptions { concurrent_sides: true, clock: Clock::System, in_flight: None, progress: None }
     }
 }
 
@@ -55,13 +59,17 @@ pub fn execute(
     options: &ExecutionOptions,
 ) -> Result<RunSummary, Error> {
     if let Some(reason) = definition.definition.unsupported_route() {
+        finished(options);
         return Ok(RunSummary::route_not_supported(CheckIdentity::of(definition), scheduled_for, reason));
     }
     let started = store.start_attempt(definition, scheduled_for, kind, options.clock.now()).map_err(|source| {
         Error::Backend { action: format!("starting an attempt of {}", definition.definition.full_check_name), source }
     })?;
     match started {
-        StartOutcome::Skipped(skip) => Ok(RunSummary::skipped(CheckIdentity::of(definition), scheduled_for, &skip)),
+        StartOutcome::Skipped(skip) => {
+            finished(options);
+            Ok(RunSummary::skipped(CheckIdentity::of(definition), scheduled_for, &skip))
+        }
         StartOutcome::Started(attempt) => execute_started(store, connections, definition, attempt, options),
     }
 }
@@ -76,7 +84,16 @@ pub fn execute_started(
     attempt: Attempt,
     options: &ExecutionOptions,
 ) -> Result<RunSummary, Error> {
-    AttemptRun::new(store, definition, attempt, options).run(connections)
+    let summary = AttemptRun::new(store, definition, attempt, options).run(connections);
+    finished(options);
+    summary
+}
+
+/// Counts an attempt executed to its end on the progress meter, if any.
+fn finished(options: &ExecutionOptions) {
+    if let Some(progress) = &options.progress {
+        progress.attempt_finished();
+    }
 }
 
 /// Records an interrupted attempt as ERROR (runs note §3.4: `Terminated by SIGTERM before

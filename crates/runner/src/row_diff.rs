@@ -63,6 +63,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::connections::{Route, SideConfig};
 use crate::error::Error;
+use crate::progress::StreamProgress;
 use crate::side::{SideSession, one_line};
 use crate::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
@@ -205,6 +206,11 @@ impl RowDiffPlan {
         self.source.query(["%s", "%s"]).select_sql().to_owned()
     }
 
+    /// The source streaming `SELECT` over `[start, end)` (for its row estimate).
+    pub(crate) fn source_select_sql(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> String {
+        self.source.window_query(start, end).select_sql().to_owned()
+    }
+
     /// Both streaming queries over `[start, end)`: source, target.
     fn queries(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> (RowQuery, RowQuery) {
         (self.source.window_query(start, end), self.target.window_query(start, end))
@@ -220,6 +226,7 @@ impl RowDiffPlan {
         end: DateTime<Utc>,
         max_examples: usize,
         interrupted: &(dyn Fn() -> bool + Sync),
+        progress: Option<StreamProgress<'_>>,
     ) -> Result<RowDiffOutcome, String> {
         let source_endpoint = endpoint(&route.source, route, self.source.encrypted)?;
         let target_endpoint = endpoint(&route.target, route, self.target.encrypted)?;
@@ -227,10 +234,12 @@ impl RowDiffPlan {
         let mut summary: Summary<Key> = Summary::new(max_examples, self.field_names.clone());
         let started = Instant::now();
         let (source_seconds, target_seconds) = std::thread::scope(|scope| -> Result<(f64, f64), String> {
-            let mut source =
-                Timed::new(RowStream::connect(scope, source_endpoint, source_query, StreamOptions::default()));
+            let mut source = Timed::new(
+                RowStream::connect(scope, source_endpoint, source_query, StreamOptions::default()),
+                progress,
+            );
             let mut target =
-                Timed::new(RowStream::connect(scope, target_endpoint, target_query, StreamOptions::default()));
+                Timed::new(RowStream::connect(scope, target_endpoint, target_query, StreamOptions::default()), None);
             let stoppers = [source.rows.stopper(), target.rows.stopper()];
             let (done, finished) = crossbeam_channel::bounded::<()>(0);
             scope.spawn(move || {
@@ -249,7 +258,7 @@ impl RowDiffPlan {
                 summary.record(&change);
             }
             drop(done);
-            let elapsed = |timed: &Timed<'_>| timed.ended.unwrap_or(started).duration_since(started).as_secs_f64();
+            let elapsed = |timed: &Timed<'_, '_>| timed.ended.unwrap_or(started).duration_since(started).as_secs_f64();
             Ok((elapsed(&source), elapsed(&target)))
         })?;
         let counts = RowDiffCounts::from_summary(&summary);
@@ -355,26 +364,36 @@ pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Resu
     Ok(SideCatalog { columns, encrypted })
 }
 
-/// A row stream that notes when it ended, its rare error boxed: the merge moves every row
-/// through a few layers, and a `Result` as small as the row saves about a tenth of its time.
-struct Timed<'scope> {
+/// A row stream that notes when it ended and counts its rows on a progress meter when given
+/// one, its rare error boxed: the merge moves every row through a few layers, and a `Result`
+/// as small as the row saves about a tenth of its time.
+struct Timed<'scope, 'meter> {
     rows: RowStream<'scope>,
     ended: Option<Instant>,
+    progress: Option<StreamProgress<'meter>>,
 }
 
-impl<'scope> Timed<'scope> {
-    fn new(rows: RowStream<'scope>) -> Timed<'scope> {
-        Timed { rows, ended: None }
+impl<'scope, 'meter> Timed<'scope, 'meter> {
+    fn new(rows: RowStream<'scope>, progress: Option<StreamProgress<'meter>>) -> Timed<'scope, 'meter> {
+        Timed { rows, ended: None, progress }
     }
 }
 
-impl Iterator for Timed<'_> {
+impl Iterator for Timed<'_, '_> {
     type Item = Result<stream::EncodedRow, Box<Error>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let next = self.rows.next_boxed();
-        if next.is_none() && self.ended.is_none() {
-            self.ended = Some(Instant::now());
+        match (&next, &mut self.progress) {
+            (Some(_), Some(progress)) => progress.row(),
+            (None, progress) => {
+                if self.ended.is_none() {
+                    self.ended = Some(Instant::now());
+                }
+                // The stream is over: its count is final.
+                *progress = None;
+            }
+            _ => {}
         }
         next
     }

@@ -110,6 +110,13 @@ impl TickContext {
         self
     }
 
+    /// Count finished attempts and `row_diff` rows on `meter` while ticks run, for a
+    /// progress display (see [`ProgressMeter`](crate::ProgressMeter)).
+    pub fn with_progress(mut self, meter: crate::ProgressMeter) -> TickContext {
+        self.options.progress = Some(meter);
+        self
+    }
+
     /// Handle SIGTERM and SIGINT during each tick and remediation: in-flight attempts are
     /// recorded ERROR, then the process exits by the signal (see [`crate::signals`]). Off by
     /// default for embedding programs; the `datadiff` command turns it on.

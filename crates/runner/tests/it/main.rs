@@ -10,6 +10,7 @@ mod audit;
 mod context;
 mod memory;
 mod row_diff;
+mod row_diff_progress;
 mod row_diff_values;
 mod session;
 mod stream;

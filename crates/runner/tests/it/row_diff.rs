@@ -71,7 +71,7 @@ pub(crate) fn items_definition(context: &Context) -> CheckDefinition {
 
 /// `public.items` with `key_type` keys and an index on `updated_at`, filled with `rows`
 /// (`(key literal, time of day on 2026-07-22, amount, note literal)`).
-fn items_sql(key_type: &str, rows: &[(&str, &str, &str, &str)]) -> String {
+pub(crate) fn items_sql(key_type: &str, rows: &[(&str, &str, &str, &str)]) -> String {
     let values: Vec<String> = rows
         .iter()
         .map(|(key, time, amount, note)| format!("({key}, '2026-07-22 {time}+00', {amount}, {note})"))
@@ -329,10 +329,32 @@ fn a_row_diff_only_definition_fingerprints_its_streaming_select_and_passes_when_
 }
 
 /// Holds an ACCESS EXCLUSIVE lock on the replica's `public.items` until dropped.
-fn lock_replica(context: &Context) -> postgres::Client {
+pub(crate) fn lock_replica(context: &Context) -> postgres::Client {
     let mut client = context.replica.client().unwrap();
     client.batch_execute("BEGIN; LOCK TABLE public.items IN ACCESS EXCLUSIVE MODE").unwrap();
     client
+}
+
+/// Waits (at most two minutes: a guard, not a timing assertion) until the target stream of
+/// a `row_diff` waits for the [`lock_replica`] lock.
+pub(crate) fn wait_for_the_target_stream_to_wait_for_the_lock(context: &Context) {
+    let mut client = context.replica.client().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                   AND application_name = 'pipelinewise-data-diff-target' AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the row_diff stream never waited for the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]
@@ -366,25 +388,7 @@ fn an_interrupted_row_diff_stops_its_streams_and_leaves_the_attempt_to_the_inter
     let result = std::thread::scope(|scope| {
         let worker =
             scope.spawn(|| execute(&context.store, &context.connections, &stored, slot(), scheduled(), &options));
-        // Wait (at most two minutes: a guard, not a timing assertion) for the target stream
-        // to wait for the lock.
-        let mut client = context.replica.client().unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        loop {
-            let waiting: i64 = client
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                       AND application_name = 'pipelinewise-data-diff-target' AND wait_event_type = 'Lock'",
-                    &[],
-                )
-                .unwrap()
-                .get(0);
-            if waiting > 0 {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "the row_diff stream never waited for the lock");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_the_target_stream_to_wait_for_the_lock(&context);
         in_flight.interrupt_all();
         worker.join().unwrap()
     });

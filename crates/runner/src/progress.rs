@@ -1,0 +1,175 @@
+//! Live progress of a tick for a display: how many attempts finished and how many source rows
+//! `row_diff` has streamed against how many it expects.
+//!
+//! The aggregate checks are one statement per side and report nothing until they return;
+//! `row_diff` streams, so its rows can be counted as they arrive. The expected count of a
+//! window is the exact `row_count` source value when the attempt ran that check, otherwise
+//! the planner's estimate for the source streaming query (`EXPLAIN`, no data read). When a
+//! stream ends, its estimate is replaced by the rows it actually had, so the totals agree
+//! once every stream is over.
+//!
+//! Counting costs one relaxed atomic add per [`FLUSH_EVERY`] rows, and nothing at all when
+//! no meter is attached ([`ExecutionOptions::progress`](crate::ExecutionOptions)): the
+//! estimate query only runs for a meter.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How many rows a stream counts locally before it adds them to the meter.
+pub const FLUSH_EVERY: u64 = 4096;
+
+/// Shared counters a tick's attempts report into and a display reads ([`ProgressMeter::snapshot`]).
+/// Cloning gives another handle on the same counters.
+#[derive(Debug, Clone, Default)]
+pub struct ProgressMeter {
+    counters: Arc<Counters>,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    attempts_finished: AtomicU64,
+    rows_streamed: AtomicU64,
+    rows_expected: AtomicU64,
+    streams_running: AtomicU64,
+}
+
+/// What a [`ProgressMeter`] has counted so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProgressSnapshot {
+    /// Attempts executed to their end (any status, SKIPPED included).
+    pub attempts_finished: u64,
+    /// Source rows the `row_diff` streams have compared so far.
+    pub rows_streamed: u64,
+    /// Source rows the `row_diff` streams started so far are expected to have in all: the
+    /// exact count of the finished ones plus the expectation of the running ones. `0` when
+    /// no stream has an expectation.
+    pub rows_expected: u64,
+    /// `row_diff` streams running now.
+    pub streams_running: u64,
+}
+
+impl ProgressMeter {
+    /// A meter with every counter at zero.
+    pub fn new() -> ProgressMeter {
+        ProgressMeter::default()
+    }
+
+    /// The counters now.
+    pub fn snapshot(&self) -> ProgressSnapshot {
+        let counters = &self.counters;
+        ProgressSnapshot {
+            attempts_finished: counters.attempts_finished.load(Ordering::Relaxed),
+            rows_streamed: counters.rows_streamed.load(Ordering::Relaxed),
+            rows_expected: counters.rows_expected.load(Ordering::Relaxed),
+            streams_running: counters.streams_running.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn attempt_finished(&self) {
+        self.counters.attempts_finished.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A `row_diff` stream starts, expecting `expected` source rows when known.
+    pub(crate) fn start_stream(&self, expected: Option<u64>) -> StreamProgress<'_> {
+        self.counters.streams_running.fetch_add(1, Ordering::Relaxed);
+        let expected = expected.unwrap_or(0);
+        self.counters.rows_expected.fetch_add(expected, Ordering::Relaxed);
+        StreamProgress { meter: self, expected, counted: 0, pending: 0 }
+    }
+}
+
+/// One `row_diff` stream's count; ends (and corrects the expectation) when dropped.
+#[derive(Debug)]
+pub(crate) struct StreamProgress<'m> {
+    meter: &'m ProgressMeter,
+    expected: u64,
+    counted: u64,
+    pending: u64,
+}
+
+impl StreamProgress<'_> {
+    /// One more source row.
+    #[inline]
+    pub(crate) fn row(&mut self) {
+        self.pending += 1;
+        if self.pending == FLUSH_EVERY {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        self.meter.counters.rows_streamed.fetch_add(self.pending, Ordering::Relaxed);
+        self.counted += self.pending;
+        self.pending = 0;
+    }
+}
+
+impl Drop for StreamProgress<'_> {
+    fn drop(&mut self) {
+        self.flush();
+        let counters = &self.meter.counters;
+        // The expectation becomes what the stream really had.
+        counters.rows_expected.fetch_add(self.counted, Ordering::Relaxed);
+        counters.rows_expected.fetch_sub(self.expected, Ordering::Relaxed);
+        counters.streams_running.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The planner's row estimate in the output of `EXPLAIN (FORMAT JSON)`: the top plan's
+/// `Plan Rows`, `None` when the text is not such a plan.
+pub(crate) fn plan_rows(explain_json: &str) -> Option<u64> {
+    let plan: serde_json::Value = serde_json::from_str(explain_json).ok()?;
+    let rows = plan.get(0)?.get("Plan")?.get("Plan Rows")?.as_f64()?;
+    (rows.is_finite() && rows >= 0.0).then(|| rows.round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_counts_its_rows_and_corrects_the_expectation_when_it_ends() {
+        let meter = ProgressMeter::new();
+        {
+            let mut stream = meter.start_stream(Some(10_000));
+            assert_eq!(meter.snapshot().streams_running, 1);
+            assert_eq!(meter.snapshot().rows_expected, 10_000);
+            for _ in 0..FLUSH_EVERY + 3 {
+                stream.row();
+            }
+            // Counted in whole flushes while running.
+            assert_eq!(meter.snapshot().rows_streamed, FLUSH_EVERY);
+        }
+        let after = meter.snapshot();
+        assert_eq!(after.rows_streamed, FLUSH_EVERY + 3);
+        assert_eq!(after.rows_expected, FLUSH_EVERY + 3);
+        assert_eq!(after.streams_running, 0);
+    }
+
+    #[test]
+    fn streams_without_an_expectation_add_only_what_they_had() {
+        let meter = ProgressMeter::new();
+        let first = meter.start_stream(Some(50));
+        {
+            let mut second = meter.start_stream(None);
+            assert_eq!(meter.snapshot().rows_expected, 50);
+            second.row();
+            second.row();
+        }
+        assert_eq!(meter.snapshot().rows_expected, 52);
+        drop(first);
+        assert_eq!(meter.snapshot(), ProgressSnapshot { rows_expected: 2, rows_streamed: 2, ..Default::default() });
+        meter.attempt_finished();
+        assert_eq!(meter.snapshot().attempts_finished, 1);
+    }
+
+    #[test]
+    fn the_top_plan_rows_of_an_explain() {
+        let explain = r#"[{"Plan": {"Node Type": "Index Scan", "Plan Rows": 1234, "Plans": [{"Plan Rows": 9}]}}]"#;
+        assert_eq!(plan_rows(explain), Some(1234));
+        assert_eq!(plan_rows(r#"[{"Plan": {"Plan Rows": 2.6}}]"#), Some(3));
+        assert_eq!(plan_rows(r#"[{"Plan": {"Plan Rows": -1}}]"#), None);
+        assert_eq!(plan_rows(r#"{"Plan": {"Plan Rows": 5}}"#), None);
+        assert_eq!(plan_rows("not json"), None);
+    }
+}
