@@ -68,8 +68,11 @@
 //! 3339 with `Z` (`2026-07-22T13:00:00Z`) and `null`; every JSON document is an object. CSV
 //! (reports) has a header row of the JSON field names, the JSON values as fields (times RFC
 //! 3339 with `Z`, lists as compact JSON, `null` empty), CRLF line ends, RFC 4180 quoting.
-//! On a terminal a spinner shows while a tick runs and the audit draws rows/s and an ETA; no
-//! progress is drawn otherwise.
+//! On a terminal (stderr), `run_data_diff_checks` and `rerun_data_diff_check` show the
+//! checks done and, once a `row_diff` streams, a bar of its source rows with rows/s and an
+//! ETA (the expected rows are the window's exact `row_count` when the check ran, else the
+//! planner's estimate, so an ETA can move); the audit draws rows/s and an ETA. No progress
+//! is drawn otherwise: pipes, files and CI logs get none.
 //!
 //! ## JSON field names
 //!

@@ -1,6 +1,8 @@
-//! The scan's progress bar (rows/s and ETA), drawn on stderr only when it is a terminal.
+//! Progress on stderr, only when it is a terminal: the audit's scan (rows/s and ETA) and a
+//! tick's attempts and `row_diff` rows.
 
 use datadiff_runner::audit::AuditProgress;
+use datadiff_runner::{ProgressMeter, ProgressSnapshot};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A progress bar fed by [`AuditProgress`] events; invisible when stderr is not a terminal.
@@ -41,31 +43,95 @@ impl ScanProgress {
     }
 }
 
-/// A spinner with the elapsed time for work whose size is unknown in advance (a tick),
-/// drawn on stderr only when it is a terminal.
-pub(crate) struct Spinner {
-    bar: Option<ProgressBar>,
+/// The progress of a tick or a remediation on stderr when it is a terminal: a spinner with
+/// the attempts done while only aggregate checks run, a bar of source rows with rows/s and an
+/// ETA once a `row_diff` stream reports (its expected rows: the exact `row_count`, else the
+/// planner's estimate). Reads the runner's [`ProgressMeter`] a few times a second from a
+/// thread of its own; nothing at all when stderr is not a terminal.
+pub(crate) struct TickProgress {
+    display: Option<(ProgressBar, std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
 }
 
-impl Spinner {
-    /// A spinner saying `message` when `terminal`, else nothing.
-    pub(crate) fn new(terminal: bool, message: &'static str) -> Spinner {
+/// How often the display reads the meter.
+const REFRESH: std::time::Duration = std::time::Duration::from_millis(200);
+
+impl TickProgress {
+    /// Starts drawing `meter` when `terminal`; `what` names the work ("running data-diff checks").
+    pub(crate) fn start(terminal: bool, what: &'static str, meter: ProgressMeter) -> TickProgress {
         if !terminal {
-            return Spinner { bar: None };
+            return TickProgress { display: None };
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+        let waiting = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {prefix} · {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        bar.set_style(style);
-        bar.set_message(message);
+        let rows = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:32} {human_pos}/{human_len} rows  {per_sec:0}  ETA {eta} · {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(waiting);
+        bar.set_prefix(what);
+        bar.set_message(attempts_done(0));
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
-        Spinner { bar: Some(bar) }
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let drawn = bar.clone();
+        let poller = std::thread::spawn(move || {
+            let mut counting_rows = false;
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(REFRESH) {
+                let (bar, message) = frame(meter.snapshot());
+                if let Some((length, position)) = bar {
+                    if !counting_rows {
+                        counting_rows = true;
+                        drawn.set_style(rows.clone());
+                    }
+                    drawn.set_length(length);
+                    drawn.set_position(position);
+                }
+                drawn.set_message(message);
+            }
+        });
+        TickProgress { display: Some((bar, stop, poller)) }
     }
 
-    /// Removes the spinner.
-    pub(crate) fn finish(&self) {
-        if let Some(bar) = &self.bar {
+    /// Stops and removes the display.
+    pub(crate) fn finish(self) {
+        if let Some((bar, stop, poller)) = self.display {
+            drop(stop);
+            let _ = poller.join();
             bar.finish_and_clear();
         }
+    }
+}
+
+/// What the display shows for `now`: the rows bar's length and position once a `row_diff`
+/// stream reports (an estimate below the rows already streamed grows to them), and the
+/// attempts done.
+fn frame(now: ProgressSnapshot) -> (Option<(u64, u64)>, String) {
+    let counting = now.rows_expected > 0 || now.rows_streamed > 0;
+    let bar = counting.then(|| (now.rows_expected.max(now.rows_streamed), now.rows_streamed));
+    (bar, attempts_done(now.attempts_finished))
+}
+
+fn attempts_done(count: u64) -> String {
+    match count {
+        1 => "1 check done".to_owned(),
+        n => format!("{n} checks done"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rows_bar_appears_once_a_stream_reports_and_never_ends_before_its_position() {
+        let idle = ProgressSnapshot { attempts_finished: 1, ..ProgressSnapshot::default() };
+        assert_eq!(frame(idle), (None, "1 check done".to_owned()));
+        let estimated = ProgressSnapshot { rows_expected: 500, streams_running: 1, ..ProgressSnapshot::default() };
+        assert_eq!(frame(estimated), (Some((500, 0)), "0 checks done".to_owned()));
+        let underestimated =
+            ProgressSnapshot { attempts_finished: 3, rows_expected: 100, rows_streamed: 150, streams_running: 1 };
+        assert_eq!(frame(underestimated), (Some((150, 150)), "3 checks done".to_owned()));
+        let unestimated = ProgressSnapshot { rows_streamed: 7, streams_running: 1, ..ProgressSnapshot::default() };
+        assert_eq!(frame(unestimated).0, Some((7, 7)));
     }
 }

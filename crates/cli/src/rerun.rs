@@ -12,12 +12,13 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 use datadiff_diff_core::{RemediationRefusal, RunId};
 use datadiff_runner::alerts::Dispatcher;
-use datadiff_runner::{Clock, Connections, TickContext, remediate};
+use datadiff_runner::{Clock, Connections, ProgressMeter, TickContext, remediate};
 use serde_json::json;
 
 use crate::console::Console;
 use crate::exit::Exit;
 use crate::listing::OutputFormat;
+use crate::progress::TickProgress;
 use crate::project::{ProjectArgs, open_gated, unwrap_backend};
 use crate::{summary, timestamp};
 
@@ -66,9 +67,17 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
         Some(at) => Clock::at(at),
         None => Clock::System,
     };
-    let context =
+    let terminal = console.stderr_is_terminal();
+    let meter = ProgressMeter::new();
+    let mut context =
         TickContext::new(store, Connections::from_project(&project)).with_clock(clock).with_signal_handling(true);
-    let report = match remediate(&context, args.run_id, &args.remediation_ref) {
+    if terminal {
+        context = context.with_progress(meter.clone());
+    }
+    let progress = TickProgress::start(terminal, "re-running the data-diff check", meter);
+    let remediated = remediate(&context, args.run_id, &args.remediation_ref);
+    progress.finish();
+    let report = match remediated {
         Ok(report) => report,
         Err(error) if slot_running(&error) => {
             console.stderr().line(&format!("error: {}: try again when it has finished", unwrap_backend(error)));

@@ -14,13 +14,13 @@ use clap::Args;
 use datadiff_backend_store::DefinitionFilter;
 use datadiff_config::Project;
 use datadiff_runner::alerts::{Dispatcher, WarningReport, WarningResult};
-use datadiff_runner::{Clock, Connections, Selection, TickContext, tick};
+use datadiff_runner::{Clock, Connections, ProgressMeter, Selection, TickContext, tick};
 use serde_json::json;
 
 use crate::console::Console;
 use crate::exit::Exit;
 use crate::listing::OutputFormat;
-use crate::progress::Spinner;
+use crate::progress::TickProgress;
 use crate::project::{ProjectArgs, open_gated, unwrap_backend};
 use crate::{summary, timestamp};
 
@@ -99,9 +99,11 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
         .with_jobs(args.jobs)
         .with_clock(clock)
         .with_signal_handling(true);
-    let spinner = Spinner::new(console.stderr_is_terminal(), "running data-diff checks");
+    let meter = ProgressMeter::new();
+    let context = if console.stderr_is_terminal() { context.with_progress(meter.clone()) } else { context };
+    let progress = TickProgress::start(console.stderr_is_terminal(), "running data-diff checks", meter);
     let report = tick(&context, now);
-    spinner.finish();
+    progress.finish();
     let report = report.map_err(unwrap_backend)?;
 
     // Upstream's order: index warnings (best effort), the table, failure alerts.
