@@ -49,7 +49,6 @@
 //!   preflight fingerprints the source streaming `SELECT` with `%s` in place of the two
 //!   window bounds, the form upstream fingerprints its own queries in.
 
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Datelike, Utc};
@@ -58,13 +57,12 @@ use datadiff_diff_core::{
     AggregatePlan, CheckDefinition, CheckResult, ColumnPair, Key, MergeError, ResultStatus, ResultType, RowDiffCounts,
     Side, Summary, merge,
 };
-use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
 use serde_json::{Map, Value as Json};
 
 use crate::connections::{Route, SideConfig};
 use crate::error::Error;
 use crate::progress::StreamProgress;
-use crate::side::{SideSession, one_line};
+use crate::side::{SideSession, one_line, unverified_tls};
 use crate::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
@@ -403,28 +401,19 @@ impl Iterator for Timed<'_, '_> {
 /// deadline and statement timeout, and TLS exactly when the session is encrypted, as the
 /// sessions negotiate it (libpq's `prefer`/`require`: encrypted when asked, certificate not
 /// verified). A server that declined TLS to the session declines it to the stream too, so an
-/// unencrypted side streams without a TLS context: building one loads the system's CA
-/// bundle, about 25 ms, which is paid at most once per process ([`TLS`]).
+/// unencrypted side streams without TLS.
 fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoint, String> {
     let tls = match encrypted {
         false => None,
         true => Some(
-            TLS.get_or_init(|| {
-                let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|error| error.to_string())?;
-                builder.set_verify(SslVerifyMode::NONE);
-                Ok(builder.build())
-            })
-            .clone()
-            .map_err(|error| format!("row_diff: TLS setup for the {} stream failed: {error}", side.side))?,
+            unverified_tls()
+                .map_err(|error| format!("row_diff: TLS setup for the {} stream failed: {error}", side.side))?,
         ),
     };
     Ok(Endpoint::new(side.side.to_string(), &side.config, tls)
         .with_connect_timeout(side.connect_timeout)
         .with_statement_timeout(route.statement_timeout))
 }
-
-/// The TLS context of the stream connections, made once per process.
-static TLS: OnceLock<Result<SslConnector, String>> = OnceLock::new();
 
 /// The one-line reason of a failed stream: side and step, a server error's primary message.
 fn stream_failure(error: &Error, side: Side, route: &Route) -> String {

@@ -19,7 +19,7 @@
 //! Failure texts are one line: a server error contributes its primary message only (never
 //! its DETAIL, which can quote row values), other failures their description.
 
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -287,10 +287,22 @@ fn connect_within(config: &postgres::Config, tls: MakeTlsConnector, deadline: Du
 
 /// libpq's `prefer` and `require`: encrypt when (or because) asked, without verifying the
 /// server certificate.
-fn tls_connector() -> Result<MakeTlsConnector, openssl::error::ErrorStack> {
-    let mut builder = SslConnector::builder(SslMethod::tls_client())?;
-    builder.set_verify(SslVerifyMode::NONE);
-    Ok(MakeTlsConnector::new(builder.build()))
+fn tls_connector() -> Result<MakeTlsConnector, String> {
+    unverified_tls().map(MakeTlsConnector::new)
+}
+
+/// The TLS context of the side sessions and `row_diff` streams (libpq's `prefer` and
+/// `require`: the certificate is not verified), made once per process: building one loads
+/// the system's CA bundle, about 25 ms of CPU, which every connection of an attempt paid
+/// before. The context is immutable; each connection still has its own TLS session.
+pub(crate) fn unverified_tls() -> Result<SslConnector, String> {
+    static TLS: OnceLock<Result<SslConnector, String>> = OnceLock::new();
+    TLS.get_or_init(|| {
+        let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|error| error.to_string())?;
+        builder.set_verify(SslVerifyMode::NONE);
+        Ok(builder.build())
+    })
+    .clone()
 }
 
 /// A driver error in one line: a server error's primary message only, else the error's own
