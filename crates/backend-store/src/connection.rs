@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use openssl::ssl::{SslConnector, SslConnectorBuilder, SslMethod, SslVerifyMode};
 use openssl::x509::X509;
@@ -20,6 +21,7 @@ use postgres_openssl::MakeTlsConnector;
 
 use crate::config::{BackendConfig, SslMode};
 use crate::error::Error;
+use crate::lazy_tls::LazyTls;
 
 /// The default `application_name` of application sessions: upstream's
 /// `pipelinewise-data-diff` (config note §5.1, which SPEC §3 adopts for session settings).
@@ -56,10 +58,10 @@ impl fmt::Display for Role {
     }
 }
 
-/// What the TLS connector checks about the server's certificate.
+/// What a verifying TLS connector checks about the server's certificate (the unverified
+/// modes use [`unverified_tls`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verify {
-    Nothing,
     Chain,
     ChainAndHost,
 }
@@ -117,16 +119,16 @@ fn connect_now(config: &BackendConfig, role: Role) -> Result<Client, Error> {
         SslMode::Allow => match driver.ssl_mode(DriverSslMode::Disable).connect(NoTls) {
             // pg_hba.conf has no plaintext entry for us: try again over TLS, as libpq does.
             Err(error) if error.code() == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION) => {
-                driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::Nothing)?)
+                driver.ssl_mode(DriverSslMode::Require).connect(LazyTls::new(unverified_tls))
             }
             other => other,
         },
-        SslMode::Prefer => driver.ssl_mode(DriverSslMode::Prefer).connect(tls_connector(config, Verify::Nothing)?),
-        SslMode::Require => {
-            // libpq: "if a root CA file exists, sslmode=require behaves like verify-ca".
-            let verify = if config.sslrootcert.is_some() { Verify::Chain } else { Verify::Nothing };
-            driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, verify)?)
+        SslMode::Prefer => driver.ssl_mode(DriverSslMode::Prefer).connect(LazyTls::new(unverified_tls)),
+        // libpq: "if a root CA file exists, sslmode=require behaves like verify-ca".
+        SslMode::Require if config.sslrootcert.is_some() => {
+            driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::Chain)?)
         }
+        SslMode::Require => driver.ssl_mode(DriverSslMode::Require).connect(LazyTls::new(unverified_tls)),
         SslMode::VerifyCa => driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::Chain)?),
         SslMode::VerifyFull => {
             driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::ChainAndHost)?)
@@ -158,15 +160,22 @@ fn driver_config(config: &BackendConfig, role: Role) -> postgres::Config {
     driver
 }
 
+/// libpq's `prefer` and `require` without a root file: encrypted, nothing verified. One
+/// context per process, made when a server first accepts TLS ([`LazyTls`]).
+fn unverified_tls() -> Result<MakeTlsConnector, String> {
+    static UNVERIFIED: OnceLock<Result<SslConnector, String>> = OnceLock::new();
+    let connector = UNVERIFIED.get_or_init(|| {
+        let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|error| error.to_string())?;
+        builder.set_verify(SslVerifyMode::NONE);
+        Ok(builder.build())
+    });
+    connector.clone().map(MakeTlsConnector::new)
+}
+
 fn tls_connector(config: &BackendConfig, verify: Verify) -> Result<MakeTlsConnector, Error> {
     let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(Error::Tls)?;
-    match verify {
-        Verify::Nothing => builder.set_verify(SslVerifyMode::NONE),
-        Verify::Chain | Verify::ChainAndHost => {
-            load_roots(&mut builder, config.sslrootcert.as_deref())?;
-            builder.set_verify(SslVerifyMode::PEER);
-        }
-    }
+    load_roots(&mut builder, config.sslrootcert.as_deref())?;
+    builder.set_verify(SslVerifyMode::PEER);
     let mut connector = MakeTlsConnector::new(builder.build());
     let check_host = verify == Verify::ChainAndHost;
     connector.set_callback(move |configuration, _host| {

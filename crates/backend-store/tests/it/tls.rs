@@ -134,3 +134,37 @@ fn allow_falls_back_to_tls_when_the_server_rejects_plaintext() {
 
     assert!(open_ssl(with(&backend.config, "127.0.0.1", SslMode::Allow, None)).unwrap());
 }
+
+/// How often [`counted_tls`] built a connector.
+static BUILT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn counted_tls() -> Result<postgres_openssl::MakeTlsConnector, String> {
+    BUILT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let mut builder = openssl::ssl::SslConnector::builder(openssl::ssl::SslMethod::tls_client())
+        .map_err(|error| error.to_string())?;
+    builder.set_verify(openssl::ssl::SslVerifyMode::NONE);
+    Ok(postgres_openssl::MakeTlsConnector::new(builder.build()))
+}
+
+fn prefer_ssl(cluster: &Cluster) -> bool {
+    let backend = backend_on(cluster);
+    let mut config = postgres::Config::new();
+    config
+        .host(&backend.config.host)
+        .port(backend.config.port)
+        .user(&backend.config.user)
+        .password(&backend.config.password)
+        .dbname(&backend.config.dbname)
+        .ssl_mode(postgres::config::SslMode::Prefer);
+    let mut client = config.connect(datadiff_backend_store::LazyTls::new(counted_tls)).unwrap();
+    client.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).unwrap().get(0)
+}
+
+#[test]
+fn lazy_tls_builds_its_connector_only_for_a_server_that_accepts_tls() {
+    // The one test using BUILT: the count is exact.
+    assert!(!prefer_ssl(datadiff_testkit::shared_cluster()));
+    assert_eq!(BUILT.load(std::sync::atomic::Ordering::SeqCst), 0, "a plaintext server cost a TLS context");
+    assert!(prefer_ssl(tls_cluster()));
+    assert_eq!(BUILT.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
