@@ -18,7 +18,7 @@ impl ScanProgress {
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:32} {human_pos}/{human_len} rows  {per_sec:0}  ETA {eta}",
+            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} rows  {per_sec:0}  ETA {eta}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
@@ -65,7 +65,7 @@ impl TickProgress {
         let waiting = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {prefix} · {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let rows = ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:32} {human_pos}/{human_len} rows  {per_sec:0}  ETA {eta} · {msg}",
+            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} rows  {per_sec:0}  ETA {eta} · {msg}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(waiting);
