@@ -9,7 +9,7 @@ use datadiff_backend_store::BackendConfig;
 use datadiff_diff_core::{RunId, RunStatus, Signal};
 use datadiff_runner::{Clock, Connections, Environment, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
 
-use crate::context::{Context, at, db_conn, scheduled, slot};
+use crate::context::{Context, at, db_conn, scheduled, slot, wait_for_a_lock_wait};
 
 const PLACEHOLDER: &str = "a6b1d1cb1fc80af3eaed07d826a028de62259650b0aa4505237d66e40e95a855";
 
@@ -36,23 +36,11 @@ fn lock_source(context: &Context) -> postgres::Client {
 /// Waits until the attempt's source session waits for a lock (a guard that fails only after
 /// two minutes, not a timing assertion).
 fn wait_for_blocked_source(context: &Context) {
-    let mut client = context.source.client().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    loop {
-        let waiting: i64 = client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                   AND application_name = 'pipelinewise-data-diff-source' AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        if waiting > 0 {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "the attempt never waited for the source lock");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_a_lock_wait(
+        &context.source,
+        "pipelinewise-data-diff-source",
+        "the attempt never waited for the source lock",
+    );
 }
 
 /// The RUNNING attempt of the context's backend.

@@ -392,3 +392,25 @@ pub(crate) fn verdicts(rows: &[ResultRow]) -> Vec<Verdict> {
 pub(crate) fn sha256_hex(context: &Context, text: &str) -> String {
     context.backend_sql().query_one("SELECT encode(sha256(convert_to($1, 'UTF8')), 'hex')", &[&text]).unwrap().get(0)
 }
+
+/// Waits until a session of `database` named `application_name` waits for a lock (a guard
+/// that fails, saying `never`, only after two minutes: not a timing assertion).
+pub(crate) fn wait_for_a_lock_wait(database: &Database<'_>, application_name: &str, never: &str) {
+    let mut client = database.client().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                   AND application_name = $1 AND wait_event_type = 'Lock'",
+                &[&application_name],
+            )
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{never}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -10,7 +10,7 @@ use datadiff_runner::{Connections, Environment, Error, ExecutionOptions, InFligh
 use datadiff_testkit::{Cluster, ClusterOptions, SUPERUSER};
 use serde_json::{Value as Json, json};
 
-use crate::context::{Context, ResultRow, db_conn, result, scheduled, sha256_hex, slot};
+use crate::context::{Context, ResultRow, db_conn, result, scheduled, sha256_hex, slot, wait_for_a_lock_wait};
 
 /// A stored difference: `(ordinal, kind, key, fields)`.
 pub(crate) type StoredDifference = (i32, String, Json, Vec<String>);
@@ -338,23 +338,11 @@ pub(crate) fn lock_replica(context: &Context) -> postgres::Client {
 /// Waits (at most two minutes: a guard, not a timing assertion) until the target stream of
 /// a `row_diff` waits for the [`lock_replica`] lock.
 pub(crate) fn wait_for_the_target_stream_to_wait_for_the_lock(context: &Context) {
-    let mut client = context.replica.client().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    loop {
-        let waiting: i64 = client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                   AND application_name = 'pipelinewise-data-diff-target' AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        if waiting > 0 {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "the row_diff stream never waited for the lock");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_a_lock_wait(
+        &context.replica,
+        "pipelinewise-data-diff-target",
+        "the row_diff stream never waited for the lock",
+    );
 }
 
 #[test]
