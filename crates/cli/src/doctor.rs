@@ -28,11 +28,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use datadiff_config::{Endpoint, Project};
-use datadiff_diff_core::{
-    AggregatePlan, CatalogColumn, CheckDefinition, ResultStatus, SourceType, TableColumns, TargetType,
-};
+use datadiff_diff_core::{AggregatePlan, CheckDefinition, ResultStatus, SourceType, TableColumns, TargetType};
 use datadiff_preflight::{PreflightStatus, QueryFingerprint, SourceTable};
-use datadiff_runner::{Dsn, Environment, Session, SessionSettings};
+use datadiff_runner::{Dsn, Environment, Session, SessionSettings, table_columns};
 use serde_json::json;
 
 use crate::console::Console;
@@ -364,32 +362,8 @@ fn dsn_text(endpoint: &Endpoint, application_name: &str) -> String {
 
 /// The columns of a table, as the runner reads them.
 fn columns(session: &mut Session, schema: &str, table: &str) -> Result<TableColumns, String> {
-    let rows = session
-        .client()
-        .query(
-            "SELECT column_name::text, data_type::text, udt_name::text, numeric_precision::int, \
-                    numeric_scale::int, datetime_precision::int, is_nullable::text \
-               FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 \
-              ORDER BY ordinal_position",
-            &[&schema, &table],
-        )
-        .map_err(|error| format!("catalog read failed: {}", one_line(&error.into())))?;
-    let columns = rows
-        .iter()
-        .map(|row| {
-            Ok(CatalogColumn {
-                name: row.try_get(0)?,
-                data_type: row.try_get(1)?,
-                udt_name: row.try_get(2)?,
-                numeric_precision: row.try_get(3)?,
-                numeric_scale: row.try_get(4)?,
-                datetime_precision: row.try_get(5)?,
-                nullable: row.try_get::<_, Option<String>>(6)?.as_deref() == Some("YES"),
-            })
-        })
-        .collect::<Result<Vec<_>, postgres::Error>>()
-        .map_err(|error| format!("catalog read failed: {}", one_line(&error.into())))?;
-    Ok(TableColumns::new(schema, table, columns))
+    table_columns(session.client(), schema, table)
+        .map_err(|error| format!("catalog read failed: {}", one_line(&error.into())))
 }
 
 fn check_definition(definition: &CheckDefinition, source: &mut Session, target: &mut Session, findings: &mut Findings) {

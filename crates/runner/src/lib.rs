@@ -230,10 +230,11 @@ pub use progress::{FLUSH_EVERY, ProgressMeter, ProgressSnapshot};
 pub use remediation::{RemediationReport, remediate};
 pub use selection::Selection;
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
+pub use side::table_columns;
 pub use summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 pub use table::{TableName, TableNameError};
 pub use tick::{TickContext, TickReport, tick};
-pub use tls::{RootCertificates, SslMode, SslModeError, TlsSettings};
+pub use tls::{RootCertificates, SslMode, TlsSettings};
 
 /// Splits a comma-separated list of column names (double quotes allowed around a name that
 /// contains a comma); `None` when a quote is unterminated.

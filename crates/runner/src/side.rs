@@ -104,37 +104,9 @@ impl SideSession {
         format!("{} {action} failed: {}", self.side, one_line(error))
     }
 
-    /// The columns of `schema.table` from `information_schema.columns`, matched by exact
-    /// name, in column order. A table the role cannot see has no columns (the key column is
-    /// then reported missing, as upstream reports it).
+    /// The columns of `schema.table` ([`table_columns`]).
     pub(crate) fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, String> {
-        let rows = self
-            .client
-            .query(
-                "SELECT column_name::text, data_type::text, udt_name::text, numeric_precision::int, \
-                        numeric_scale::int, datetime_precision::int, is_nullable::text \
-                   FROM information_schema.columns \
-                  WHERE table_schema = $1 AND table_name = $2 \
-                  ORDER BY ordinal_position",
-                &[&schema, &table],
-            )
-            .map_err(|error| self.failure("catalog read", &error))?;
-        let columns = rows
-            .iter()
-            .map(|row| {
-                Ok(CatalogColumn {
-                    name: row.try_get(0)?,
-                    data_type: row.try_get(1)?,
-                    udt_name: row.try_get(2)?,
-                    numeric_precision: row.try_get(3)?,
-                    numeric_scale: row.try_get(4)?,
-                    datetime_precision: row.try_get(5)?,
-                    nullable: row.try_get::<_, Option<String>>(6)?.as_deref() == Some("YES"),
-                })
-            })
-            .collect::<Result<Vec<_>, postgres::Error>>()
-            .map_err(|error| self.failure("catalog read", &error))?;
-        Ok(TableColumns::new(schema, table, columns))
+        table_columns(&mut self.client, schema, table).map_err(|error| self.failure("catalog read", &error))
     }
 
     /// `MIN(ts) … WHERE ts < $1` with `cutoff` bound as the column wants it; `None` when no
@@ -263,6 +235,36 @@ fn decode_aggregate(ty: &Type, bytes: &[u8]) -> Result<Value, String> {
         Family::Unsupported => return Err(format!("type {} is not supported", ty.name())),
     };
     decoder.decode(bytes)
+}
+
+/// The columns of `schema.table` from `information_schema.columns`, matched by exact name, in
+/// column order, as an attempt reads them (`doctor` reads them the same way). A table the role
+/// cannot see has no columns (the key column is then reported missing, as upstream reports
+/// it).
+pub fn table_columns(client: &mut Client, schema: &str, table: &str) -> Result<TableColumns, postgres::Error> {
+    let rows = client.query(
+        "SELECT column_name::text, data_type::text, udt_name::text, numeric_precision::int, \
+                numeric_scale::int, datetime_precision::int, is_nullable::text \
+           FROM information_schema.columns \
+          WHERE table_schema = $1 AND table_name = $2 \
+          ORDER BY ordinal_position",
+        &[&schema, &table],
+    )?;
+    let columns = rows
+        .iter()
+        .map(|row| {
+            Ok(CatalogColumn {
+                name: row.try_get(0)?,
+                data_type: row.try_get(1)?,
+                udt_name: row.try_get(2)?,
+                numeric_precision: row.try_get(3)?,
+                numeric_scale: row.try_get(4)?,
+                datetime_precision: row.try_get(5)?,
+                nullable: row.try_get::<_, Option<String>>(6)?.as_deref() == Some("YES"),
+            })
+        })
+        .collect::<Result<Vec<_>, postgres::Error>>()?;
+    Ok(TableColumns::new(schema, table, columns))
 }
 
 /// Connects on a helper thread and waits at most `deadline` for the whole connection.

@@ -16,68 +16,16 @@
 //! `allow` (plaintext first) is refused: rust-postgres cannot retry a refused plaintext
 //! login over TLS, and an audit should not silently downgrade.
 
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
 use postgres_openssl::MakeTlsConnector;
 
 use crate::error::Error;
 
-/// libpq's `sslmode` values datadiff supports for sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SslMode {
-    /// Never TLS.
-    Disable,
-    /// TLS when the server offers it, without verification.
-    Prefer,
-    /// TLS always, without verification unless a root certificate is configured.
-    Require,
-    /// TLS, the certificate must chain to a trusted root.
-    VerifyCa,
-    /// TLS, trusted chain and matching host name.
-    VerifyFull,
-}
-
-impl SslMode {
-    /// The libpq spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SslMode::Disable => "disable",
-            SslMode::Prefer => "prefer",
-            SslMode::Require => "require",
-            SslMode::VerifyCa => "verify-ca",
-            SslMode::VerifyFull => "verify-full",
-        }
-    }
-}
-
-impl fmt::Display for SslMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Why an `sslmode` value was not accepted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("sslmode must be disable, prefer, require, verify-ca or verify-full")]
-pub struct SslModeError;
-
-impl FromStr for SslMode {
-    type Err = SslModeError;
-
-    fn from_str(text: &str) -> Result<SslMode, SslModeError> {
-        Ok(match text {
-            "disable" => SslMode::Disable,
-            "prefer" => SslMode::Prefer,
-            "require" => SslMode::Require,
-            "verify-ca" => SslMode::VerifyCa,
-            "verify-full" => SslMode::VerifyFull,
-            _ => return Err(SslModeError),
-        })
-    }
-}
+/// libpq's `sslmode` values datadiff supports for sessions: the configuration's own type,
+/// parsed and printed in libpq's spelling.
+pub use datadiff_config::SslMode;
 
 /// Where trusted root certificates come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
