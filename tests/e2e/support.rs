@@ -175,17 +175,7 @@ impl Fixture {
                 rows = rows_sql("payments.transfers"),
             ))
             .unwrap();
-        backend
-            .client()
-            .unwrap()
-            .batch_execute(&format!(
-                "ALTER DATABASE {db} OWNER TO {ddl}; REVOKE CONNECT ON DATABASE {db} FROM PUBLIC; \
-                 GRANT CONNECT ON DATABASE {db} TO {app}",
-                db = quote_ident(backend.name()),
-                ddl = quote_ident(&ddl.name),
-                app = quote_ident(&app.name),
-            ))
-            .unwrap();
+        backend.make_backend(&ddl.name, &app.name).unwrap();
         let fixture = Fixture { source, replica, backend, reader, app, ddl, dir: tempfile::tempdir().unwrap() };
         fixture.write(&fixture.files());
         fixture

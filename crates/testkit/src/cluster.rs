@@ -450,6 +450,20 @@ impl<'c> Database<'c> {
     pub fn client(&self) -> Result<postgres::Client, Error> {
         self.cluster.connect(&self.name)
     }
+
+    /// Lays the database out as a datadiff backend (SPEC §3): `owner` (the DDL role) owns
+    /// it, and only `owner` and `app` (the application role) may connect.
+    pub fn make_backend(&self, owner: &str, app: &str) -> Result<(), Error> {
+        self.client()?
+            .batch_execute(&format!(
+                "ALTER DATABASE {db} OWNER TO {owner}; REVOKE CONNECT ON DATABASE {db} FROM PUBLIC; \
+                 GRANT CONNECT ON DATABASE {db} TO {app}",
+                db = quote_ident(&self.name),
+                owner = quote_ident(owner),
+                app = quote_ident(app),
+            ))
+            .map_err(Error::pg(format!("making {} a backend database", self.name)))
+    }
 }
 
 /// A port the kernel just handed out on 127.0.0.1 (never 5432).

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use datadiff_backend_store::{BackendConfig, Catalog, CatalogScope};
-use datadiff_testkit::{Cluster, Database, quote_ident, shared_cluster};
+use datadiff_testkit::{Cluster, Database, shared_cluster};
 
 static NEXT_ROLE: AtomicU64 = AtomicU64::new(1);
 
@@ -46,16 +46,7 @@ fn make<'c>(cluster: &'c Cluster, app_prefix: &str, single: bool) -> Backend<'c>
         cluster.create_role(&app, &password).unwrap();
         (app, password)
     };
-    let mut superuser = db.client().unwrap();
-    superuser
-        .batch_execute(&format!(
-            "ALTER DATABASE {db} OWNER TO {ddl}; REVOKE CONNECT ON DATABASE {db} FROM PUBLIC; \
-             GRANT CONNECT ON DATABASE {db} TO {app}",
-            db = quote_ident(db.name()),
-            ddl = quote_ident(&ddl),
-            app = quote_ident(&user),
-        ))
-        .unwrap();
+    db.make_backend(&ddl, &user).unwrap();
     let config = BackendConfig {
         host: cluster.host().to_owned(),
         port: cluster.port(),

@@ -9,7 +9,7 @@ use datadiff_backend_store::{BackendConfig, DefinitionFilter, MigrateOptions, St
 use datadiff_config::{DbConn, Secret};
 use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, RunId, SourceType, StartKind, TargetType};
 use datadiff_runner::{Clock, Connections, Environment, ExecutionOptions, RunSummary, execute};
-use datadiff_testkit::{Database, SUPERUSER, quote_ident, shared_cluster};
+use datadiff_testkit::{Database, SUPERUSER, shared_cluster};
 use serde_json::Value as Json;
 
 static NEXT_ROLE: AtomicU64 = AtomicU64::new(1);
@@ -116,17 +116,7 @@ impl Context {
         let (ddl_password, app_password) = (format!("ddl-pw-{n}"), format!("app-pw-{n}"));
         cluster.create_role(&ddl, &ddl_password).unwrap();
         cluster.create_role(&app, &app_password).unwrap();
-        backend
-            .client()
-            .unwrap()
-            .batch_execute(&format!(
-                "ALTER DATABASE {db} OWNER TO {ddl}; REVOKE CONNECT ON DATABASE {db} FROM PUBLIC; \
-                 GRANT CONNECT ON DATABASE {db} TO {app}",
-                db = quote_ident(backend.name()),
-                ddl = quote_ident(&ddl),
-                app = quote_ident(&app),
-            ))
-            .unwrap();
+        backend.make_backend(&ddl, &app).unwrap();
         let backend_config = BackendConfig {
             host: cluster.host().to_owned(),
             port: cluster.port(),
