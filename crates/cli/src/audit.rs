@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use datadiff_runner::TableName;
-use datadiff_runner::audit::{self, AuditOptions, CdcMetadata, Refusal, Status};
+use datadiff_access::TableName;
+use datadiff_audit::{self as audit, AuditOptions, CdcMetadata, Refusal, Status};
 
 use crate::console::Console;
 use crate::exit::Exit;
@@ -94,7 +94,7 @@ impl AuditArgs {
         let columns = match &self.columns {
             None => None,
             Some(text) => {
-                Some(datadiff_runner::parse_column_list(text).ok_or(Refusal::InvalidColumnList { flag: "--columns" })?)
+                Some(datadiff_access::parse_column_list(text).ok_or(Refusal::InvalidColumnList { flag: "--columns" })?)
             }
         };
         let mut options = AuditOptions::new(self.source.clone(), self.replica.clone(), self.table.clone());
@@ -112,7 +112,7 @@ impl AuditArgs {
 
 /// Runs the audit and prints or writes its report.
 pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exit> {
-    let options = args.options().map_err(datadiff_runner::Error::Refused)?;
+    let options = args.options().map_err(datadiff_audit::Error::Refused)?;
     let progress = ScanProgress::new(console.stderr_is_terminal());
     let result = audit::audit(&options, console.environment(), &mut |event| progress.update(event));
     progress.finish();
@@ -122,7 +122,7 @@ pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exi
     match &args.report {
         Some(path) => {
             std::fs::write(path, &json)
-                .map_err(|source| datadiff_runner::Error::WriteReport { path: path.clone(), source })?;
+                .map_err(|source| datadiff_audit::Error::WriteReport { path: path.clone(), source })?;
             let line = format!("{} (report: {})", report.summary_line(), path.display());
             writeln!(console.stdout(), "{line}").context("writing to stdout")?;
         }

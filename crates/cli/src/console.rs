@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use datadiff_runner::Environment;
+use datadiff_access::Environment;
 
 /// The output streams and environment a command runs with.
 ///

@@ -7,7 +7,7 @@
 //!    same pairs as `row_checksum`: key, timestamp, compare columns) and both tables'
 //!    `pg_catalog` types. The key pair decides the merge order; every other pair gets a
 //!    decoder per side so that compatible types meet in one canonical encoding (see
-//!    [`crate::stream::decoder`]: an exact numeric against `double precision` at the exact
+//!    [`datadiff_access::stream::decoder`]: an exact numeric against `double precision` at the exact
 //!    side's declared scale, `timestamptz` against a naive `timestamp` as UTC, `char(n)`
 //!    right-trimmed, NULL distinct from empty). A definition without compare columns, a
 //!    missing column, a key that is not integer, uuid or text on both sides, or a pair that
@@ -59,14 +59,15 @@ use datadiff_diff_core::{
 };
 use serde_json::{Map, Value as Json};
 
-use crate::connections::{Route, SideConfig};
-use crate::error::Error;
+use crate::connections::Route;
 use crate::progress::StreamProgress;
-use crate::side::{SideSession, one_line, unverified_tls};
-use crate::stream::{
+use datadiff_access::Error;
+use datadiff_access::SideConfig;
+use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
-use crate::table::{TableName, quote_ident};
+use datadiff_access::{SideSession, one_line, unverified_tls};
+use datadiff_access::{TableName, quote_ident};
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);

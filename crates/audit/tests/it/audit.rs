@@ -1,7 +1,8 @@
 //! The parity audit against real databases: verdicts, counts, examples and refusals.
 
-use datadiff_runner::audit::{AuditOptions, AuditProgress, AuditReport, CdcMetadata, Reason, Refusal, Status, audit};
-use datadiff_runner::{Environment, Error};
+use datadiff_access::{Environment, Error as AccessError};
+use datadiff_audit::Error;
+use datadiff_audit::{AuditOptions, AuditProgress, AuditReport, CdcMetadata, Reason, Refusal, Status, audit};
 use datadiff_testkit::{SUPERUSER, shared_cluster};
 
 use crate::support::{Pair, no_env, superuser_url, table};
@@ -140,7 +141,7 @@ fn preconditions_refuse_before_connecting() {
 
     // With valid options the same DSNs do try to connect.
     options.key = "id".to_owned();
-    assert!(matches!(run(&options), Err(Error::Connect { .. })));
+    assert!(matches!(run(&options), Err(Error::Access(AccessError::Connect { .. }))));
 }
 
 #[test]
@@ -290,7 +291,10 @@ fn a_duplicate_key_is_an_error_naming_the_key() {
         "CREATE TABLE public.t (id int, v text); INSERT INTO public.t VALUES (1, 'a'), (2, 'b'), (2, 'b'), (3, 'c');",
     );
     let error = run(&pair.options("public.t")).unwrap_err();
-    assert!(matches!(&error, Error::DuplicateKey { key, role, .. } if key == "2" && role == "replica"), "{error:?}");
+    assert!(
+        matches!(&error, Error::Access(AccessError::DuplicateKey { key, role, .. }) if key == "2" && role == "replica"),
+        "{error:?}"
+    );
     assert_eq!(error.to_string(), "duplicate key 2 in public.t on the replica database: the key column must be unique");
 }
 
@@ -371,7 +375,10 @@ fn incomparable_columns_are_errors_naming_the_column() {
     let mut options = pair.options("public.t");
     options.columns = Some(vec!["doc".to_owned()]);
     let error = run(&options).unwrap_err();
-    assert!(matches!(&error, Error::UnsupportedType { column, .. } if column == "doc"), "{error:?}");
+    assert!(
+        matches!(&error, Error::Access(AccessError::UnsupportedType { column, .. }) if column == "doc"),
+        "{error:?}"
+    );
     options.columns = Some(vec!["amount".to_owned()]);
     let error = run(&options).unwrap_err();
     assert_eq!(error.to_string(), "column amount needs declared numeric scales to compare numeric with floating point");
@@ -420,5 +427,5 @@ fn passwords_may_come_from_pgpassword() {
     assert_eq!(report.status, Status::Pass);
     // Without it, authentication fails: a connection error, not a refusal.
     let error = audit(&options, &no_env(), &mut |_| {}).unwrap_err();
-    assert!(matches!(error, Error::Connect { .. }), "{error:?}");
+    assert!(matches!(error, Error::Access(AccessError::Connect { .. })), "{error:?}");
 }
