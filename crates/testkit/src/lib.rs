@@ -67,6 +67,8 @@ mod watchdog;
 pub use binaries::{BINDIR_ENV, MARIADB_BINDIR_ENV, MariaDbBinaries, find_bindir, find_mariadb_binaries};
 pub use cluster::{Cluster, ClusterOptions, DIR_PREFIX, Database, SUPERUSER, quote_ident, quote_literal};
 pub use error::Error;
-pub use mariadb::{MARIADB_SUPERUSER, MariaDb, MariaDbDatabase, quote_mysql_ident, quote_mysql_literal};
+pub use mariadb::{
+    MARIADB_SUPERUSER, MariaDb, MariaDbDatabase, MariaDbOptions, quote_mysql_ident, quote_mysql_literal,
+};
 pub use shared::{shared_cluster, shared_mariadb};
 pub use tls::write_unrelated_ca;

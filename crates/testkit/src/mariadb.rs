@@ -3,6 +3,7 @@
 //! when dropped — or, if the process dies first, by the same watchdog the PostgreSQL clusters
 //! have.
 
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,6 +17,7 @@ use mysql::{Conn, Opts, OptsBuilder};
 use crate::binaries::{MariaDbBinaries, find_mariadb_binaries};
 use crate::cluster::DIR_PREFIX;
 use crate::error::Error;
+use crate::tls::Authority;
 use crate::user::{RunAs, run_as};
 use crate::watchdog::{Watchdog, free_port, random_hex, remove_dir_with_retries, tail};
 
@@ -34,6 +36,37 @@ if [ -f "$dir/mariadbd.pid" ]; then
   [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
 fi
 "#;
+
+/// Options for [`MariaDb::start_with`].
+#[derive(Debug, Clone, Default)]
+pub struct MariaDbOptions {
+    tls: Option<(Vec<String>, Vec<String>)>,
+    require_tls: bool,
+}
+
+impl MariaDbOptions {
+    /// Plain TCP (no TLS) with password authentication.
+    pub fn new() -> Self {
+        MariaDbOptions::default()
+    }
+
+    /// Serve TLS with a server certificate, made at start by a fresh CA
+    /// ([`MariaDb::ca_certificate`]), valid for `dns_names` and `ip_addresses` only. Clients
+    /// may still connect without TLS unless [`require_tls`](MariaDbOptions::require_tls).
+    pub fn tls(mut self, dns_names: &[&str], ip_addresses: &[&str]) -> Self {
+        let owned = |items: &[&str]| items.iter().map(|item| (*item).to_owned()).collect();
+        self.tls = Some((owned(dns_names), owned(ip_addresses)));
+        self
+    }
+
+    /// Refuse TCP connections without TLS (`require_secure_transport`); implies TLS, valid for
+    /// `localhost` and 127.0.0.1 unless [`tls`](MariaDbOptions::tls) names others. The Unix
+    /// socket counts as secure.
+    pub fn require_tls(mut self) -> Self {
+        self.require_tls = true;
+        self
+    }
+}
 
 /// A running throwaway MariaDB server.
 ///
@@ -56,6 +89,8 @@ pub struct MariaDb {
     password: String,
     version: String,
     run_as: Option<RunAs>,
+    tls_arguments: Vec<String>,
+    ca_certificate: Option<PathBuf>,
     next_database: AtomicU64,
     server: Mutex<Option<Child>>,
     watchdog: Mutex<Option<Watchdog>>,
@@ -73,10 +108,15 @@ impl std::fmt::Debug for MariaDb {
 }
 
 impl MariaDb {
-    /// Creates a data directory and starts a server. Fails with
+    /// Creates a data directory and starts a server without TLS. Fails with
     /// [`Error::MariaDbBinariesNotFound`] (saying what to install) when the MariaDB server
     /// programs are not installed.
     pub fn start() -> Result<MariaDb, Error> {
+        MariaDb::start_with(MariaDbOptions::new())
+    }
+
+    /// Creates a data directory and starts a server with `options`.
+    pub fn start_with(options: MariaDbOptions) -> Result<MariaDb, Error> {
         let binaries = find_mariadb_binaries()?;
         let dir = tempfile::Builder::new()
             .prefix(DIR_PREFIX)
@@ -90,6 +130,8 @@ impl MariaDb {
             password: random_hex(16)?,
             version: String::new(),
             run_as: None,
+            tls_arguments: Vec::new(),
+            ca_certificate: None,
             next_database: AtomicU64::new(1),
             server: Mutex::new(None),
             watchdog: Mutex::new(None),
@@ -100,9 +142,30 @@ impl MariaDb {
         let watchdog = Watchdog::spawn(&server.dir, server.run_as, STOP, &[])?;
         *lock(&server.watchdog) = Some(watchdog);
         server.install()?;
+        server.configure_tls(&options)?;
         server.start_server()?;
         server.secure()?;
         Ok(server)
+    }
+
+    /// Stops the server (a clean `SHUTDOWN`); [`MariaDb::restart`] starts it again on the same
+    /// port with its data.
+    pub fn stop(&self) -> Result<(), Error> {
+        self.stop_server();
+        Ok(())
+    }
+
+    /// Starts a stopped server again, on the same port.
+    pub fn restart(&self) -> Result<(), Error> {
+        if lock(&self.server).is_some() {
+            return Ok(());
+        }
+        self.launch(self.port, &self.password).map(|_version| ())
+    }
+
+    /// The PEM file of the CA that signed the server certificate, for a TLS server.
+    pub fn ca_certificate(&self) -> Option<&Path> {
+        self.ca_certificate.as_deref()
     }
 
     /// The host to connect to over TCP: `127.0.0.1`.
@@ -165,10 +228,17 @@ impl MariaDb {
         Conn::new(self.opts(database)).map_err(Error::my("connecting to the throwaway MariaDB server"))
     }
 
-    /// Creates a new, empty database with a unique name.
+    /// The superuser over the Unix socket, for setting things up (a server that requires TLS
+    /// refuses plain TCP).
+    fn admin(&self) -> Result<Conn, Error> {
+        Conn::new(self.socket_opts(&self.password))
+            .map_err(Error::my("connecting to the throwaway MariaDB server over its socket"))
+    }
+
+    /// Creates a new, empty database (`utf8mb4`) with a unique name.
     pub fn fresh_database(&self) -> Result<MariaDbDatabase<'_>, Error> {
         let name = format!("t{}", self.next_database.fetch_add(1, Ordering::Relaxed));
-        self.connect(None)?
+        self.admin()?
             .query_drop(format!("CREATE DATABASE {} CHARACTER SET utf8mb4", quote_mysql_ident(&name)))
             .map_err(Error::my(format!("creating MariaDB database {name}")))?;
         Ok(MariaDbDatabase { server: self, name })
@@ -177,7 +247,7 @@ impl MariaDb {
     /// Creates `name`@`%` with a password and no privileges (see [`MariaDb::grant`] and
     /// [`MariaDbDatabase::create_user`]).
     pub fn create_user(&self, name: &str, password: &str) -> Result<(), Error> {
-        self.connect(None)?
+        self.admin()?
             .query_drop(format!("CREATE USER {} IDENTIFIED BY {}", account(name), quote_mysql_literal(password)))
             .map_err(Error::my(format!("creating MariaDB user {name}")))
     }
@@ -196,7 +266,7 @@ impl MariaDb {
             }
         }
         let on = database.map_or_else(|| "*.*".to_owned(), |database| format!("{}.*", quote_mysql_ident(database)));
-        self.connect(None)?
+        self.admin()?
             .query_drop(format!("GRANT {} ON {on} TO {}", privileges.join(", "), account(user)))
             .map_err(Error::my(format!("granting {} to MariaDB user {user}", privileges.join(", "))))
     }
@@ -250,10 +320,16 @@ impl MariaDb {
         ]
     }
 
+    /// `mariadb-install-db` with the server's own tmpdir: bootstraps running at once in a
+    /// shared temporary directory trip over each other's temporary tables.
     fn install(&self) -> Result<(), Error> {
+        let tmp = self.dir.join("tmp");
+        std::fs::create_dir(&tmp).map_err(Error::io("creating the MariaDB server's tmpdir"))?;
+        self.chown(&tmp)?;
         let mut command = self.server_command(&self.binaries.install_db);
         command
             .arg(format!("--datadir={}", self.data_dir().display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
             .args(Self::engine_settings());
         let output = command.output().map_err(Error::io("running mariadb-install-db"))?;
@@ -262,22 +338,21 @@ impl MariaDb {
         }
         let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
         text.push_str(&String::from_utf8_lossy(&output.stdout));
+        // Its closing advice buries the cause: lead with the error lines.
+        let errors: Vec<&str> = text.lines().filter(|line| line.contains("ERROR")).take(5).collect();
         Err(Error::Command {
             program: "mariadb-install-db".to_owned(),
             status: output.status.to_string(),
-            output: tail(&text, 20),
+            output: format!("{}\n{}", errors.join("\n"), tail(&text, 10)),
         })
     }
 
     /// Starts the server on a free port, retrying when another process takes the port first.
     fn start_server(&mut self) -> Result<(), Error> {
-        let tmp = self.dir.join("tmp");
-        std::fs::create_dir(&tmp).map_err(Error::io("creating the MariaDB server's tmpdir"))?;
-        self.chown(&tmp)?;
         let mut last_error = None;
         for _ in 0..5 {
             let port = free_port(&[3306, 5432])?;
-            match self.launch(port) {
+            match self.launch(port, "") {
                 Ok(version) => {
                     self.port = port;
                     self.version = version;
@@ -289,9 +364,52 @@ impl MariaDb {
         Err(last_error.unwrap_or_else(|| self.start_error()))
     }
 
-    /// Spawns `mariadbd` on `port` and waits until the superuser can log in over the socket;
-    /// returns the server version. A server that exits first (the port was taken) is an error.
-    fn launch(&self, port: u16) -> Result<String, Error> {
+    /// The superuser over the Unix socket (which `require_secure_transport` counts as secure).
+    fn socket_opts(&self, password: &str) -> Opts {
+        OptsBuilder::new()
+            .socket(Some(self.socket().display().to_string()))
+            .user(Some(MARIADB_SUPERUSER))
+            .pass(Some(password))
+            .into()
+    }
+
+    fn write_private(&self, path: &Path, contents: &[u8]) -> Result<(), Error> {
+        std::fs::write(path, contents).map_err(Error::io(format!("writing {}", path.display())))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(Error::io(format!("chmod {}", path.display())))?;
+        self.chown(path)
+    }
+
+    /// Makes the CA and server certificate of a TLS server and the arguments that serve them.
+    fn configure_tls(&mut self, options: &MariaDbOptions) -> Result<(), Error> {
+        let names = match (&options.tls, options.require_tls) {
+            (Some(names), _) => names.clone(),
+            (None, true) => (vec!["localhost".to_owned()], vec!["127.0.0.1".to_owned()]),
+            (None, false) => return Ok(()),
+        };
+        let authority = Authority::generate("datadiff-testkit MariaDB CA")?;
+        let (certificate, key) = authority.issue_server(&names.0, &names.1)?;
+        let ca_path = self.dir.join("ca.crt");
+        std::fs::write(&ca_path, authority.certificate.to_pem()?).map_err(Error::io("writing ca.crt"))?;
+        self.chown(&ca_path)?;
+        self.write_private(&self.dir.join("server.crt"), &certificate.to_pem()?)?;
+        self.write_private(&self.dir.join("server.key"), &key.private_key_to_pem_pkcs8()?)?;
+        self.tls_arguments = vec![
+            format!("--ssl-ca={}", ca_path.display()),
+            format!("--ssl-cert={}", self.dir.join("server.crt").display()),
+            format!("--ssl-key={}", self.dir.join("server.key").display()),
+        ];
+        if options.require_tls {
+            self.tls_arguments.push("--require-secure-transport=ON".to_owned());
+        }
+        self.ca_certificate = Some(ca_path);
+        Ok(())
+    }
+
+    /// Spawns `mariadbd` on `port` and waits until the superuser can log in over the socket
+    /// with `password` (empty before [`MariaDb::secure`]); returns the server version. A server
+    /// that exits first (the port was taken) is an error.
+    fn launch(&self, port: u16, password: &str) -> Result<String, Error> {
         let mut command = self.server_command(&self.binaries.server);
         command
             .arg(format!("--datadir={}", self.data_dir().display()))
@@ -303,6 +421,7 @@ impl MariaDb {
             .args(["--bind-address=127.0.0.1", "--max-connections=200"])
             .args(["--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci"])
             .args(Self::engine_settings())
+            .args(&self.tls_arguments)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             // Its own process group, as pg_ctl gives the postmaster: a Ctrl-C for the tests
@@ -311,11 +430,7 @@ impl MariaDb {
         let child = command.spawn().map_err(Error::io("starting mariadbd"))?;
         *lock(&self.server) = Some(child);
 
-        let socket_opts: Opts = OptsBuilder::new()
-            .socket(Some(self.socket().display().to_string()))
-            .user(Some(MARIADB_SUPERUSER))
-            .pass(Some(""))
-            .into();
+        let socket_opts = self.socket_opts(password);
         let deadline = Instant::now() + PATIENCE;
         loop {
             let exited = lock(&self.server).as_mut().is_some_and(|child| !matches!(child.try_wait(), Ok(None)));
@@ -340,12 +455,7 @@ impl MariaDb {
     /// Gives every superuser account the random password and removes the one for this
     /// machine's host name (unreachable under `--skip-name-resolve`).
     fn secure(&self) -> Result<(), Error> {
-        let socket_opts: Opts = OptsBuilder::new()
-            .socket(Some(self.socket().display().to_string()))
-            .user(Some(MARIADB_SUPERUSER))
-            .pass(Some(""))
-            .into();
-        let mut conn = Conn::new(socket_opts).map_err(Error::my("connecting to MariaDB over its socket"))?;
+        let mut conn = Conn::new(self.socket_opts("")).map_err(Error::my("connecting to MariaDB over its socket"))?;
         let hosts: Vec<String> = conn
             .query("SELECT Host FROM mysql.user WHERE User = 'root'")
             .map_err(Error::my("listing MariaDB's root accounts"))?;
@@ -375,14 +485,20 @@ impl MariaDb {
         }
     }
 
-    /// Asks the server to shut down (`SHUTDOWN`), waits for it to exit, and kills it when it
-    /// does not.
+    /// Asks the server to shut down (`SHUTDOWN` over the socket), waits for it to exit, and
+    /// kills it when it does not.
     fn stop_server(&self) {
         let Some(mut child) = lock(&self.server).take() else { return };
         if matches!(child.try_wait(), Ok(None)) {
-            let asked = self.connect(None).and_then(|mut conn| conn.query_drop("SHUTDOWN").map_err(Error::my("")));
+            // A refused login or statement means no shutdown is coming; a connection the server
+            // drops while answering still is one.
+            let refused =
+                match Conn::new(self.socket_opts(&self.password)).and_then(|mut conn| conn.query_drop("SHUTDOWN")) {
+                    Ok(()) => false,
+                    Err(error) => matches!(error, mysql::Error::MySqlError(_)),
+                };
             let deadline = Instant::now() + PATIENCE;
-            while asked.is_ok() && matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            while !refused && matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
             if matches!(child.try_wait(), Ok(None)) {

@@ -2,8 +2,9 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use datadiff_testkit::{Error, MariaDb, shared_mariadb};
+use datadiff_testkit::{Error, MariaDb, MariaDbOptions, shared_mariadb};
 use mysql::prelude::Queryable;
+use mysql::{Conn, OptsBuilder, SslOpts};
 
 use crate::cleanup::{eventually, process_alive};
 
@@ -129,4 +130,61 @@ fn the_mariadb_server_does_not_run_as_root() {
     let uid_line = status.lines().find(|line| line.starts_with("Uid:")).unwrap();
     let effective: u32 = uid_line.split_whitespace().nth(2).unwrap().parse().unwrap();
     assert_ne!(effective, 0, "mariadbd must run as an unprivileged user");
+}
+
+#[test]
+fn a_dedicated_server_stops_and_restarts_keeping_its_data() {
+    let server = MariaDb::start().unwrap();
+    let database = server.fresh_database().unwrap();
+    database.client().unwrap().query_drop("CREATE TABLE kept (id int); INSERT INTO kept VALUES (42)").unwrap();
+    let port = server.port();
+
+    server.stop().unwrap();
+    assert!(server.server_pid().is_none(), "a clean shutdown removes the pid file");
+    assert!(database.client().is_err(), "a stopped server must refuse connections");
+
+    server.restart().unwrap();
+    assert_eq!(server.port(), port);
+    let value: Option<i32> = database.client().unwrap().query_first("SELECT id FROM kept").unwrap();
+    assert_eq!(value, Some(42));
+}
+
+/// The session's TLS cipher, empty without TLS.
+fn cipher(conn: &mut Conn) -> String {
+    let row: Option<(String, String)> = conn.query_first("SHOW SESSION STATUS LIKE 'Ssl_cipher'").unwrap();
+    row.map(|(_name, value)| value).unwrap_or_default()
+}
+
+#[test]
+fn a_tls_server_serves_a_certificate_signed_by_its_ca_for_the_requested_names() {
+    let server = MariaDb::start_with(MariaDbOptions::new().tls(&["localhost"], &[])).unwrap();
+    let ca = server.ca_certificate().unwrap().to_path_buf();
+    let verified = SslOpts::default().with_root_cert_path(Some(ca.clone()));
+
+    // Verified against the server's CA with the host name on the certificate: TLS in use.
+    let opts = OptsBuilder::from_opts(server.opts(None)).ip_or_hostname(Some("localhost")).ssl_opts(verified.clone());
+    assert!(!cipher(&mut Conn::new(opts).unwrap()).is_empty(), "the session must be encrypted");
+
+    // 127.0.0.1 is not on the certificate: verification refuses it.
+    let wrong_name = OptsBuilder::from_opts(server.opts(None)).ssl_opts(verified);
+    assert!(Conn::new(wrong_name).is_err(), "a host name the certificate lacks must fail verification");
+
+    // Without TLS the server still accepts password logins (TLS is optional here).
+    assert!(cipher(&mut Conn::new(server.opts(None)).unwrap()).is_empty());
+}
+
+#[test]
+fn a_server_that_requires_tls_refuses_plain_connections() {
+    let server = MariaDb::start_with(MariaDbOptions::new().require_tls()).unwrap();
+    let refused = Conn::new(server.opts(None)).unwrap_err();
+    // MariaDB answers a plain login under require_secure_transport with "access denied" (the
+    // misleading refusal PipelineWise's opportunistic TLS avoids).
+    assert_eq!(server_code(&refused), Some(1045), "the server itself refuses: {refused}");
+
+    let ca = server.ca_certificate().unwrap().to_path_buf();
+    let opts = OptsBuilder::from_opts(server.opts(None)).ssl_opts(SslOpts::default().with_root_cert_path(Some(ca)));
+    let mut conn = Conn::new(opts).unwrap();
+    assert!(!cipher(&mut conn).is_empty());
+    let database = server.fresh_database().unwrap();
+    assert!(database.name().starts_with('t'), "setup statements go over the socket");
 }
