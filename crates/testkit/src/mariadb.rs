@@ -118,6 +118,7 @@ impl MariaDb {
     /// Creates a data directory and starts a server with `options`.
     pub fn start_with(options: MariaDbOptions) -> Result<MariaDb, Error> {
         let binaries = find_mariadb_binaries()?;
+        let password = random_hex(16)?;
         let dir = tempfile::Builder::new()
             .prefix(DIR_PREFIX)
             .tempdir()
@@ -127,7 +128,7 @@ impl MariaDb {
             binaries,
             dir,
             port: 0,
-            password: random_hex(16)?,
+            password,
             version: String::new(),
             run_as: None,
             tls_arguments: Vec::new(),
