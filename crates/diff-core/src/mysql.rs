@@ -32,6 +32,8 @@
 //!   10.6+), whichever column [`VISIBILITY_PROBE_QUERY`] finds, probed once per connection
 //!   ([`VisibilityProbe`]); with neither (MySQL 5.7, older MariaDB) nothing is hidden. The
 //!   bounded count is [`bounded_count_sql`].
+//! * TLS ([`MySqlTls`]): opportunistic and unverified unless the tap sets `ssl: "true"` or an
+//!   `ssl_ca`, then verified, with `ssl_cert` and `ssl_key` only together.
 //! * Session ([`session_statements`]): `SET SESSION time_zone = '+00:00'`, the statement
 //!   timeout of the [`MySqlEngine`] — `max_statement_time` in seconds on MariaDB,
 //!   `max_execution_time` in milliseconds on MySQL, chosen by the tap's `engine` setting when
@@ -303,6 +305,56 @@ pub const READ_ONLY_SQL: &str = "START TRANSACTION READ ONLY";
 /// The connection itself has autocommit off.
 pub fn session_statements(engine: MySqlEngine, timeout_seconds: u64) -> [String; 3] {
     [TIME_ZONE_SQL.to_owned(), engine.statement_timeout_sql(timeout_seconds), READ_ONLY_SQL.to_owned()]
+}
+
+/// How a `tap-mysql` source connection uses TLS, decided from the tap's connection settings as
+/// PipelineWise decides it (config note §5.3). Reading files and building the TLS context is
+/// the connection's job; this is the rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MySqlTls {
+    /// No explicit TLS settings: offer TLS whenever the server supports it, without verifying
+    /// its certificate (PyMySQL's `ssl={"": True}`, as tap-mysql and FastSync connect). Without
+    /// it, a server that requires encryption refuses the login as "Access denied".
+    Opportunistic,
+    /// `ssl` is `"true"` or an `ssl_ca` is set: verify the server's certificate and host name,
+    /// against `ca` (a file path when such a file exists, else PEM text) or the system's CAs.
+    Verified {
+        /// `ssl_ca`.
+        ca: Option<String>,
+        /// `ssl_cert` and `ssl_key` (each a file path or PEM text), presented to the server.
+        client_certificate: Option<(String, String)>,
+    },
+}
+
+/// `ssl_cert` without `ssl_key`, or the reverse, under explicit TLS. The text is
+/// PipelineWise's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("MySQL ssl_cert and ssl_key must be configured together")]
+pub struct ClientCertificateError;
+
+impl MySqlTls {
+    /// The rule: explicit when `ssl` is exactly `"true"` (the string PipelineWise generates; a
+    /// JSON `true` is not it, so pass `None` for one) or `ssl_ca` is non-empty, otherwise opportunistic (then `ssl_cert` and `ssl_key` are
+    /// not read). Under explicit TLS `ssl_cert` and `ssl_key` go together. Empty strings count
+    /// as absent, as Python's truthiness does.
+    pub fn from_settings(
+        ssl: Option<&str>,
+        ssl_ca: Option<&str>,
+        ssl_cert: Option<&str>,
+        ssl_key: Option<&str>,
+    ) -> Result<MySqlTls, ClientCertificateError> {
+        let present = |value: Option<&str>| value.filter(|text| !text.is_empty()).map(str::to_owned);
+        let ca = present(ssl_ca);
+        if ssl != Some("true") && ca.is_none() {
+            return Ok(MySqlTls::Opportunistic);
+        }
+        let client_certificate = match (present(ssl_cert), present(ssl_key)) {
+            (None, None) => None,
+            (Some(certificate), Some(key)) => Some((certificate, key)),
+            _ => return Err(ClientCertificateError),
+        };
+        Ok(MySqlTls::Verified { ca, client_certificate })
+    }
 }
 
 /// The column of `information_schema.STATISTICS` that says an index is hidden from the
@@ -803,6 +855,35 @@ mod tests {
         assert_eq!(MySqlEngine::MariaDb.statement_timeout_sql(0), "SET SESSION max_statement_time = 1");
         assert_eq!(MySqlEngine::MariaDb.statement_timeout_sql(30), "SET SESSION max_statement_time = 30");
         assert_eq!(MySqlEngine::MySql.statement_timeout_sql(0), "SET SESSION max_execution_time = 1000");
+    }
+
+    #[test]
+    fn mysql_source_attempts_tls_without_explicit_ssl_config() {
+        assert_eq!(MySqlTls::from_settings(None, None, None, None), Ok(MySqlTls::Opportunistic));
+        // Only the exact string PipelineWise generates is explicit; an empty CA is no CA; a
+        // lone client certificate is not read without explicit TLS.
+        for ssl in [Some("false"), Some("True"), Some("")] {
+            assert_eq!(MySqlTls::from_settings(ssl, Some(""), Some("cert.pem"), None), Ok(MySqlTls::Opportunistic));
+        }
+    }
+
+    #[test]
+    fn mysql_source_prefers_an_explicit_ssl_context() {
+        assert_eq!(
+            MySqlTls::from_settings(Some("true"), None, None, None),
+            Ok(MySqlTls::Verified { ca: None, client_certificate: None })
+        );
+        assert_eq!(
+            MySqlTls::from_settings(None, Some("/etc/ca.pem"), Some("c.pem"), Some("k.pem")),
+            Ok(MySqlTls::Verified {
+                ca: Some("/etc/ca.pem".to_owned()),
+                client_certificate: Some(("c.pem".to_owned(), "k.pem".to_owned()))
+            })
+        );
+        for (certificate, key) in [(Some("c.pem"), None), (None, Some("k.pem")), (Some("c.pem"), Some(""))] {
+            let error = MySqlTls::from_settings(Some("true"), None, certificate, key).unwrap_err();
+            assert_eq!(error.to_string(), "MySQL ssl_cert and ssl_key must be configured together");
+        }
     }
 
     fn statistics(index: &str, column: &str, index_type: &str, visibility: Option<&str>) -> StatisticsRow {
