@@ -354,6 +354,24 @@ fn the_column_lookup_reads_mariadb_types_into_their_families() -> TestResult {
     assert_eq!((amount.numeric_precision, amount.numeric_scale), (Some(12), Some(2)));
     assert_eq!(columns.columns()[6].udt_name.as_deref(), Some("tinyint(1)"));
     assert!(columns.columns()[1].is_naive_timestamp(), "datetime binds as naive UTC");
+
+    // MariaDB's JSON is LONGTEXT in the catalog, a name upstream's family table does not list
+    // (nor MEDIUMTEXT or TINYTEXT): such columns are `unknown`, so schema_compatibility FAILs
+    // them against a PostgreSQL jsonb or text and row_checksum refuses them, as upstream does.
+    let (database, mut source) =
+        fresh_source("CREATE TABLE vector (doc json, body mediumtext, flag bit(1), kind enum('a', 'b'))")?;
+    let columns = mysql_catalog(&mut source, database.name(), "vector")?;
+    let families: Vec<_> =
+        columns.columns().iter().map(|column| (column.data_type.as_str(), column.family())).collect();
+    assert_eq!(
+        families,
+        [
+            ("longtext", TypeFamily::Unknown),
+            ("mediumtext", TypeFamily::Unknown),
+            ("bit", TypeFamily::Boolean),
+            ("enum", TypeFamily::String),
+        ]
+    );
     Ok(())
 }
 
@@ -430,6 +448,12 @@ fn the_session_is_utc_time_limited_and_read_only_and_the_mysql_timeout_is_not_ma
     assert!(matches!(&write, mysql::Error::MySqlError(error) if error.code == 1792), "read only: {write}");
 
     let mut other = shared_mariadb().connect(None)?;
+    // The MariaDB statement interrupts a statement that runs past it (error 1969). The error
+    // comes inside the result set: reading the rows surfaces it (the driver's `query_drop`
+    // would swallow it).
+    other.query_drop(MySqlEngine::MariaDb.statement_timeout_sql(1))?;
+    let interrupted = other.query::<Option<i64>, _>("SELECT SLEEP(5)").unwrap_err();
+    assert!(matches!(&interrupted, mysql::Error::MySqlError(error) if error.code == 1969), "{interrupted}");
     let mysql_statement = MySqlEngine::MySql.statement_timeout_sql(60);
     let unknown = other.query_drop(&mysql_statement).unwrap_err();
     assert!(matches!(&unknown, mysql::Error::MySqlError(error) if error.code == 1193), "{unknown}");
