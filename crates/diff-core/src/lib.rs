@@ -46,9 +46,10 @@
 //!
 //! No I/O and no clock: this crate never touches a file, a socket, the environment or the
 //! current time. Readers that stream rows from databases live in `datadiff-runner`; so does
-//! executing the SQL that [`AggregatePlan`] builds. That SQL is PostgreSQL's: the other
-//! dialects PipelineWise supports (MySQL sources, Snowflake targets) are imported but not run
-//! by datadiff.
+//! executing the SQL that [`AggregatePlan`] builds. That SQL is PostgreSQL's; the [`mysql`]
+//! module holds PipelineWise's forms for a MySQL or MariaDB source (backtick quoting, the
+//! column and index lookups, the aggregates and `row_checksum`, the session statements).
+//! Snowflake targets are imported but not run by datadiff.
 
 mod attempt;
 mod batches;
@@ -63,6 +64,7 @@ mod family;
 mod historical;
 mod key;
 mod merge;
+pub mod mysql;
 mod outcome;
 mod plan;
 mod query;
