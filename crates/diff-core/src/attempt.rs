@@ -11,6 +11,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use crate::duration::Duration;
 use crate::run::{RunId, RunStatus, TriggerType};
 use crate::schedule::{Schedule, Window};
+use crate::time::postgres_first_instant;
 
 /// Catch-up windows per check per invocation, and retries per check per invocation
 /// (`MAX_BACKFILL_WINDOWS`).
@@ -377,14 +378,6 @@ pub fn stale_cutoff(now: DateTime<Utc>, statement_timeout_seconds: i64) -> DateT
     let timeout = statement_timeout_seconds.clamp(0, Duration::MAX_STATEMENT_TIMEOUT.seconds());
     let age = TimeDelta::minutes(30) + TimeDelta::seconds(timeout * 4);
     now.checked_sub_signed(age).unwrap_or(DateTime::<Utc>::MIN_UTC).max(postgres_first_instant())
-}
-
-/// PostgreSQL's earliest `timestamptz`, `4714-11-24 00:00:00+00 BC` (year -4713 counted
-/// astronomically, as chrono counts).
-fn postgres_first_instant() -> DateTime<Utc> {
-    chrono::NaiveDate::from_ymd_opt(-4713, 11, 24)
-        .and_then(|day| day.and_hms_opt(0, 0, 0))
-        .map_or(DateTime::<Utc>::MIN_UTC, |first| first.and_utc())
 }
 
 /// The error recorded on an attempt the stale sweep expires.

@@ -66,6 +66,7 @@ use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 
 use crate::Duration;
+use crate::time::postgres_first_instant;
 
 /// A parsed cron schedule, evaluated in UTC. Keeps the text it was parsed from.
 #[derive(Clone)]
@@ -346,9 +347,14 @@ pub struct Window {
 
 impl Window {
     /// The window of `slot`: `[slot - window_start, slot - window_end)`. `None` when an
-    /// instant falls outside chrono's range.
+    /// instant falls outside chrono's range or before PostgreSQL's first timestamp (4714 BC),
+    /// which a definition stored by another tool can reach (validation bounds the offsets).
     pub fn from_offsets(slot: DateTime<Utc>, window_start: Duration, window_end: Duration) -> Option<Window> {
-        let back = |offset: Duration| TimeDelta::try_seconds(offset.seconds()).and_then(|d| slot.checked_sub_signed(d));
+        let back = |offset: Duration| {
+            TimeDelta::try_seconds(offset.seconds())
+                .and_then(|d| slot.checked_sub_signed(d))
+                .filter(|instant| *instant >= postgres_first_instant())
+        };
         Some(Window { start: back(window_start)?, end: back(window_end)? })
     }
 
@@ -402,6 +408,11 @@ mod tests {
         assert!(!window.contains(window.end));
         let far = Window::from_offsets(slot, Duration::from_seconds(i64::MAX), Duration::from_seconds(0));
         assert_eq!(far, None);
+        // Within chrono's range but before PostgreSQL's first timestamp: no window either.
+        let before_postgres = Duration::from_seconds(7_000 * 31_556_952);
+        assert_eq!(Window::from_offsets(slot, before_postgres, Duration::from_seconds(0)), None);
+        let longest = Window::from_offsets(slot, Duration::MAX_WINDOW_OFFSET, Duration::from_seconds(0));
+        assert!(longest.is_some_and(|window| window.start.to_rfc3339() == "1027-03-22T13:00:00+00:00"), "{longest:?}");
     }
 
     #[test]

@@ -448,3 +448,23 @@ fn postgresql_accepts_the_bounds_datadiff_assumes() {
     let message = error.as_db_error().map(|db| db.message().to_owned()).unwrap_or_default();
     assert_eq!(message, "timestamp out of range", "{error:?}");
 }
+
+/// A stored window reaching before PostgreSQL's first timestamp (another tool stored
+/// `window_start` = 400,000 weeks) fails that revision's start with a clear error, before any
+/// write; the others start.
+#[test]
+fn a_stored_window_before_postgresqls_first_timestamp_fails_only_its_own_start() {
+    let repo = repo();
+    let mut far = table("t", "far");
+    far.window_start_seconds = 400_000 * 604_800;
+    let far = repo.import_one(&far, at(0, 0));
+    let normal = repo.import_one(&table("t", "normal"), at(0, 0));
+    let error = repo.store.start_attempt(&far, at(10, 0), scheduled(false), at(10, 5)).unwrap_err();
+    assert!(
+        matches!(error, Error::WindowOutOfRange { check_id, scheduled_for } if check_id == far.check_id && scheduled_for == at(10, 0)),
+        "{error:?}"
+    );
+    assert_eq!(repo.count("SELECT * FROM public.dd_run_attempts"), 0);
+    repo.start(&normal, at(10, 0), scheduled(false), at(10, 5));
+    assert_eq!(repo.count("SELECT * FROM public.dd_run_attempts"), 1);
+}
