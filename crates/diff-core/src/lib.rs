@@ -89,7 +89,7 @@ pub use column::{CatalogColumn, ColumnError, ColumnPair, ColumnPlan, ColumnSelec
 pub use definition::{
     CheckDefinition, DefinitionError, Extensions, RowDiffSettings, SourceType, TargetType, UnknownConnectorType,
 };
-pub use duration::{Duration, DurationError};
+pub use duration::{Duration, DurationError, DurationLimit};
 pub use error::{Error, MergeError, Side};
 pub use family::{TypeFamily, lookup_name};
 pub use historical::{HistoricalStart, resolve_historical_start};
@@ -103,7 +103,7 @@ pub use query::{
 };
 pub use row::{DigestRow, Keyed, ValuesRow};
 pub use run::{CheckId, PreflightId, RunId, RunStatus, TriggerType, UnknownName};
-pub use schedule::{FiresAfter, Schedule, ScheduleError, Window};
+pub use schedule::{FiresAfter, GAP_HORIZON_YEARS, Gap, Schedule, ScheduleError, Window};
 pub use summary::{ChangedFields, DifferenceKind, Example, Summary};
 pub use value::{Float, Numeric, Value};
 pub use verdict::{
