@@ -72,6 +72,7 @@ mod row;
 mod run;
 mod schedule;
 mod summary;
+mod tick;
 mod time;
 mod value;
 mod verdict;
@@ -105,6 +106,7 @@ pub use row::{DigestRow, Keyed, ValuesRow};
 pub use run::{CheckId, PreflightId, RunId, RunStatus, TriggerType, UnknownName};
 pub use schedule::{FiresAfter, GAP_HORIZON_YEARS, Gap, Schedule, ScheduleError, Window};
 pub use summary::{ChangedFields, DifferenceKind, Example, Summary};
+pub use tick::{CheckTickPlan, TickFacts, TickStep};
 pub use value::{Float, Numeric, Value};
 pub use verdict::{
     CheckResult, ResultStatus, ResultType, RowDiffCounts, in_declared_order, metric_passes, result_value,

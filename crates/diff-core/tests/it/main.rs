@@ -3,3 +3,4 @@
 mod checks_mysql;
 mod checks_postgres;
 mod merge_properties;
+mod tick_properties;
