@@ -321,6 +321,28 @@ fn compatible_types_compare_by_canonical_value() {
 }
 
 #[test]
+fn a_narrower_replica_of_a_float_source_blocks_where_it_lost_digits() {
+    use crate::row_diff_values::{FLOAT_SOURCE_SQL, NARROW_REPLICA_SQL};
+    let pair = Pair::new(FLOAT_SOURCE_SQL, NARROW_REPLICA_SQL);
+    let report = run(&pair.options("public.readings")).unwrap();
+    assert_eq!((report.status, report.reason), (Status::Block, Reason::RowDifferences), "{}", report.to_json());
+    assert_eq!((report.matched, report.changed, report.missing, report.extra), (1, 5, 0, 0));
+    // 4/3/0/3 for 3.7/3.2/-0.4/2.5 in an integer, 1.00 for 1.004 in numeric(12,2),
+    // 16777216 for 16777217 and 0.1's nearest real in a real, 0.13 for the real 0.125.
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(
+        json["examples"],
+        serde_json::json!([
+            {"id": 1, "kind": "CHANGED", "fields": ["whole", "price", "big", "ratio"]},
+            {"id": 2, "kind": "CHANGED", "fields": ["whole"]},
+            {"id": 3, "kind": "CHANGED", "fields": ["whole"]},
+            {"id": 4, "kind": "CHANGED", "fields": ["whole"]},
+            {"id": 5, "kind": "CHANGED", "fields": ["big"]},
+        ])
+    );
+}
+
+#[test]
 fn text_keys_are_merged_in_bytewise_order_whatever_the_column_collation() {
     // Under ICU's root collation "a" < "b" < "B" < "Z"; bytewise "B" < "Z" < "a" < "b".
     let sql = "CREATE TABLE public.t (k text COLLATE \"und-x-icu\" PRIMARY KEY, v int);";
