@@ -1,7 +1,8 @@
 //! A read-only session on a source or replica database.
 //!
 //! A [`Session`] is a [`postgres::Client`] connected from a [`Dsn`] with the session
-//! settings applied at once (`statement_timeout`, `default_transaction_read_only`), plus what
+//! settings applied at once (`search_path = pg_catalog` always, then `statement_timeout` and
+//! `default_transaction_read_only`), plus what
 //! is needed to cancel its running query from another thread (the reader threads use it to
 //! stop a COPY early).
 
@@ -87,19 +88,17 @@ impl Session {
             Err(_) => return Err(Error::ConnectTimeout { role, seconds: deadline.as_secs_f64() }),
         };
         let mut session = Session { role, client, tls };
-        let mut statements = String::new();
+        // Functions and operators resolve in pg_catalog only: a shadowing `public.concat` or
+        // `public.current_database()` earlier in the role's path never runs here (every table
+        // the queries name is schema-qualified).
+        let mut statements = String::from("SET search_path = pg_catalog;");
         if let Some(timeout) = settings.statement_timeout {
             statements.push_str(&format!("SET statement_timeout = {};", timeout.as_millis()));
         }
         if settings.read_only {
             statements.push_str("SET default_transaction_read_only = on;");
         }
-        if !statements.is_empty() {
-            session
-                .client
-                .batch_execute(&statements)
-                .map_err(Error::query(&session.role, "applying session settings"))?;
-        }
+        session.client.batch_execute(&statements).map_err(Error::query(&session.role, "applying session settings"))?;
         tracing::debug!(role = %session.role, tls = session.tls.is_some(), "connected");
         Ok(session)
     }

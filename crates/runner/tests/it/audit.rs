@@ -284,6 +284,33 @@ fn one_database_behind_both_dsns_is_refused_over_tcp_and_unix_sockets() {
 }
 
 #[test]
+fn a_database_shadowing_current_database_is_still_recognised_as_one() {
+    // A `public.current_database()` that answers differently in every session, first in the
+    // database's search_path, would make one database look like two.
+    let cluster = shared_cluster();
+    let database = cluster.fresh_database().unwrap();
+    let name = datadiff_testkit::quote_ident(database.name());
+    database
+        .client()
+        .unwrap()
+        .batch_execute(&format!(
+            "{CUSTOMERS}{} CREATE FUNCTION public.current_database() RETURNS name LANGUAGE sql \
+             AS $$ SELECT pg_catalog.pg_backend_pid()::text::name $$; \
+             ALTER DATABASE {name} SET search_path = public, pg_catalog;",
+            seed_rows(2)
+        ))
+        .unwrap();
+    let dsn = superuser_url(&database);
+    let mut options = AuditOptions::new(dsn.clone(), dsn, table("public.customers"));
+    options.cutover_ready = true;
+    let refused = refusal(run(&options));
+    assert!(
+        matches!(&refused, Refusal::SameDatabase { database: found, .. } if found == database.name()),
+        "{refused:?}"
+    );
+}
+
+#[test]
 fn a_duplicate_key_is_an_error_naming_the_key() {
     let pair = Pair::new(
         "CREATE TABLE public.t (id int PRIMARY KEY, v text); INSERT INTO public.t VALUES (1, 'a'), (2, 'b'), (3, 'c');",
