@@ -138,8 +138,10 @@ pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exi
     let stderr = console.stderr();
     match &args.report {
         Some(path) => {
-            write_atomically(path, json.as_bytes())
-                .map_err(|source| datadiff_runner::Error::WriteReport { path: path.clone(), source })?;
+            if let Err(source) = write_atomically(path, json.as_bytes()) {
+                remove_stale_report(path, console);
+                return Err(datadiff_runner::Error::WriteReport { path: path.clone(), source }.into());
+            }
             let line = format!("{} (report: {})", report.summary_line(), path.display());
             writeln!(console.stdout(), "{line}").context("writing to stdout")?;
         }
