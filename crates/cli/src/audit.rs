@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use datadiff_runner::TableName;
-use datadiff_runner::audit::{self, AuditOptions, CdcMetadata, Refusal, Status};
+use datadiff_access::TableName;
+use datadiff_audit::{self as audit, AuditOptions, CdcMetadata, Refusal, Status};
 
 use crate::console::Console;
 use crate::exit::Exit;
@@ -95,7 +95,7 @@ impl AuditArgs {
         let columns = match &self.columns {
             None => None,
             Some(text) => {
-                Some(datadiff_runner::parse_column_list(text).ok_or(Refusal::InvalidColumnList { flag: "--columns" })?)
+                Some(datadiff_access::parse_column_list(text).ok_or(Refusal::InvalidColumnList { flag: "--columns" })?)
             }
         };
         let mut options = AuditOptions::new(self.source.clone(), self.replica.clone(), self.table.clone());
@@ -119,7 +119,7 @@ impl AuditArgs {
 /// that ends without a report (a refusal or an error, exit 2) removes a file left at the path
 /// by an earlier run, so an old PASS cannot be read as this audit's verdict.
 pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exit> {
-    let result = args.options().map_err(datadiff_runner::Error::Refused).and_then(|options| {
+    let result = args.options().map_err(datadiff_audit::Error::Refused).and_then(|options| {
         let progress = ScanProgress::new(console.stderr_is_terminal());
         let result = audit::audit(&options, console.environment(), &mut |event| progress.update(event));
         progress.finish();
@@ -140,7 +140,7 @@ pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exi
         Some(path) => {
             if let Err(source) = write_atomically(path, json.as_bytes()) {
                 remove_stale_report(path, console);
-                return Err(datadiff_runner::Error::WriteReport { path: path.clone(), source }.into());
+                return Err(datadiff_audit::Error::WriteReport { path: path.clone(), source }.into());
             }
             let line = format!("{} (report: {})", report.summary_line(), path.display());
             writeln!(console.stdout(), "{line}").context("writing to stdout")?;

@@ -52,8 +52,8 @@ use crate::execute::ExecutionOptions;
 use crate::in_flight::{InFlightAttempt, Registration};
 use crate::progress;
 use crate::row_diff::{self, RowDiffPlan};
-use crate::side::SideSession;
 use crate::summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
+use datadiff_access::SideSession;
 
 /// Why the comparison stopped before producing an outcome of its own.
 enum Stop {

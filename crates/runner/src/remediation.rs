@@ -39,9 +39,8 @@ pub struct RemediationReport {
 /// checks, columns and statement timeout, and its finish repairs coverage like any terminal
 /// attempt. No stale sweep runs here, as upstream.
 ///
-/// Pending source-index warnings are sent after a remediation too (SPEC §7):
-/// [`Dispatcher::send_index_warnings`](crate::alerts::Dispatcher::send_index_warnings) with
-/// the report's summary.
+/// The caller sends the alerts of the report's summary (`datadiff_alerts::Dispatcher`), as
+/// `rerun_data_diff_check` does.
 ///
 /// `Err`: the store refused (unknown run, not FAIL/ERROR, empty reference — see
 /// [`Error::is_invalid_rerun`] — or the slot has a RUNNING attempt), or the backend failed.

@@ -7,7 +7,7 @@
 //!    same pairs as `row_checksum`: key, timestamp, compare columns) and both tables'
 //!    `pg_catalog` types. The key pair decides the merge order; every other pair gets a
 //!    decoder per side so that compatible types meet in one canonical encoding (see
-//!    [`crate::stream::decoder`] and the table in `docs/operator-guide.md` §8: an exact
+//!    [`datadiff_access::stream::decoder`] and the table in `docs/operator-guide.md` §8: an exact
 //!    numeric against `double precision` at the exact side's declared scale, a float source
 //!    against a narrower target read as the source's float, `timestamptz` against a naive
 //!    `timestamp` as UTC, `char(n)` right-trimmed, NULL distinct from empty). A definition
@@ -61,14 +61,15 @@ use datadiff_diff_core::{
 };
 use serde_json::{Map, Value as Json};
 
-use crate::connections::{Route, SideConfig};
-use crate::error::Error;
+use crate::connections::Route;
 use crate::progress::StreamProgress;
-use crate::side::{SideSession, one_line, unverified_tls};
-use crate::stream::{
+use datadiff_access::Error;
+use datadiff_access::SideConfig;
+use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
-use crate::table::{TableName, quote_ident};
+use datadiff_access::{SideSession, one_line, unverified_tls};
+use datadiff_access::{TableName, quote_ident};
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);

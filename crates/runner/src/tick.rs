@@ -9,7 +9,6 @@ use datadiff_diff_core::{
     MAX_CATCH_UP, RevisionHistory, Schedule, Signal, StartDecision, StartKind, StartRequest, decide_start, due_slots,
 };
 
-use crate::alerts::{Dispatcher, FailureAlertReport, WarningReport};
 use crate::clock::Clock;
 use crate::connections::Connections;
 use crate::error::{Error, chain};
@@ -117,7 +116,7 @@ impl TickContext {
         self
     }
 
-    /// Handle SIGTERM and SIGINT during each tick and remediation: in-flight attempts are
+    /// Handle SIGTERM, SIGINT and SIGHUP during each tick and remediation: in-flight attempts are
     /// recorded ERROR, then the process exits by the signal (see [`crate::signals`]). Off by
     /// default for embedding programs; the `datadiff` command turns it on.
     pub fn with_signal_handling(mut self, signals: bool) -> TickContext {
@@ -185,27 +184,6 @@ impl TickReport {
     pub fn has_failures(&self) -> bool {
         self.summaries.iter().any(|summary| summary.status.is_failure())
     }
-
-    /// The alerts after a tick, in upstream's order: pending source-index warnings (best
-    /// effort, each delivered at most once ever), then one failure alert per failed check;
-    /// times from the context's clock. The CLI calls the two [`Dispatcher`] methods itself, to
-    /// print the run table between them as upstream does; an embedding program can call this.
-    pub fn send_alerts(&self, context: &TickContext, dispatcher: &Dispatcher) -> TickAlerts {
-        let now = context.clock().now();
-        let index_warnings = dispatcher.send_index_warnings(context.store(), &self.summaries, now);
-        let failure_alerts = dispatcher.send_failure_alerts(&self.summaries, now);
-        TickAlerts { index_warnings, failure_alerts }
-    }
-}
-
-/// What [`TickReport::send_alerts`] sent.
-#[derive(Debug)]
-pub struct TickAlerts {
-    /// The source-index warnings (failures are logged and never change an exit code).
-    pub index_warnings: WarningReport,
-    /// The failure alerts ([`FailureAlertReport::undelivered_line`]: one no destination
-    /// accepted, which makes `run` exit 1).
-    pub failure_alerts: FailureAlertReport,
 }
 
 /// Runs one tick at `now` over `context`'s selection. `now` decides the slots, the sweep's

@@ -1,7 +1,7 @@
 //! `datadiff audit` end to end through `datadiff_cli::run` against throwaway clusters.
 
+use datadiff_access::Environment;
 use datadiff_cli::{Console, Exit, run};
-use datadiff_runner::Environment;
 use datadiff_testkit::{Database, SUPERUSER, shared_cluster};
 
 const TABLE: &str = "CREATE TABLE public.customers (id bigint PRIMARY KEY, email text, plan text, notes text);";

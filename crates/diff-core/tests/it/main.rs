@@ -1,4 +1,5 @@
 //! Integration tests of the pure core through its public API.
 
+mod checks_mysql;
 mod checks_postgres;
 mod merge_properties;

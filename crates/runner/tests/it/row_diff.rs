@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use datadiff_access::Environment;
 use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, RowDiffSettings, RunId, SourceType, TargetType};
-use datadiff_runner::{Connections, Environment, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
+use datadiff_runner::{Connections, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
 use datadiff_testkit::{Cluster, ClusterOptions, SUPERUSER};
 use serde_json::{Value as Json, json};
 

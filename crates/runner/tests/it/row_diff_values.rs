@@ -153,7 +153,7 @@ fn an_unscaled_numeric_against_a_float_needs_declared_scales() {
 /// A floating-point source: `whole`, `price` and `big` are `double precision`, `ratio` is
 /// `real`. Rows 1–4 hold values a narrower replica type cannot keep; 5 and 6 hold values it
 /// keeps exactly.
-pub(crate) const FLOAT_SOURCE_SQL: &str = r#"
+const FLOAT_SOURCE_SQL: &str = r#"
 CREATE TABLE public.readings (
     id bigint PRIMARY KEY,
     updated_at timestamptz NOT NULL,
@@ -175,7 +175,7 @@ INSERT INTO public.readings VALUES
 /// The replica with narrower types: `integer`, `numeric(12,2)`, `real`, `numeric(12,2)`.
 /// Rows 1–4 hold what the narrowing rounds to (4/3/0/3 for 3.7/3.2/-0.4/2.5, 1.00 for
 /// 1.004, 16777216 for 16777217, 0.13 for 0.125); 5 and 6 hold the source's values.
-pub(crate) const NARROW_REPLICA_SQL: &str = r#"
+const NARROW_REPLICA_SQL: &str = r#"
 CREATE TABLE public.readings (
     id bigint,
     updated_at timestamptz,

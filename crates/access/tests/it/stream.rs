@@ -2,10 +2,10 @@
 //! batching, and early cancellation — on a caller's session and on a connection of the
 //! reader's own (tapped for one host, plain tokio-postgres for several).
 
+use datadiff_access::stream::EncodedRow;
+use datadiff_access::stream::{self, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions};
+use datadiff_access::{Dsn, Environment, Error, Session, SessionSettings, TableName};
 use datadiff_diff_core::{Key, Numeric, Value, ValuesRow};
-use datadiff_runner::stream::EncodedRow;
-use datadiff_runner::stream::{self, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions};
-use datadiff_runner::{Dsn, Environment, Error, Session, SessionSettings, TableName};
 use datadiff_testkit::shared_cluster;
 
 fn session(database: &datadiff_testkit::Database<'_>) -> Session {

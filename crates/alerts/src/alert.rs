@@ -6,7 +6,7 @@ use datadiff_diff_core::{CheckId, RunId};
 use datadiff_preflight::IndexWarningId;
 use serde_json::{Value as Json, json};
 
-use crate::summary::{CheckIdentity, SummaryStatus};
+use datadiff_runner::{CheckIdentity, SummaryStatus};
 
 /// How urgent an alert is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -63,9 +63,9 @@ use datadiff_diff_core::{CheckId, CheckType, ResultStatus, ResultType};
 use datadiff_preflight::PreflightStatus;
 use serde_json::Value as Json;
 
-use crate::alerts::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
-use crate::alerts::details::{Details, thousands, utc};
-use crate::summary::{RunSummary, SummaryStatus};
+use crate::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
+use crate::details::{Details, thousands, utc};
+use datadiff_runner::{RunSummary, SummaryStatus};
 
 /// The longest `error_detail` shown, in characters.
 pub const MAX_ERROR_DETAIL_CHARS: usize = 2000;
@@ -349,7 +349,7 @@ fn compose(summary: &RunSummary, totals: Option<Totals>, now: DateTime<Utc>) -> 
     if let Some(totals) = &totals {
         headline = format!("{}{headline}", totals.headline_prefix());
     }
-    let message = crate::alerts::details::single_line(&format!(
+    let message = crate::details::single_line(&format!(
         "{} data-diff {}/{}.{} — {headline}",
         summary.status, check.tap_id, check.source_schema, check.source_table
     ));
@@ -428,7 +428,7 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::summary::{CheckIdentity, PreflightFacts};
+    use datadiff_runner::{CheckIdentity, PreflightFacts};
 
     fn at(hour: u32, minute: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap()

@@ -1,7 +1,8 @@
 //! The parity audit against real databases: verdicts, counts, examples and refusals.
 
-use datadiff_runner::audit::{AuditOptions, AuditProgress, AuditReport, CdcMetadata, Reason, Refusal, Status, audit};
-use datadiff_runner::{Environment, Error};
+use datadiff_access::{Environment, Error as AccessError};
+use datadiff_audit::Error;
+use datadiff_audit::{AuditOptions, AuditProgress, AuditReport, CdcMetadata, Reason, Refusal, Status, audit};
 use datadiff_testkit::{SUPERUSER, shared_cluster};
 
 use crate::support::{Pair, no_env, superuser_url, table};
@@ -140,7 +141,7 @@ fn preconditions_refuse_before_connecting() {
 
     // With valid options the same DSNs do try to connect.
     options.key = "id".to_owned();
-    assert!(matches!(run(&options), Err(Error::Connect { .. })));
+    assert!(matches!(run(&options), Err(Error::Access(AccessError::Connect { .. }))));
 }
 
 #[test]
@@ -317,7 +318,10 @@ fn a_duplicate_key_is_an_error_naming_the_key() {
         "CREATE TABLE public.t (id int, v text); INSERT INTO public.t VALUES (1, 'a'), (2, 'b'), (2, 'b'), (3, 'c');",
     );
     let error = run(&pair.options("public.t")).unwrap_err();
-    assert!(matches!(&error, Error::DuplicateKey { key, role, .. } if key == "2" && role == "replica"), "{error:?}");
+    assert!(
+        matches!(&error, Error::Access(AccessError::DuplicateKey { key, role, .. }) if key == "2" && role == "replica"),
+        "{error:?}"
+    );
     assert_eq!(error.to_string(), "duplicate key 2 in public.t on the replica database: the key column must be unique");
 }
 
@@ -347,9 +351,52 @@ fn compatible_types_compare_by_canonical_value() {
     );
 }
 
+// The same tables as the runner's row_diff test of these values.
+/// A floating-point source: `whole`, `price` and `big` are `double precision`, `ratio` is
+/// `real`. Rows 1–4 hold values a narrower replica type cannot keep; 5 and 6 hold values it
+/// keeps exactly.
+const FLOAT_SOURCE_SQL: &str = r#"
+CREATE TABLE public.readings (
+    id bigint PRIMARY KEY,
+    updated_at timestamptz NOT NULL,
+    whole double precision,
+    price double precision,
+    big double precision,
+    ratio real
+);
+CREATE INDEX readings_updated_at_idx ON public.readings (updated_at);
+INSERT INTO public.readings VALUES
+    (1, '2026-07-22 12:01:00+00', 3.7, 1.004, 16777217, 0.125),
+    (2, '2026-07-22 12:02:00+00', 3.2, 0.1, 0.5, 0.1),
+    (3, '2026-07-22 12:03:00+00', -0.4, 1.5, 16777216, 0.25),
+    (4, '2026-07-22 12:04:00+00', 2.5, 19.99, -2.25, 1),
+    (5, '2026-07-22 12:05:00+00', 4, -0.0, 0.1, 0.5),
+    (6, '2026-07-22 12:06:00+00', 16777217, 123456.78, NULL, NULL);
+"#;
+
+/// The replica with narrower types: `integer`, `numeric(12,2)`, `real`, `numeric(12,2)`.
+/// Rows 1–4 hold what the narrowing rounds to (4/3/0/3 for 3.7/3.2/-0.4/2.5, 1.00 for
+/// 1.004, 16777216 for 16777217, 0.13 for 0.125); 5 and 6 hold the source's values.
+const NARROW_REPLICA_SQL: &str = r#"
+CREATE TABLE public.readings (
+    id bigint,
+    updated_at timestamptz,
+    whole integer,
+    price numeric(12,2),
+    big real,
+    ratio numeric(12,2)
+);
+INSERT INTO public.readings VALUES
+    (1, '2026-07-22 12:01:00+00', 4, 1.00, 16777216, 0.13),
+    (2, '2026-07-22 12:02:00+00', 3, 0.10, 0.5, 0.10),
+    (3, '2026-07-22 12:03:00+00', 0, 1.50, 16777216, 0.25),
+    (4, '2026-07-22 12:04:00+00', 3, 19.99, -2.25, 1.00),
+    (5, '2026-07-22 12:05:00+00', 4, 0.00, 0.1, 0.50),
+    (6, '2026-07-22 12:06:00+00', 16777217, 123456.78, NULL, NULL);
+"#;
+
 #[test]
 fn a_narrower_replica_of_a_float_source_blocks_where_it_lost_digits() {
-    use crate::row_diff_values::{FLOAT_SOURCE_SQL, NARROW_REPLICA_SQL};
     let pair = Pair::new(FLOAT_SOURCE_SQL, NARROW_REPLICA_SQL);
     let report = run(&pair.options("public.readings")).unwrap();
     assert_eq!((report.status, report.reason), (Status::Block, Reason::RowDifferences), "{}", report.to_json());
@@ -420,7 +467,10 @@ fn incomparable_columns_are_errors_naming_the_column() {
     let mut options = pair.options("public.t");
     options.columns = Some(vec!["doc".to_owned()]);
     let error = run(&options).unwrap_err();
-    assert!(matches!(&error, Error::UnsupportedType { column, .. } if column == "doc"), "{error:?}");
+    assert!(
+        matches!(&error, Error::Access(AccessError::UnsupportedType { column, .. }) if column == "doc"),
+        "{error:?}"
+    );
     options.columns = Some(vec!["amount".to_owned()]);
     let error = run(&options).unwrap_err();
     assert_eq!(error.to_string(), "column amount needs declared numeric scales to compare numeric with floating point");
@@ -469,5 +519,5 @@ fn passwords_may_come_from_pgpassword() {
     assert_eq!(report.status, Status::Pass);
     // Without it, authentication fails: a connection error, not a refusal.
     let error = audit(&options, &no_env(), &mut |_| {}).unwrap_err();
-    assert!(matches!(error, Error::Connect { .. }), "{error:?}");
+    assert!(matches!(error, Error::Access(AccessError::Connect { .. })), "{error:?}");
 }

@@ -55,7 +55,7 @@ impl FromStr for TableName {
 
 /// Splits `text` on `separator` outside double quotes, unquoting each part; `None` for an
 /// unterminated quote or text after a closing quote.
-pub(crate) fn split_identifiers(text: &str, separator: char) -> Option<Vec<String>> {
+pub fn split_identifiers(text: &str, separator: char) -> Option<Vec<String>> {
     let mut parts = Vec::new();
     let mut current = String::new();
     let mut chars = text.trim().chars().peekable();
@@ -102,7 +102,7 @@ pub(crate) fn split_identifiers(text: &str, separator: char) -> Option<Vec<Strin
 }
 
 /// Quotes an SQL identifier.
-pub(crate) fn quote_ident(name: &str) -> String {
+pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 

@@ -31,6 +31,7 @@
 //! Refusals ([`Refusal`], wrapped in [`Error::Refused`]) and errors end the audit without a
 //! report; callers exit 2 for both.
 
+mod error;
 mod refusal;
 mod report;
 
@@ -41,12 +42,14 @@ use datadiff_diff_core::{Key, MergeError, Summary, merge};
 pub use refusal::{MAX_EXAMPLES_LIMIT, MAX_ROWS_LIMIT, PRECONDITIONS, PREFLIGHT, Refusal};
 pub use report::{AuditExample, AuditReport, CAVEAT, ExampleKind, Reason, ReportKey, Status};
 
-use crate::dsn::Dsn;
-use crate::environment::Environment;
-use crate::error::Error;
-use crate::session::{Session, SessionSettings};
-use crate::stream::{self, ColumnType, Decoder, KeyDecoder, RowQuery, RowStream, StreamOptions};
-use crate::table::{TableName, quote_ident, split_identifiers};
+use datadiff_access::Dsn;
+use datadiff_access::Environment;
+use datadiff_access::Error as AccessError;
+
+pub use crate::error::Error;
+use datadiff_access::stream::{self, ColumnType, Decoder, KeyDecoder, RowQuery, RowStream, StreamOptions};
+use datadiff_access::{Session, SessionSettings};
+use datadiff_access::{TableName, quote_ident, split_identifiers};
 
 /// The replica's CDC metadata: a table with an LSN and a deleted flag per row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,7 +202,7 @@ pub fn audit(
             tracing::dispatcher::with_default(&dispatch, || Session::connect(&source_dsn, SessionSettings::audit()))
         });
         let replica = Session::connect(&replica_dsn, SessionSettings::audit());
-        (source.join().unwrap_or(Err(Error::ReaderLost { role: "source".to_owned() })), replica)
+        (source.join().unwrap_or(Err(AccessError::ReaderLost { role: "source".to_owned() })), replica)
     });
     let (mut source, mut replica) = (source?, replica?);
 
@@ -242,20 +245,20 @@ pub fn audit(
     source.begin_snapshot()?;
     replica.begin_snapshot()?;
     // Take both snapshots now, the replica's with the metadata recheck.
-    source.client().batch_execute("SELECT 1").map_err(Error::query("source", "taking the snapshot"))?;
+    source.client().batch_execute("SELECT 1").map_err(AccessError::query("source", "taking the snapshot"))?;
     if let Some(metadata) = &options.metadata {
         let sql =
             format!("SELECT EXISTS (SELECT 1 FROM {} WHERE {})", metadata.table.quoted(), invalid_predicate(metadata));
         let invalid: bool = replica
             .client()
             .query_one(sql.as_str(), &[])
-            .map_err(Error::query("replica", format!("rechecking the CDC metadata of {}", metadata.table)))?
+            .map_err(AccessError::query("replica", format!("rechecking the CDC metadata of {}", metadata.table)))?
             .get(0);
         if invalid {
             return Err(Error::Refused(Refusal::InvalidMetadataInSnapshot { table: metadata.table.to_string() }));
         }
     } else {
-        replica.client().batch_execute("SELECT 1").map_err(Error::query("replica", "taking the snapshot"))?;
+        replica.client().batch_execute("SELECT 1").map_err(AccessError::query("replica", "taking the snapshot"))?;
     }
 
     let max_examples = usize::try_from(options.max_examples).unwrap_or(1);
@@ -269,7 +272,7 @@ pub fn audit(
         let replica_rows = RowStream::spawn(scope, &mut replica, replica_query, StreamOptions::default());
         let mut merged = 0u64;
         for change in merge(source_rows, replica_rows) {
-            let change = change.map_err(|error| merge_error(error, options))?;
+            let change = change.map_err(|error| Error::from(merge_error(error, options)))?;
             summary.record(&change);
             if summary.source_rows() > max_rows {
                 return Err(Error::Refused(Refusal::RowLimitDuringScan {
@@ -323,7 +326,7 @@ impl Plan {
         let source_columns = stream::read_columns(source, &options.table)?;
         let replica_columns = stream::read_columns(replica, replica_table)?;
         let find = |columns: &[ColumnType], role: &str, table: &TableName, name: &str| {
-            columns.iter().find(|column| column.name == name).cloned().ok_or_else(|| Error::ColumnNotFound {
+            columns.iter().find(|column| column.name == name).cloned().ok_or_else(|| AccessError::ColumnNotFound {
                 role: role.to_owned(),
                 table: table.to_string(),
                 column: name.to_owned(),
@@ -379,7 +382,7 @@ fn inventory(source: &mut Session, replica: &mut Session, options: &AuditOptions
         let row = session
             .client()
             .query_one(sql.as_str(), &[])
-            .map_err(Error::query(&role, format!("counting the rows of {table}")))?;
+            .map_err(AccessError::query(&role, format!("counting the rows of {table}")))?;
         Ok(row.get(0))
     };
     std::thread::scope(|scope| {
@@ -400,16 +403,18 @@ fn inventory(source: &mut Session, replica: &mut Session, options: &AuditOptions
                     .client()
                     .query_one(sql.as_str(), &[])
                     .map(|row| (row.get(0), row.get(1), row.get(2)))
-                    .map_err(Error::query("replica", format!("counting the CDC metadata of {}", metadata.table)))
+                    .map_err(AccessError::query("replica", format!("counting the CDC metadata of {}", metadata.table)))
+                    .map_err(Error::from)
             }
         };
-        let source_rows = source_count.join().unwrap_or(Err(Error::ReaderLost { role: "source".to_owned() }))?;
+        let source_rows =
+            source_count.join().unwrap_or(Err(AccessError::ReaderLost { role: "source".to_owned() }.into()))?;
         let (replica_rows, tombstones, invalid_metadata) = replica?;
         Ok(Inventory { source_rows, replica_rows, tombstones, invalid_metadata })
     })
 }
 
-fn merge_error(error: MergeError<Error>, options: &AuditOptions) -> Error {
+fn merge_error(error: MergeError<AccessError>, options: &AuditOptions) -> AccessError {
     let table = |role: &str| {
         if role == "source" { options.table.to_string() } else { options.replica_table().to_string() }
     };
@@ -420,11 +425,11 @@ fn merge_error(error: MergeError<Error>, options: &AuditOptions) -> Error {
     match error {
         MergeError::Read { source, .. } => source,
         MergeError::DuplicateKey { side, key } => {
-            Error::DuplicateKey { role: role(side).to_owned(), table: table(role(side)), key }
+            AccessError::DuplicateKey { role: role(side).to_owned(), table: table(role(side)), key }
         }
         MergeError::OutOfOrder { side, previous, key } => {
-            Error::OutOfOrder { role: role(side).to_owned(), table: table(role(side)), previous, key }
+            AccessError::OutOfOrder { role: role(side).to_owned(), table: table(role(side)), previous, key }
         }
-        other => Error::Merge { message: other.to_string() },
+        other => AccessError::Merge { message: other.to_string() },
     }
 }

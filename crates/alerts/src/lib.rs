@@ -1,5 +1,5 @@
 //! Alerts: source-index warnings and failure alerts composed from an invocation's
-//! [`RunSummary`](crate::RunSummary)s and delivered to Slack, VictorOps, a webhook or a
+//! [`RunSummary`](datadiff_runner::RunSummary)s and delivered to Slack, VictorOps, a webhook or a
 //! JSON-lines file (SPEC §7, §10; runs note §5).
 //!
 //! # Overview
@@ -27,8 +27,9 @@
 //!
 //! ```no_run
 //! use chrono::{TimeZone, Utc};
-//! use datadiff_runner::alerts::Dispatcher;
-//! use datadiff_runner::{Environment, RunSummary, backend_config, open_backend};
+//! use datadiff_alerts::Dispatcher;
+//! use datadiff_access::Environment;
+//! use datadiff_runner::{RunSummary, backend_config, open_backend};
 //!
 //! let project = datadiff_config::load("/srv/pipelinewise", None)?;
 //! let store = open_backend(backend_config(project.backend.as_ref().ok_or("no backend_db")?))?;

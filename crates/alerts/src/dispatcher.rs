@@ -10,16 +10,16 @@ use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Store, WarningDelivery};
 use datadiff_config::{AlertSettings, Project, Tap};
 
-use crate::alerts::alert::Alert;
-use crate::alerts::delivery::{DeliveryProblem, DeliveryReceipt, DestinationAttempt};
-use crate::alerts::destination::{Destination, Http, Slack};
-use crate::alerts::failure::FailureGroup;
-use crate::alerts::report::{
+use crate::alert::Alert;
+use crate::delivery::{DeliveryProblem, DeliveryReceipt, DestinationAttempt};
+use crate::destination::{Destination, Http, Slack};
+use crate::failure::FailureGroup;
+use crate::report::{
     AlertDelivery, FailureAlertOutcome, FailureAlertReport, WarningOutcome, WarningReport, WarningResult,
 };
-use crate::alerts::warning::IndexWarning;
-use crate::environment::Environment;
-use crate::summary::RunSummary;
+use crate::warning::IndexWarning;
+use datadiff_access::Environment;
+use datadiff_runner::RunSummary;
 
 /// The environment variable overriding Slack's API base URL (for tests and proxies).
 pub const SLACK_API_URL_VARIABLE: &str = "DATADIFF_SLACK_API_URL";

@@ -17,8 +17,8 @@
 //!
 //! ```no_run
 //! use datadiff_diff_core::{merge, Summary};
-//! use datadiff_runner::stream::{self, RowQuery, RowStream, StreamOptions};
-//! use datadiff_runner::{Dsn, Environment, Session, SessionSettings, TableName};
+//! use datadiff_access::stream::{self, RowQuery, RowStream, StreamOptions};
+//! use datadiff_access::{Dsn, Environment, Session, SessionSettings, TableName};
 //!
 //! let environment = Environment::process();
 //! let mut source = Session::connect(&Dsn::parse("source", "host=a dbname=app", &environment)?, SessionSettings::audit())?;
@@ -53,8 +53,7 @@ mod endpoint;
 mod reader;
 mod tap;
 
-pub(crate) use column::read_columns_with;
-pub use column::{ColumnType, Family, read_columns};
+pub use column::{ColumnType, Family, read_columns, read_columns_with};
 pub use copy::{CopyParser, Flow, Tuple};
 pub use decoder::{Decoder, KeyDecoder, plan_key, plan_pair};
 pub use encoded::{BatchWriter, EncodedRow, Fields};

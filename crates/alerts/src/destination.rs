@@ -15,8 +15,8 @@ use std::time::Duration;
 use datadiff_config::Secret;
 use serde_json::{Value as Json, json};
 
-use crate::alerts::alert::{Alert, AlertLevel};
-use crate::alerts::delivery::{DeliveryProblem, DestinationAttempt};
+use crate::alert::{Alert, AlertLevel};
+use crate::delivery::{DeliveryProblem, DestinationAttempt};
 
 /// The most of an answer read.
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
@@ -305,7 +305,7 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::alerts::alert::{AlertKind, AlertSubject};
+    use crate::alert::{AlertKind, AlertSubject};
 
     fn alert() -> Alert {
         Alert {

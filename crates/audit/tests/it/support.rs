@@ -1,7 +1,7 @@
 //! Shared fixtures: a source and a replica database on the shared throwaway cluster.
 
-use datadiff_runner::audit::AuditOptions;
-use datadiff_runner::{Environment, TableName};
+use datadiff_access::{Environment, TableName};
+use datadiff_audit::AuditOptions;
 use datadiff_testkit::{Database, SUPERUSER, shared_cluster};
 
 /// A source and a replica database (two databases of one cluster: separate databases).

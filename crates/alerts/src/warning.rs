@@ -40,9 +40,9 @@ use std::collections::HashMap;
 use chrono::{DateTime, Timelike, Utc};
 use datadiff_preflight::{BLOCKING_ROWS, IndexWarningId, PreflightStatus};
 
-use crate::alerts::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
-use crate::alerts::details::{Details, single_line, thousands, utc};
-use crate::summary::{RunSummary, SummaryStatus};
+use crate::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
+use crate::details::{Details, single_line, thousands, utc};
+use datadiff_runner::{RunSummary, SummaryStatus};
 
 /// The observations of one source's index in one invocation, keyed by its warning id.
 #[derive(Debug, Clone)]
@@ -164,7 +164,7 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::summary::{CheckIdentity, PreflightFacts};
+    use datadiff_runner::{CheckIdentity, PreflightFacts};
 
     fn at(hour: u32, minute: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap()

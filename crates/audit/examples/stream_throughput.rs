@@ -20,10 +20,10 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
+use datadiff_access::stream::{self, RowQuery, RowStream, StreamOptions};
+use datadiff_access::{Dsn, Environment, Session, SessionSettings, TableName};
+use datadiff_audit::{AuditOptions, audit};
 use datadiff_diff_core::{Key, Summary, merge};
-use datadiff_runner::audit::{AuditOptions, audit};
-use datadiff_runner::stream::{self, RowQuery, RowStream, StreamOptions};
-use datadiff_runner::{Dsn, Environment, Session, SessionSettings, TableName};
 use datadiff_testkit::{Cluster, Database, SUPERUSER};
 
 const SELECT: &str = "SELECT id, account, amount, kind, note, created_at FROM public.events ORDER BY id";
@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     eprintln!("built 2 x {rows} rows in {:.1?}", started.elapsed());
     let url = |database: &Database<'_>| database.url(SUPERUSER, cluster.superuser_password());
     let (source_url, target_url) = (url(&source), url(&target));
-    let connect = |text: &str, role: &str| -> Result<Session, datadiff_runner::Error> {
+    let connect = |text: &str, role: &str| -> Result<Session, datadiff_access::Error> {
         Session::connect(&Dsn::parse(role, text, &Environment::default())?, SessionSettings::audit())
     };
 

@@ -98,7 +98,7 @@ pub fn read_columns(session: &mut Session, table: &TableName) -> Result<Vec<Colu
 }
 
 /// [`read_columns`] on any client; `role` names the side in errors.
-pub(crate) fn read_columns_with(
+pub fn read_columns_with(
     client: &mut postgres::Client,
     role: &str,
     table: &TableName,

@@ -7,8 +7,8 @@
 
 use std::process::Command;
 
-use datadiff_runner::Environment;
-use datadiff_runner::audit::{AuditOptions, Status, audit};
+use datadiff_access::Environment;
+use datadiff_audit::{AuditOptions, Status, audit};
 
 use crate::support::Pair;
 

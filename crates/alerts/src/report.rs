@@ -4,8 +4,8 @@
 use datadiff_diff_core::CheckId;
 use datadiff_preflight::IndexWarningId;
 
-use crate::alerts::delivery::DeliveryReceipt;
-use crate::summary::SummaryStatus;
+use crate::delivery::DeliveryReceipt;
+use datadiff_runner::SummaryStatus;
 
 /// What became of one alert.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use datadiff_runner::{Dsn, Environment, Session, SessionSettings};
+use datadiff_access::{Dsn, Environment, Session, SessionSettings};
 use datadiff_testkit::{Cluster, ClusterOptions, SUPERUSER, shared_cluster, write_unrelated_ca};
 
 #[test]
@@ -131,7 +131,7 @@ fn the_connect_timeout_bounds_the_whole_connection_not_only_tcp() {
     let text = format!("host=127.0.0.1 port={port} user=u password=p dbname=d sslmode=disable connect_timeout=1");
     let dsn = Dsn::parse("replica", &text, &Environment::default()).unwrap();
     let error = Session::connect(&dsn, SessionSettings::audit()).unwrap_err();
-    assert!(matches!(error, datadiff_runner::Error::ConnectTimeout { .. }), "{error:?}");
+    assert!(matches!(error, datadiff_access::Error::ConnectTimeout { .. }), "{error:?}");
     assert_eq!(error.to_string(), "cannot connect to the replica database: no answer within the 1 s connect timeout");
     drop(silent);
 }

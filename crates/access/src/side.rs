@@ -29,18 +29,31 @@ use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use datadiff_backend_store::LazyTls;
 use datadiff_diff_core::{Bounds, CatalogColumn, CheckType, Side, TableColumns, Value};
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
 use postgres::types::{FromSql, ToSql, Type};
 use postgres::{CancelToken, Client};
 use postgres_openssl::MakeTlsConnector;
 
-use crate::connections::SideConfig;
+use crate::LazyTls;
 use crate::stream::{Decoder, Family};
 
+/// One side's connection settings (`Debug` redacts the password, as [`postgres::Config`]
+/// does).
+#[derive(Debug, Clone)]
+pub struct SideConfig {
+    /// Which side.
+    pub side: Side,
+    /// The driver settings (host, port, user, password, dbname, `application_name`, `sslmode`).
+    pub config: postgres::Config,
+    /// `host:port/dbname`, for messages.
+    pub address: String,
+    /// The whole connection's deadline (TCP, TLS and authentication).
+    pub connect_timeout: Duration,
+}
+
 /// A connected side inside its read-only transaction.
-pub(crate) struct SideSession {
+pub struct SideSession {
     side: Side,
     client: Client,
     tls: LazyTls,
@@ -54,14 +67,14 @@ impl std::fmt::Debug for SideSession {
 
 /// Cancels a side's running statement from another thread.
 #[derive(Clone)]
-pub(crate) struct SideCanceller {
+pub struct SideCanceller {
     token: CancelToken,
     tls: LazyTls,
 }
 
 impl SideCanceller {
     /// Asks the server to cancel whatever the session runs; best effort.
-    pub(crate) fn cancel(&self) {
+    pub fn cancel(&self) {
         if let Err(error) = self.token.cancel_query(self.tls) {
             tracing::debug!(error = %one_line(&error), "cancelling a query failed");
         }
@@ -71,7 +84,7 @@ impl SideCanceller {
 impl SideSession {
     /// Connects within the side's deadline and opens the read-only transaction with UTC and
     /// `statement_timeout`.
-    pub(crate) fn open(config: &SideConfig, statement_timeout: Duration) -> Result<SideSession, String> {
+    pub fn open(config: &SideConfig, statement_timeout: Duration) -> Result<SideSession, String> {
         let side = config.side;
         let cannot_connect =
             |reason: String| format!("cannot connect to the {side} database {}: {reason}", config.address);
@@ -92,38 +105,33 @@ impl SideSession {
     }
 
     /// Which side it is.
-    pub(crate) fn side(&self) -> Side {
+    pub fn side(&self) -> Side {
         self.side
     }
 
     /// The client, inside the transaction (for the preflight).
-    pub(crate) fn client(&mut self) -> &mut Client {
+    pub fn client(&mut self) -> &mut Client {
         &mut self.client
     }
 
     /// A handle cancelling this session's running statement.
-    pub(crate) fn canceller(&self) -> SideCanceller {
+    pub fn canceller(&self) -> SideCanceller {
         SideCanceller { token: self.client.cancel_token(), tls: self.tls }
     }
 
     /// `<side> <action> failed: <message>`.
-    pub(crate) fn failure(&self, action: &str, error: &postgres::Error) -> String {
+    pub fn failure(&self, action: &str, error: &postgres::Error) -> String {
         format!("{} {action} failed: {}", self.side, one_line(error))
     }
 
     /// The columns of `schema.table` ([`table_columns`]).
-    pub(crate) fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, String> {
+    pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, String> {
         table_columns(&mut self.client, schema, table).map_err(|error| self.failure("catalog read", &error))
     }
 
     /// `MIN(ts) … WHERE ts < $1` with `cutoff` bound as the column wants it; `None` when no
     /// row has a timestamp before the cutoff.
-    pub(crate) fn minimum(
-        &mut self,
-        sql: &str,
-        cutoff: DateTime<Utc>,
-        naive: bool,
-    ) -> Result<Option<DateTime<Utc>>, String> {
+    pub fn minimum(&mut self, sql: &str, cutoff: DateTime<Utc>, naive: bool) -> Result<Option<DateTime<Utc>>, String> {
         let bound = Bound::of(cutoff, naive);
         let row = self.client.query_one(sql, &[bound.param()]).map_err(|error| self.failure("MIN query", &error))?;
         let field = row.try_get::<_, Raw<'_>>(0).map_err(|error| self.failure("MIN query", &error))?;
@@ -140,7 +148,7 @@ impl SideSession {
 
     /// Runs the side's aggregate query over `bounds` (the start must be resolved) and decodes
     /// its one row, one canonical value per metric, with the query's wall time in seconds.
-    pub(crate) fn aggregate(
+    pub fn aggregate(
         &mut self,
         sql: &str,
         bounds: Bounds,
@@ -179,7 +187,7 @@ impl SideSession {
     }
 
     /// Ends the transaction (rolls back) and closes the connection; best effort.
-    pub(crate) fn close(mut self) {
+    pub fn close(mut self) {
         if let Err(error) = self.client.batch_execute("ROLLBACK") {
             tracing::debug!(side = %self.side, error = %one_line(&error), "rollback failed");
         }
@@ -306,7 +314,7 @@ fn tls_connector() -> Result<MakeTlsConnector, String> {
 /// `require`: the certificate is not verified), made once per process and only when a server
 /// accepts TLS: building one loads the system's CA bundle, 20–35 ms of CPU. The context is
 /// immutable; each connection still has its own TLS session.
-pub(crate) fn unverified_tls() -> Result<SslConnector, String> {
+pub fn unverified_tls() -> Result<SslConnector, String> {
     static TLS: OnceLock<Result<SslConnector, String>> = OnceLock::new();
     TLS.get_or_init(|| {
         let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|error| error.to_string())?;
@@ -318,7 +326,7 @@ pub(crate) fn unverified_tls() -> Result<SslConnector, String> {
 
 /// A driver error in one line: a server error's primary message only, else the error's own
 /// description (which names the cause, never a password).
-pub(crate) fn one_line(error: &postgres::Error) -> String {
+pub fn one_line(error: &postgres::Error) -> String {
     let text = match error.as_db_error() {
         Some(db) => db.message().to_owned(),
         None => error.to_string(),
