@@ -1,7 +1,8 @@
 //! A read-only session on a source or replica database.
 //!
 //! A [`Session`] is a [`postgres::Client`] connected from a [`Dsn`] with the session
-//! settings applied at once (`statement_timeout`, `default_transaction_read_only`), plus what
+//! settings applied at once (`search_path = pg_catalog` always, then `statement_timeout` and
+//! `default_transaction_read_only`), plus what
 //! is needed to cancel its running query from another thread (the reader threads use it to
 //! stop a COPY early).
 
@@ -50,12 +51,15 @@ pub struct DatabaseIdentity {
 pub struct Session {
     role: String,
     client: Client,
+    /// The connector `sslmode` asked for (`prefer` has one even when the server declines).
     tls: Option<MakeTlsConnector>,
+    /// Whether the connection is encrypted, as the server reports it.
+    encrypted: bool,
 }
 
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Session").field("role", &self.role).field("tls", &self.tls.is_some()).finish_non_exhaustive()
+        f.debug_struct("Session").field("role", &self.role).field("tls", &self.encrypted).finish_non_exhaustive()
     }
 }
 
@@ -86,21 +90,21 @@ impl Session {
             Ok(client) => client.map_err(|source| Error::Connect { role: role.clone(), source })?,
             Err(_) => return Err(Error::ConnectTimeout { role, seconds: deadline.as_secs_f64() }),
         };
-        let mut session = Session { role, client, tls };
-        let mut statements = String::new();
+        let mut session = Session { role, client, tls, encrypted: false };
+        // Functions and operators resolve in pg_catalog only: a shadowing `public.concat` or
+        // `public.current_database()` earlier in the role's path never runs here (every table
+        // the queries name is schema-qualified).
+        let mut statements = String::from("SET search_path = pg_catalog;");
         if let Some(timeout) = settings.statement_timeout {
             statements.push_str(&format!("SET statement_timeout = {};", timeout.as_millis()));
         }
         if settings.read_only {
             statements.push_str("SET default_transaction_read_only = on;");
         }
-        if !statements.is_empty() {
-            session
-                .client
-                .batch_execute(&statements)
-                .map_err(Error::query(&session.role, "applying session settings"))?;
-        }
-        tracing::debug!(role = %session.role, tls = session.tls.is_some(), "connected");
+        session.client.batch_execute(&statements).map_err(Error::query(&session.role, "applying session settings"))?;
+        // What was negotiated, not what was configured: `prefer` falls back to plaintext.
+        session.encrypted = session.read_tls_state()?;
+        tracing::debug!(role = %session.role, tls = session.encrypted, "connected");
         Ok(session)
     }
 
@@ -114,12 +118,17 @@ impl Session {
         &mut self.client
     }
 
-    /// Whether the connection is encrypted.
+    /// Whether the connection is encrypted, as negotiated (read from the server's
+    /// `pg_stat_ssl` when the session connected).
     pub fn uses_tls(&mut self) -> Result<bool, Error> {
+        Ok(self.encrypted)
+    }
+
+    fn read_tls_state(&mut self) -> Result<bool, Error> {
         let row = self
             .client
             .query_one(
-                "SELECT coalesce((SELECT ssl FROM pg_catalog.pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
+                "SELECT coalesce((SELECT ssl FROM pg_catalog.pg_stat_ssl WHERE pid = pg_catalog.pg_backend_pid()), false)",
                 &[],
             )
             .map_err(Error::query(&self.role, "reading the TLS state"))?;

@@ -7,11 +7,17 @@
 //!   connection is therefore made on a helper thread and abandoned at the deadline (the
 //!   helper ends when the server answers or closes the socket — PostgreSQL closes it after
 //!   `authentication_timeout` — or with the process).
-//! * **The transaction**: `BEGIN READ ONLY`, then `set_config('TimeZone', 'UTC', true)` and
-//!   `set_config('statement_timeout', '<N>s', true)`, transaction-local as upstream's; the
-//!   catalog read, the preflight, the `MIN` and the aggregate query all run inside it, under
-//!   that timeout. It is rolled back at the end (a read-only transaction has nothing to
-//!   commit).
+//! * **The transaction**: `BEGIN READ ONLY`, then `set_config('search_path', 'pg_catalog',
+//!   true)`, `set_config('TimeZone', 'UTC', true)` and `set_config('statement_timeout',
+//!   '<N>s', true)`, transaction-local as upstream's; the catalog read, the preflight, the
+//!   `MIN` and the aggregate query all run inside it, under that timeout. It is rolled back
+//!   at the end (a read-only transaction has nothing to commit).
+//! * **`search_path` is `pg_catalog`** (beyond upstream, which keeps the role's): the
+//!   aggregate SQL calls `CONCAT`, `MD5`, `ROUND`, `TO_CHAR` and operators unqualified, and a
+//!   `public.concat(text, text)` or a schema earlier in the role's path would otherwise run
+//!   inside this session and decide the result. Every table the queries name is
+//!   schema-qualified, so the results are unchanged; `set_config` itself is called
+//!   qualified, since it runs before the path is pinned.
 //! * **Values** of the aggregate row are decoded from PostgreSQL's binary format by result
 //!   type into canonical [`Value`]s, so a `numeric` checksum keeps every digit and a naive
 //!   `timestamp` reads as UTC.
@@ -89,8 +95,9 @@ impl SideSession {
         session
             .client
             .batch_execute(&format!(
-                "BEGIN READ ONLY; SELECT set_config('TimeZone', 'UTC', true); \
-                 SELECT set_config('statement_timeout', '{seconds}s', true)"
+                "BEGIN READ ONLY; SELECT pg_catalog.set_config('search_path', 'pg_catalog', true); \
+                 SELECT pg_catalog.set_config('TimeZone', 'UTC', true); \
+                 SELECT pg_catalog.set_config('statement_timeout', '{seconds}s', true)"
             ))
             .map_err(|error| session.failure("starting the read-only transaction", &error))?;
         tracing::debug!(side = %side, address = %config.address, "side session open");

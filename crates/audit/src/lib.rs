@@ -12,7 +12,9 @@
 //!    physical standby shares its primary's system identifier, so a database and its own
 //!    streaming standby count as one database too: they are copies by construction.
 //! 3. **Columns**: the key and the compared columns are resolved on both sides and a decoder
-//!    pair is chosen per column, so an incomparable type fails before any table is read.
+//!    pair is chosen per column, so an incomparable type fails before any table is read (the
+//!    pairs of the stream decoders, as for `row_diff`: the replica is read as the
+//!    source's type would hold it; the table is in `docs/operator-guide.md` §8).
 //! 4. **Inventory**: the source row count; the replica's from the metadata table's
 //!    non-deleted rows when one is given (with tombstones and invalid metadata rows counted),
 //!    else from the replica table. Either count above `max_rows`, or any invalid metadata

@@ -2,23 +2,20 @@
 //!
 //! A decoder is chosen once per column from the catalog types of *both* sides
 //! ([`plan_pair`]), so that the two sides of a column pair land in the same canonical variant
-//! and compare with a plain `==`:
+//! and compare with a plain `==`.
 //!
-//! | source / target                         | compared as                                  |
-//! |-----------------------------------------|----------------------------------------------|
-//! | integer / integer (any widths)          | `Value::Int`                                 |
-//! | numeric(p,s) / numeric(q,s) (one scale) | `Value::Numeric`, compared as sent           |
-//! | numeric / numeric or integer            | `Value::Numeric`, normalised (`1.50` = `1.5`)|
-//! | numeric(p,s) / double or real           | `Value::Numeric` rounded to `s` on both sides|
-//! | numeric (no scale) / double or real     | error: needs declared numeric scales         |
-//! | integer / double or real                | `Value::Numeric` at scale 0                  |
-//! | double / double, real / real            | `Value::Float` by value                      |
-//! | real / double                           | `Value::Float` at `real` precision           |
-//! | timestamptz / timestamp (either way)    | `Value::Timestamp`, the naive side as UTC    |
-//! | char(n) / text, varchar, enum           | `Value::Text`, char(n) right-trimmed         |
-//! | uuid / text                             | `Value::Text`, the uuid lowercase hyphenated |
-//! | same family (bool, date, time, uuid, bytea) | that family's variant                    |
-//! | json, arrays, anything else             | error naming the column                      |
+//! **Direction.** The source is the truth and the replica may be the lossy side, so a pair
+//! forgives only what the *source's* type cannot distinguish: the replica value is read as
+//! the source's type would hold it, never the source rounded to the replica's. An exact
+//! source against a float replica compares the replica rounded to the source's declared
+//! scale ([`Decoder::FloatAtScale`] against [`Decoder::NumericAtScale`], SPEC §10); a float
+//! source against an integer, numeric or narrower float replica reads the replica as the
+//! nearest value of the source's float type ([`Decoder::IntAsFloat`],
+//! [`Decoder::NumericAsFloat`], [`Decoder::Float`] for a `real` widened, and their `real`
+//! forms), so `4` for `3.7`, `1.00` for `1.004` or `16777216` for `16777217`
+//! is a changed field. Every pair, its direction and the pairs that are errors are listed in
+//! one table: `docs/operator-guide.md`, section "Comparing values across types" (it covers
+//! `row_diff` and `audit`, which both plan their columns here).
 //!
 //! **Wire encodings.** Where both sides send equal values as equal bytes — the same integer
 //! width, numerics of one declared scale (PostgreSQL stores them rounded to that scale, so
@@ -63,8 +60,20 @@ pub enum Decoder {
     /// A `real` or `double` → `Value::Float` at `real` precision.
     FloatAsReal,
     /// A `real` or `double` → `Value::Numeric` from its shortest decimal form, rounded to
-    /// the scale (compared against an exact numeric).
+    /// the scale (a float replica of an exact source, compared at the source's scale).
     FloatAtScale(u32),
+    /// An integer → `Value::Float`, the nearest `double` (an integer replica of a `double`
+    /// source).
+    IntAsFloat,
+    /// An integer → `Value::Float`, the nearest `real` (an integer replica of a `real`
+    /// source).
+    IntAsReal,
+    /// A numeric → `Value::Float`, the `double` nearest to its decimal value (a numeric
+    /// replica of a `double` source).
+    NumericAsFloat,
+    /// A numeric → `Value::Float`, the `real` nearest to its decimal value (a numeric replica
+    /// of a `real` source).
+    NumericAsReal,
     /// Text → `Value::Text`.
     Text,
     /// `char(n)` → `Value::Text` without trailing blanks.
@@ -169,18 +178,21 @@ pub fn plan_pair(source: &ColumnType, target: &ColumnType, target_role: &str) ->
         (F::Numeric { .. }, F::Numeric { .. }) => (Decoder::Numeric, Decoder::Numeric),
         (F::Numeric { .. }, F::Integer) => (Decoder::Numeric, Decoder::IntAsNumeric),
         (F::Integer, F::Numeric { .. }) => (Decoder::IntAsNumeric, Decoder::Numeric),
+        // An exact source against a float replica: the replica rounded to the source's
+        // declared scale, which is all the source can distinguish (SPEC §10).
         (F::Numeric { scale }, other) if floating(other) => {
             let scale = scale.ok_or_else(needs_scale)?;
             (Decoder::NumericAtScale(scale), Decoder::FloatAtScale(scale))
         }
-        (other, F::Numeric { scale }) if floating(other) => {
-            let scale = scale.ok_or_else(needs_scale)?;
-            (Decoder::FloatAtScale(scale), Decoder::NumericAtScale(scale))
-        }
         (F::Integer, other) if floating(other) => (Decoder::IntAsNumeric, Decoder::FloatAtScale(0)),
-        (other, F::Integer) if floating(other) => (Decoder::FloatAtScale(0), Decoder::IntAsNumeric),
-        (F::Float8, F::Float8) | (F::Float4, F::Float4) => (Decoder::Float, Decoder::Float),
-        (F::Float4, F::Float8) | (F::Float8, F::Float4) => (Decoder::FloatAsReal, Decoder::FloatAsReal),
+        // A float source against a narrower replica: the replica read as the source's float
+        // type, never the source rounded to the replica's (its loss is a change).
+        (F::Float8, F::Numeric { .. }) => (Decoder::Float, Decoder::NumericAsFloat),
+        (F::Float4, F::Numeric { .. }) => (Decoder::FloatAsReal, Decoder::NumericAsReal),
+        (F::Float8, F::Integer) => (Decoder::Float, Decoder::IntAsFloat),
+        (F::Float4, F::Integer) => (Decoder::FloatAsReal, Decoder::IntAsReal),
+        (F::Float8, F::Float8) | (F::Float4, F::Float4) | (F::Float8, F::Float4) => (Decoder::Float, Decoder::Float),
+        (F::Float4, F::Float8) => (Decoder::FloatAsReal, Decoder::FloatAsReal),
         (a, b) if text_like(a) && text_like(b) => (text_decoder(a), text_decoder(b)),
         (F::Uuid, b) if text_like(b) => (Decoder::UuidAsText, text_decoder(b)),
         (a, F::Uuid) if text_like(a) => (text_decoder(a), Decoder::UuidAsText),
@@ -213,6 +225,10 @@ impl Decoder {
             Decoder::Float => Value::float(float(field)?),
             Decoder::FloatAsReal => Value::float(f64::from(float(field)? as f32)),
             Decoder::FloatAtScale(scale) => Value::Numeric(float_as_numeric(field)?.round_to_scale(scale)),
+            Decoder::IntAsFloat => Value::float(int(field)? as f64),
+            Decoder::IntAsReal => Value::float(f64::from(int(field)? as f32)),
+            Decoder::NumericAsFloat => Value::float(parse_float(&numeric(field)?.to_string(), FloatWidth::Double)?),
+            Decoder::NumericAsReal => Value::float(parse_float(&numeric(field)?.to_string(), FloatWidth::Real)?),
             Decoder::Text => Value::text(text(field)?),
             Decoder::PaddedChar => Value::padded_char(text(field)?),
             Decoder::UuidAsText => Value::text(Key::Uuid(uuid(field)?).to_string()),
@@ -287,6 +303,19 @@ impl Decoder {
                 out.extend_from_slice(&canonical_bits(f64::from(float(field)? as f32)).to_be_bytes());
             }
             Decoder::FloatAtScale(scale) => float_text(field, scale, out, scratch)?,
+            Decoder::IntAsFloat => out.extend_from_slice(&canonical_bits(int(field)? as f64).to_be_bytes()),
+            Decoder::IntAsReal => out.extend_from_slice(&canonical_bits(f64::from(int(field)? as f32)).to_be_bytes()),
+            Decoder::NumericAsFloat | Decoder::NumericAsReal => {
+                let width = if self == Decoder::NumericAsReal { FloatWidth::Real } else { FloatWidth::Double };
+                // The decimal text is written where the bits will go, read, then replaced.
+                let start = out.len();
+                numeric_text(field, None, out, scratch)?;
+                let value = std::str::from_utf8(&out[start..])
+                    .map_err(|_| "an unreadable numeric".to_owned())
+                    .and_then(|text| parse_float(text, width));
+                out.truncate(start);
+                out.extend_from_slice(&canonical_bits(value?).to_be_bytes());
+            }
             // Compared as bytes: PostgreSQL sends UTF-8 to every client.
             Decoder::Text => out.extend_from_slice(field),
             Decoder::PaddedChar => {
@@ -318,7 +347,11 @@ impl Decoder {
                 let text = text(encoded)?;
                 Numeric::parse(text).map(Value::Numeric).map_err(|_| "an unreadable encoded numeric".to_owned())
             }
-            Decoder::FloatAsReal => Decoder::Float.decode(encoded),
+            Decoder::FloatAsReal
+            | Decoder::IntAsFloat
+            | Decoder::IntAsReal
+            | Decoder::NumericAsFloat
+            | Decoder::NumericAsReal => Decoder::Float.decode(encoded),
             Decoder::PaddedChar | Decoder::UuidAsText => Decoder::Text.decode(encoded),
             other => other.decode(encoded),
         }
@@ -480,6 +513,35 @@ fn float(field: &[u8]) -> Result<f64, String> {
     }
 }
 
+/// The precision a decimal value is read at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FloatWidth {
+    /// `double precision`.
+    Double,
+    /// `real`, widened to a double afterwards (one rounding, straight to `real`).
+    Real,
+}
+
+/// The float nearest to a numeric's decimal text (as [`Numeric`] displays it, or `NaN`,
+/// `Infinity`, `-Infinity`), correctly rounded at `width`; beyond the range it is ±infinity,
+/// as for PostgreSQL's cast.
+fn parse_float(text: &str, width: FloatWidth) -> Result<f64, String> {
+    let special = match text {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    };
+    if let Some(value) = special {
+        return Ok(value);
+    }
+    let unreadable = |_| "an unreadable numeric".to_owned();
+    match width {
+        FloatWidth::Double => text.parse::<f64>().map_err(unreadable),
+        FloatWidth::Real => text.parse::<f32>().map(f64::from).map_err(unreadable),
+    }
+}
+
 /// A float's shortest round-trip decimal form as a numeric: `real` values are printed at
 /// `real` precision (`0.1::real` is `0.1`, not `0.100000001490116`).
 fn float_as_numeric(field: &[u8]) -> Result<Numeric, String> {
@@ -610,6 +672,70 @@ mod tests {
         let unscaled = column("amount", "numeric", Family::Numeric { scale: None });
         let error = plan_pair(&unscaled, &target, "replica").unwrap_err();
         assert!(error.to_string().contains("needs declared numeric scales"), "{error}");
+    }
+
+    #[test]
+    fn a_narrower_replica_of_a_float_source_is_read_as_the_source_type() {
+        let double = column("x", "double precision", Family::Float8);
+        let real = column("x", "real", Family::Float4);
+        let integer = column("x", "integer", Family::Integer);
+        let cents = column("x", "numeric(12,2)", Family::Numeric { scale: Some(2) });
+        let unscaled = column("x", "numeric", Family::Numeric { scale: None });
+        let pair = |a: &ColumnType, b: &ColumnType| plan_pair(a, b, "replica").unwrap();
+        let same = |(a, b): (Decoder, Decoder), source: &[u8], replica: &[u8]| {
+            let equal = a.decode(source).unwrap() == b.decode(replica).unwrap();
+            // The encoded path agrees with the value path.
+            assert_eq!(equal, encode(a, source) == encode(b, replica));
+            equal
+        };
+        let int = |value: i32| value.to_be_bytes().to_vec();
+        let f8 = |value: f64| value.to_be_bytes().to_vec();
+        let f4 = |value: f32| value.to_be_bytes().to_vec();
+        // 1.00 = groups [1] at weight 0; 1.50 = [1, 5000]; 0.10 = [1000] at weight -1.
+        let (one, one_and_a_half, a_tenth) = (
+            numeric_bytes(&[1], 0, false, 2),
+            numeric_bytes(&[1, 5000], 0, false, 2),
+            numeric_bytes(&[1000], -1, false, 2),
+        );
+
+        // The values: every rounding of the replica is a change.
+        for (source, replica) in [(3.7, 4), (3.2, 3), (-0.4, 0), (2.5, 3)] {
+            assert!(!same(pair(&double, &integer), &f8(source), &int(replica)), "{source} against {replica}");
+        }
+        assert!(!same(pair(&double, &cents), &f8(1.004), &one));
+        assert!(!same(pair(&double, &real), &f8(16_777_217.0), &f4(16_777_216.0)));
+        assert!(!same(pair(&real, &cents), &f4(0.125), &numeric_bytes(&[1300], -1, false, 2)));
+        assert!(!same(pair(&double, &real), &f8(0.1), &f4(0.1)), "a real does not hold the double 0.1");
+
+        // What the source cannot tell apart is equal.
+        assert!(same(pair(&double, &integer), &f8(4.0), &int(4)));
+        assert!(same(pair(&double, &integer), &f8(-0.0), &int(0)));
+        assert!(same(pair(&double, &cents), &f8(1.5), &one_and_a_half));
+        assert!(same(pair(&double, &cents), &f8(0.1), &a_tenth));
+        assert!(same(pair(&double, &unscaled), &f8(0.1), &numeric_bytes(&[1000], -1, false, 1)));
+        assert!(same(pair(&real, &cents), &f4(0.1), &a_tenth));
+        assert!(same(pair(&real, &integer), &f4(16_777_216.0), &int(16_777_217)), "one real");
+        assert!(same(pair(&real, &double), &f4(0.1), &f8(0.1)), "one real");
+        assert!(same(pair(&double, &real), &f8(0.5), &f4(0.5)));
+
+        // The other direction keeps SPEC §10's rounding at the exact source's scale.
+        assert_eq!(pair(&cents, &double), (Decoder::NumericAtScale(2), Decoder::FloatAtScale(2)));
+        assert!(same(pair(&cents, &double), &one, &f8(1.004)));
+        assert_eq!(pair(&integer, &double), (Decoder::IntAsNumeric, Decoder::FloatAtScale(0)));
+        assert!(!same(pair(&integer, &real), &int(16_777_217), &f4(16_777_216.0)));
+    }
+
+    #[test]
+    fn numerics_read_as_floats_are_correctly_rounded() {
+        assert_eq!(parse_float("0.1", FloatWidth::Double), Ok(0.1));
+        assert_eq!(parse_float("0.1", FloatWidth::Real), Ok(f64::from(0.1f32)));
+        assert_eq!(parse_float("16777217", FloatWidth::Real), Ok(16_777_216.0));
+        assert_eq!(parse_float("-Infinity", FloatWidth::Double), Ok(f64::NEG_INFINITY));
+        assert!(parse_float("NaN", FloatWidth::Real).unwrap().is_nan());
+        assert_eq!(parse_float(&format!("1{}", "0".repeat(400)), FloatWidth::Double), Ok(f64::INFINITY));
+        let nan = [0u8, 0, 0, 0, 0xC0, 0, 0, 0];
+        assert_eq!(Decoder::NumericAsFloat.decode(&nan).unwrap(), Value::float(f64::NAN));
+        assert_eq!(encode(Decoder::NumericAsReal, &nan), encode(Decoder::Float, &f64::NAN.to_be_bytes()));
     }
 
     #[test]
@@ -754,6 +880,25 @@ mod tests {
         fn encoding_agrees_with_decoding_for_floats(value in proptest::num::f64::ANY, scale in 0u32..8, real in proptest::bool::ANY) {
             let field = if real { (value as f32).to_be_bytes().to_vec() } else { value.to_be_bytes().to_vec() };
             for decoder in [Decoder::Float, Decoder::FloatAsReal, Decoder::FloatAtScale(scale)] {
+                let encoded = encode(decoder, &field);
+                proptest::prop_assert_eq!(decoder.decode_encoded(&encoded).unwrap(), decoder.decode(&field).unwrap());
+            }
+        }
+
+        #[test]
+        fn encoding_agrees_with_decoding_for_numerics_read_as_floats(
+            groups in proptest::collection::vec(0u16..10_000, 0..6),
+            weight in -4i16..6,
+            negative in proptest::bool::ANY,
+            integer in proptest::num::i64::ANY,
+        ) {
+            let field = numeric_bytes(&groups, weight, negative, 0);
+            for decoder in [Decoder::NumericAsFloat, Decoder::NumericAsReal] {
+                let encoded = encode(decoder, &field);
+                proptest::prop_assert_eq!(decoder.decode_encoded(&encoded).unwrap(), decoder.decode(&field).unwrap());
+            }
+            for decoder in [Decoder::IntAsFloat, Decoder::IntAsReal] {
+                let field = integer.to_be_bytes();
                 let encoded = encode(decoder, &field);
                 proptest::prop_assert_eq!(decoder.decode_encoded(&encoded).unwrap(), decoder.decode(&field).unwrap());
             }

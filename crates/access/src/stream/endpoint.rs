@@ -19,7 +19,9 @@
 //! every field of a [`postgres::Config`]). Under `READ COMMITTED` every statement takes its
 //! own snapshot anyway, so streaming on a second connection reads exactly what the caller's
 //! session would have read. The connection runs the stream in a read-only transaction with
-//! `TimeZone` UTC and the endpoint's `statement_timeout`, and is closed (transaction rolled
+//! `search_path` pinned to `pg_catalog` (no function or operator of another schema can
+//! shadow a built-in the query uses; the table is schema-qualified), `TimeZone` UTC and the
+//! endpoint's `statement_timeout`, and is closed (transaction rolled
 //! back, `Terminate` sent) when the stream ends; a stream stopped early cancels its query and
 //! drops the connection.
 //!
@@ -115,10 +117,13 @@ impl Endpoint {
 
     /// The statements that open the stream's transaction.
     fn setup_sql(&self) -> String {
-        let mut sql = String::from("BEGIN READ ONLY; SELECT set_config('TimeZone', 'UTC', true)");
+        let mut sql = String::from(
+            "BEGIN READ ONLY; SELECT pg_catalog.set_config('search_path', 'pg_catalog', true); \
+             SELECT pg_catalog.set_config('TimeZone', 'UTC', true)",
+        );
         if let Some(timeout) = self.statement_timeout {
             let seconds = timeout.as_secs().max(1);
-            sql.push_str(&format!("; SELECT set_config('statement_timeout', '{seconds}s', true)"));
+            sql.push_str(&format!("; SELECT pg_catalog.set_config('statement_timeout', '{seconds}s', true)"));
         }
         sql
     }
@@ -544,7 +549,10 @@ mod tests {
         assert!(shown.contains("source") && !shown.contains("s3cret"), "{shown}");
         assert_eq!(endpoint.connect_timeout, crate::DEFAULT_CONNECT_TIMEOUT);
         let setup = endpoint.setup_sql();
-        assert!(setup.starts_with("BEGIN READ ONLY;"), "{setup}");
+        assert!(
+            setup.starts_with("BEGIN READ ONLY; SELECT pg_catalog.set_config('search_path', 'pg_catalog', true);"),
+            "{setup}"
+        );
         assert!(setup.ends_with("set_config('statement_timeout', '1s', true)"), "{setup}");
     }
 

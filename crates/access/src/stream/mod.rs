@@ -3,7 +3,9 @@
 //! * [`read_columns`] reads a table's columns and their type [`Family`] from the catalog.
 //! * [`plan_key`] and [`plan_pair`] choose, once per column, the [`KeyDecoder`] and
 //!   [`Decoder`] of each side so that compatible types meet in one canonical
-//!   [`datadiff_diff_core::Value`] variant (see [`decoder`] for the table).
+//!   [`datadiff_diff_core::Value`] variant, forgiving only what the source's type cannot
+//!   distinguish (see [`decoder`]; every pair is in the table of `docs/operator-guide.md`,
+//!   "Comparing values across types").
 //! * [`RowQuery`] is what one side streams (a `SELECT` ordered by key plus its decoders);
 //!   [`RowStream::spawn`] runs it as binary `COPY` on a reader thread over a caller's
 //!   [`Session`](crate::Session), [`RowStream::connect`] over a connection of its own to an

@@ -6,14 +6,16 @@ use datadiff_access::{Dsn, Environment, Session, SessionSettings};
 use datadiff_testkit::{Cluster, ClusterOptions, SUPERUSER, shared_cluster, write_unrelated_ca};
 
 #[test]
-fn audit_sessions_are_read_only_with_a_fifteen_minute_statement_timeout() {
+fn audit_sessions_are_read_only_with_a_fifteen_minute_statement_timeout_and_pg_catalog_only() {
     let database = shared_cluster().fresh_database().unwrap();
     database.client().unwrap().batch_execute("CREATE TABLE t (id int)").unwrap();
     let dsn = Dsn::parse("source", &crate::support::superuser_url(&database), &Environment::default()).unwrap();
     let mut session = Session::connect(&dsn, SessionSettings::audit()).unwrap();
     let timeout: String = session.client().query_one("SHOW statement_timeout", &[]).unwrap().get(0);
     assert_eq!(timeout, "15min");
-    let error = session.client().batch_execute("INSERT INTO t VALUES (1)").unwrap_err();
+    let path: String = session.client().query_one("SHOW search_path", &[]).unwrap().get(0);
+    assert_eq!(path, "pg_catalog", "no function of another schema can shadow a built-in");
+    let error = session.client().batch_execute("INSERT INTO public.t VALUES (1)").unwrap_err();
     assert_eq!(error.code().map(|code| code.code()), Some("25006"), "a read-only transaction must refuse writes");
     let count: i64 = database.client().unwrap().query_one("SELECT count(*) FROM t", &[]).unwrap().get(0);
     assert_eq!(count, 0);

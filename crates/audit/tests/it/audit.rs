@@ -285,6 +285,33 @@ fn one_database_behind_both_dsns_is_refused_over_tcp_and_unix_sockets() {
 }
 
 #[test]
+fn a_database_shadowing_current_database_is_still_recognised_as_one() {
+    // A `public.current_database()` that answers differently in every session, first in the
+    // database's search_path, would make one database look like two.
+    let cluster = shared_cluster();
+    let database = cluster.fresh_database().unwrap();
+    let name = datadiff_testkit::quote_ident(database.name());
+    database
+        .client()
+        .unwrap()
+        .batch_execute(&format!(
+            "{CUSTOMERS}{} CREATE FUNCTION public.current_database() RETURNS name LANGUAGE sql \
+             AS $$ SELECT pg_catalog.pg_backend_pid()::text::name $$; \
+             ALTER DATABASE {name} SET search_path = public, pg_catalog;",
+            seed_rows(2)
+        ))
+        .unwrap();
+    let dsn = superuser_url(&database);
+    let mut options = AuditOptions::new(dsn.clone(), dsn, table("public.customers"));
+    options.cutover_ready = true;
+    let refused = refusal(run(&options));
+    assert!(
+        matches!(&refused, Refusal::SameDatabase { database: found, .. } if found == database.name()),
+        "{refused:?}"
+    );
+}
+
+#[test]
 fn a_duplicate_key_is_an_error_naming_the_key() {
     let pair = Pair::new(
         "CREATE TABLE public.t (id int PRIMARY KEY, v text); INSERT INTO public.t VALUES (1, 'a'), (2, 'b'), (3, 'c');",
@@ -321,6 +348,71 @@ fn compatible_types_compare_by_canonical_value() {
     assert_eq!(
         json["examples"],
         serde_json::json!([{"id": "00000000-0000-0000-0000-000000000003", "kind": "CHANGED", "fields": ["code"]}])
+    );
+}
+
+// The same tables as the runner's row_diff test of these values.
+/// A floating-point source: `whole`, `price` and `big` are `double precision`, `ratio` is
+/// `real`. Rows 1–4 hold values a narrower replica type cannot keep; 5 and 6 hold values it
+/// keeps exactly.
+const FLOAT_SOURCE_SQL: &str = r#"
+CREATE TABLE public.readings (
+    id bigint PRIMARY KEY,
+    updated_at timestamptz NOT NULL,
+    whole double precision,
+    price double precision,
+    big double precision,
+    ratio real
+);
+CREATE INDEX readings_updated_at_idx ON public.readings (updated_at);
+INSERT INTO public.readings VALUES
+    (1, '2026-07-22 12:01:00+00', 3.7, 1.004, 16777217, 0.125),
+    (2, '2026-07-22 12:02:00+00', 3.2, 0.1, 0.5, 0.1),
+    (3, '2026-07-22 12:03:00+00', -0.4, 1.5, 16777216, 0.25),
+    (4, '2026-07-22 12:04:00+00', 2.5, 19.99, -2.25, 1),
+    (5, '2026-07-22 12:05:00+00', 4, -0.0, 0.1, 0.5),
+    (6, '2026-07-22 12:06:00+00', 16777217, 123456.78, NULL, NULL);
+"#;
+
+/// The replica with narrower types: `integer`, `numeric(12,2)`, `real`, `numeric(12,2)`.
+/// Rows 1–4 hold what the narrowing rounds to (4/3/0/3 for 3.7/3.2/-0.4/2.5, 1.00 for
+/// 1.004, 16777216 for 16777217, 0.13 for 0.125); 5 and 6 hold the source's values.
+const NARROW_REPLICA_SQL: &str = r#"
+CREATE TABLE public.readings (
+    id bigint,
+    updated_at timestamptz,
+    whole integer,
+    price numeric(12,2),
+    big real,
+    ratio numeric(12,2)
+);
+INSERT INTO public.readings VALUES
+    (1, '2026-07-22 12:01:00+00', 4, 1.00, 16777216, 0.13),
+    (2, '2026-07-22 12:02:00+00', 3, 0.10, 0.5, 0.10),
+    (3, '2026-07-22 12:03:00+00', 0, 1.50, 16777216, 0.25),
+    (4, '2026-07-22 12:04:00+00', 3, 19.99, -2.25, 1.00),
+    (5, '2026-07-22 12:05:00+00', 4, 0.00, 0.1, 0.50),
+    (6, '2026-07-22 12:06:00+00', 16777217, 123456.78, NULL, NULL);
+"#;
+
+#[test]
+fn a_narrower_replica_of_a_float_source_blocks_where_it_lost_digits() {
+    let pair = Pair::new(FLOAT_SOURCE_SQL, NARROW_REPLICA_SQL);
+    let report = run(&pair.options("public.readings")).unwrap();
+    assert_eq!((report.status, report.reason), (Status::Block, Reason::RowDifferences), "{}", report.to_json());
+    assert_eq!((report.matched, report.changed, report.missing, report.extra), (1, 5, 0, 0));
+    // 4/3/0/3 for 3.7/3.2/-0.4/2.5 in an integer, 1.00 for 1.004 in numeric(12,2),
+    // 16777216 for 16777217 and 0.1's nearest real in a real, 0.13 for the real 0.125.
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(
+        json["examples"],
+        serde_json::json!([
+            {"id": 1, "kind": "CHANGED", "fields": ["whole", "price", "big", "ratio"]},
+            {"id": 2, "kind": "CHANGED", "fields": ["whole"]},
+            {"id": 3, "kind": "CHANGED", "fields": ["whole"]},
+            {"id": 4, "kind": "CHANGED", "fields": ["whole"]},
+            {"id": 5, "kind": "CHANGED", "fields": ["big"]},
+        ])
     );
 }
 
