@@ -83,7 +83,7 @@ pub use attempt::{
     due_slots, is_retry_candidate, stale_cutoff,
 };
 pub use batches::Batches;
-pub use canonical_json::python_json;
+pub use canonical_json::{PythonSeparators, python_json, python_json_with};
 pub use check::{CheckType, UnknownCheckType};
 pub use checksum::{CHECKSUM_OFFSET, ChecksumColumn, ChecksumKind, ChecksumPlan, UnsupportedComparison};
 pub use column::{CatalogColumn, ColumnError, ColumnPair, ColumnPlan, ColumnSelection, TIMESTAMP_TYPES, TableColumns};
