@@ -58,7 +58,7 @@ pub use lazy_tls::{LazyTls, LazyTlsConnect};
 pub use passfile::{PassfileQuery, lookup as passfile_lookup};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
 pub use side::{SideCanceller, SideConfig, SideSession, one_line, table_columns, unverified_tls};
-pub use table::{TableName, TableNameError, quote_ident, split_identifiers};
+pub use table::{TableName, TableNameError, split_identifiers};
 pub use tls::{RootCertificates, SslMode, TlsSettings};
 
 /// Splits a comma-separated list of column names (double quotes allowed around a name that

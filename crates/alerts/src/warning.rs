@@ -132,9 +132,9 @@ impl<'a> IndexWarning<'a> {
             schema = check.source_schema,
             table = check.source_table,
             column = check.source_timestamp_column,
-            quoted_schema = quote_identifier(&check.source_schema),
-            quoted_table = quote_identifier(&check.source_table),
-            quoted_column = quote_identifier(&check.source_timestamp_column),
+            quoted_schema = datadiff_diff_core::quoted_ident(&check.source_schema),
+            quoted_table = datadiff_diff_core::quoted_ident(&check.source_table),
+            quoted_column = datadiff_diff_core::quoted_ident(&check.source_timestamp_column),
             limit = thousands(i128::from(BLOCKING_ROWS)),
         );
 
@@ -150,11 +150,6 @@ impl<'a> IndexWarning<'a> {
             created_at: now,
         }
     }
-}
-
-/// A SQL identifier in double quotes, inner quotes doubled.
-fn quote_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 #[cfg(test)]

@@ -100,7 +100,7 @@ pub use outcome::{Outcome, Signal, aggregate_status, python_isoformat, results_e
 pub use plan::{AggregatePlan, PlanError};
 pub use query::{
     IdentifierError, MetricQuery, MinimumQuery, Placeholders, QueryError, SOFT_DELETE_COLUMN, qualified_table,
-    quote_ident,
+    quote_ident, quoted_ident,
 };
 pub use row::{DigestRow, Keyed, ValuesRow};
 pub use run::{CheckId, PreflightId, RunId, RunStatus, TriggerType, UnknownName};
