@@ -7,6 +7,8 @@ use crate::yaml::Node;
 pub(crate) struct Document {
     pub(crate) file: String,
     pub(crate) problems: Vec<Problem>,
+    /// `(line, name)`: an unset `env_var` rendered as the empty string on that line.
+    pub(crate) unset_lines: Vec<(usize, String)>,
 }
 
 /// `parent.key`, or `key` at the root.
@@ -16,7 +18,22 @@ pub(crate) fn join(parent: &str, key: &str) -> String {
 
 impl Document {
     pub(crate) fn new(file: impl Into<String>) -> Document {
-        Document { file: file.into(), problems: Vec::new() }
+        Document { file: file.into(), problems: Vec::new(), unset_lines: Vec::new() }
+    }
+
+    /// How a "missing" message names the field `key` whose (empty) value is `value`: the key,
+    /// followed by the unset variables the value was rendered from (`password (env_var
+    /// DATADIFF_APP_PASSWORD is unset)`), so the message names the fix when an empty value
+    /// came from the environment.
+    pub(crate) fn missing_field(&self, key: &str, value: Option<&Node>) -> String {
+        let Some(value) = value else { return key.to_owned() };
+        let names: Vec<&str> =
+            self.unset_lines.iter().filter(|(line, _)| *line == value.line).map(|(_, name)| name.as_str()).collect();
+        match names.as_slice() {
+            [] => key.to_owned(),
+            [name] => format!("{key} (env_var {name} is unset)"),
+            names => format!("{key} (env_var {} are unset)", names.join(", ")),
+        }
     }
 
     /// Records a problem at `path`, on `line`.

@@ -175,6 +175,10 @@ fn read_file(
         ));
     }
     let mut text = rendered.text;
+    if !vault::is_vault_text(&text) {
+        // The lines of the rendered text are the composed YAML's lines.
+        document.unset_lines = rendered.unset_lines;
+    }
     if vault::is_vault_text(&text) {
         let Some(secret) = secret else {
             document.problem("", Some(1), "the file is vault-encrypted: pass its password with --secret FILE");
