@@ -8,6 +8,7 @@ mod demo;
 mod doctor;
 mod import;
 mod list;
+mod metrics;
 mod migrate;
 mod readme;
 mod report;
