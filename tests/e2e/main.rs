@@ -5,6 +5,7 @@
 mod alerts;
 mod config;
 mod demo;
+mod deploy;
 mod doctor;
 mod import;
 mod list;
