@@ -592,6 +592,72 @@ mod tests {
     }
 
     #[test]
+    fn metrics_render_one_family_per_fact_with_escaped_labels() {
+        use chrono::TimeZone;
+        use datadiff_backend_store::{LastAttempt, WatermarkReportRow};
+        use datadiff_diff_core::{CheckId, TriggerType};
+
+        let at = |hour, minute| Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap();
+        let watermark = WatermarkReportRow {
+            check_id: CheckId::new(uuid::Uuid::from_u128(1)),
+            full_check_name: "wh/pay/public/we\"ird".into(),
+            revision: 3,
+            source_database: "pay".into(),
+            source_schema: "public".into(),
+            source_table: "we\"ird".into(),
+            target_database: "wh".into(),
+            target_schema: "replicated".into(),
+            target_table: "we\"ird".into(),
+            verified_status: WatermarkStatus::Blocked,
+            verified_start: Some(at(10, 0)),
+            verified_end: Some(at(11, 0)),
+            furthest_observed_end: Some(at(13, 0)),
+            verification_lag: Some(TimeDelta::minutes(150) + TimeDelta::milliseconds(500)),
+            blocking_run_id: None,
+            last_evaluated_run_id: None,
+            watermark_updated_at: None,
+            reason: None,
+        };
+        let row = MetricsRow {
+            watermark,
+            target_id: "wh".into(),
+            tap_id: "pay".into(),
+            last_attempt: Some(LastAttempt {
+                run_id: RunId::new(uuid::Uuid::from_u128(2)),
+                status: RunStatus::Running,
+                trigger_type: TriggerType::Scheduled,
+                started_at: at(13, 1),
+                finished_at: None,
+                age: TimeDelta::minutes(29),
+            }),
+            open_failures: 2,
+        };
+        let text = metrics_text(&[row], at(13, 30));
+        let labels = r#"target="wh",tap="pay",schema="public",table="we\"ird""#;
+        for line in [
+            "# TYPE datadiff_verified_status gauge".to_owned(),
+            "datadiff_report_timestamp_seconds 1784727000".to_owned(),
+            format!("datadiff_verified_end_timestamp_seconds{{{labels}}} 1784718000"),
+            format!("datadiff_verification_lag_seconds{{{labels}}} 9000.5"),
+            format!("datadiff_verified_status{{{labels},status=\"BLOCKED\"}} 1"),
+            format!("datadiff_verified_status{{{labels},status=\"CONTIGUOUS\"}} 0"),
+            format!("datadiff_last_attempt_status{{{labels},status=\"RUNNING\"}} 1"),
+            format!("datadiff_last_attempt_status{{{labels},status=\"PASS\"}} 0"),
+            format!("datadiff_last_attempt_timestamp_seconds{{{labels}}} 1784725260"),
+            format!("datadiff_last_attempt_age_seconds{{{labels}}} 1740"),
+            format!("datadiff_open_failures{{{labels}}} 2"),
+        ] {
+            assert!(text.lines().any(|candidate| candidate == line), "{line:?} missing from:\n{text}");
+        }
+        assert_eq!(text.matches("# HELP ").count(), 8);
+        assert!(text.ends_with('\n'));
+        // Without current checks: the families' HELP and TYPE lines and the report time only.
+        let empty = metrics_text(&[], at(13, 30));
+        let samples: Vec<&str> = empty.lines().filter(|line| !line.starts_with('#')).collect();
+        assert_eq!(samples, ["datadiff_report_timestamp_seconds 1784727000"]);
+    }
+
+    #[test]
     fn label_values_escape_backslash_quote_and_line_feed() {
         assert_eq!(escape_label_value("plain_table"), "plain_table");
         assert_eq!(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
