@@ -362,11 +362,11 @@ fn root_string(document: &mut Document, root: &Node, key: &str) -> Option<String
         Some(value) => match value.as_str() {
             Some(text) if !text.is_empty() => Some(text.to_owned()),
             _ => {
-                document.problem(
-                    key,
-                    Some(value.line),
-                    format!("{key} must be a non-empty string, got {}", value.type_name()),
-                );
+                let mut message = format!("{key} must be a non-empty string, got {}", value.type_name());
+                if let Some(note) = document.unset_note(Some(value)) {
+                    message.push_str(&format!(" ({note})"));
+                }
+                document.problem(key, Some(value.line), message);
                 None
             }
         },

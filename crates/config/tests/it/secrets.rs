@@ -137,6 +137,24 @@ fn missing_timing_names_the_unset_variable_of_an_inherited_default() {
 }
 
 #[test]
+fn alert_and_identity_messages_name_unset_variables_too() {
+    let config = format!(
+        "{CONFIG}alert_handlers:\n  slack: {{token: \"{{{{ env_var['DD_SLACK_TOKEN'] }}}}\"}}\n  \
+         victorops: {{base_url: \"{{{{ env_var['SLACK_TOKEN'] }}}}\", routing_key: \"{{{{ env_var['DD_ROUTING'] }}}}\"}}\n"
+    );
+    let text = tap("", "", VALID).replace("id: payments", "id: \"{{ env_var['DD_TAP_ID'] }}\"");
+    let dir = project(&[("config.yml", &config), ("target_postgres.yml", TARGET), ("tap_payments.yml", &text)]);
+    let messages: Vec<String> = problems(&dir).into_iter().map(|problem| problem.message).collect();
+    for expected in [
+        "slack alert handler needs a token: token (env_var DD_SLACK_TOKEN is unset)",
+        "victorops alert handler needs base_url and routing_key: routing_key (env_var DD_ROUTING is unset)",
+        "id must be a non-empty string, got str (env_var DD_TAP_ID is unset)",
+    ] {
+        assert!(messages.iter().any(|message| message == expected), "{expected:?} not in {messages:#?}");
+    }
+}
+
+#[test]
 fn secrets_never_reach_problems() {
     let config = CONFIG.replace("password: app-pw", "password: app-pw\n  bogus: 1");
     let dir =
