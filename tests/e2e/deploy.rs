@@ -342,3 +342,19 @@ fn the_readme_crontab_line_runs_the_tick_then_the_metrics() {
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(logged.contains("postgres/payments/public/transfers") && logged.contains("PASS"), "{logged}");
 }
+
+#[test]
+fn without_the_environment_file_the_error_names_the_unset_variables() {
+    let world = World::new();
+    let outcome = world.exec(
+        BINARY,
+        &["run_data_diff_checks".to_owned(), "--dir".to_owned(), world.fixture.dir_arg(), "--all".to_owned()],
+        world.fixture.path(),
+        &BTreeMap::new(),
+    );
+    outcome.expect(2).stderr_has(
+        "backend_db is missing required fields: password (env_var DATADIFF_APP_PASSWORD is unset), \
+         ddl_password (env_var DATADIFF_DDL_PASSWORD is unset)",
+    );
+    assert_eq!(outcome.stderr.lines().filter(|line| line.starts_with("error:")).count(), 1, "{}", outcome.stderr);
+}
