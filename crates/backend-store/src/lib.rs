@@ -288,8 +288,8 @@ pub use overview::ScheduleOverview;
 pub use pool::{ConnectionManager, PoolConnectError};
 pub use preflight::{NewPreflight, PreflightStatus};
 pub use report::{
-    DailyReportRow, FailureReportRow, LagOffender, LagProblem, LagVerdict, RemediationReportRow, WatermarkReportRow,
-    WatermarkStatus,
+    DailyReportRow, FailureReportRow, LagOffender, LagProblem, LagVerdict, LastAttempt, MetricsRow,
+    RemediationReportRow, WatermarkReportRow, WatermarkStatus,
 };
 pub use result::{Difference, StoredDifference};
 pub use status::{AppliedExtension, SchemaStatus, UpstreamState};

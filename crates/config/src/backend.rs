@@ -108,7 +108,12 @@ impl BackendSettings {
         let text =
             |document: &mut Document, key: &str| document.optional_text(node, path, key).filter(|t| !t.is_empty());
         let values: Vec<Option<String>> = REQUIRED.iter().map(|key| text(document, key)).collect();
-        let missing: Vec<&str> = REQUIRED.iter().zip(&values).filter(|(_, v)| v.is_none()).map(|(k, _)| *k).collect();
+        let missing: Vec<String> = REQUIRED
+            .iter()
+            .zip(&values)
+            .filter(|(_, v)| v.is_none())
+            .map(|(key, _)| document.missing_field(key, node.get(key)))
+            .collect();
         if !missing.is_empty() {
             document.problem(
                 path,
