@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use datadiff_backend_store::{BackendConfig, Error as StoreError, SslMode, Store};
+use datadiff_backend_store::{BackendConfig, Error as StoreError, PoolOptions, SslMode, Store};
 use datadiff_config::BackendSettings;
 
 use crate::error::Error;
@@ -37,8 +37,13 @@ pub fn backend_config(settings: &BackendSettings) -> BackendConfig {
 /// and authentication together, as libpq's `connect_timeout` — with [`Error::BackendTimeout`].
 /// Every other failure is [`Error::Backend`] with the store's typed error as its source.
 pub fn open_backend(config: BackendConfig) -> Result<Store, Error> {
+    open_backend_with(config, PoolOptions::default())
+}
+
+/// [`open_backend`] with a pool of its own size (`--jobs N` needs N sessions): opened once.
+pub fn open_backend_with(config: BackendConfig, pool: PoolOptions) -> Result<Store, Error> {
     let address = format!("{}:{}/{}", config.host, config.port, config.dbname);
-    Store::open(config).map_err(|source| match source {
+    Store::open_with(config, pool).map_err(|source| match source {
         StoreError::ConnectTimeout { timeout, .. } => Error::BackendTimeout { address, timeout },
         source => Error::Backend { action: "opening the backend".to_owned(), source },
     })
