@@ -104,7 +104,7 @@ mod vault;
 mod yaml;
 
 pub use alerts::{AlertSettings, LogSettings, SlackSettings, VictorOpsSettings, WebhookSettings};
-pub use backend::{BackendSettings, SslMode, UnknownSslMode};
+pub use backend::BackendSettings;
 pub use connection::{DbConn, Endpoint};
 pub use error::{Error, Problem};
 pub use project::{LoadOptions, Project, Tap, Target, load, load_with};

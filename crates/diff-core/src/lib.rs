@@ -71,6 +71,7 @@ mod query;
 mod row;
 mod run;
 mod schedule;
+mod sslmode;
 mod summary;
 mod tick;
 mod time;
@@ -105,6 +106,7 @@ pub use query::{
 pub use row::{DigestRow, Keyed, ValuesRow};
 pub use run::{CheckId, PreflightId, RunId, RunStatus, TriggerType, UnknownName};
 pub use schedule::{FiresAfter, GAP_HORIZON_YEARS, Gap, Schedule, ScheduleError, Window};
+pub use sslmode::{SslMode, UnknownSslMode};
 pub use summary::{ChangedFields, DifferenceKind, Example, Summary};
 pub use tick::{CheckTickPlan, TickFacts, TickStep};
 pub use value::{Float, Numeric, Value};
