@@ -40,6 +40,7 @@
 //! PostgreSQL is spoken so far; the interface — catalog facts, one aggregate query, an
 //! ordered row stream — is what a second database kind plugs into.
 
+mod deadline;
 mod dsn;
 mod environment;
 mod error;
@@ -51,6 +52,7 @@ pub mod stream;
 mod table;
 pub mod tls;
 
+pub use deadline::{DeadlineError, within_deadline};
 pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
 pub use environment::Environment;
 pub use error::{Error, chain};

@@ -12,6 +12,7 @@ use std::time::Duration;
 use postgres::{CancelToken, Client, NoTls};
 use postgres_openssl::MakeTlsConnector;
 
+use crate::deadline::{DeadlineError, within_deadline};
 use crate::dsn::Dsn;
 use crate::error::Error;
 
@@ -73,22 +74,18 @@ impl Session {
         // is made on a helper thread and abandoned at the deadline (the helper ends when the
         // server answers or closes the socket, or with the process).
         let deadline = dsn.config().get_connect_timeout().copied().unwrap_or(crate::DEFAULT_CONNECT_TIMEOUT);
-        let (sender, receiver) = crossbeam_channel::bounded(1);
         let config = dsn.config().clone();
         let connector = tls.clone();
-        std::thread::Builder::new()
-            .name(format!("datadiff-connect-{role}"))
-            .spawn(move || {
-                let client = match connector {
-                    None => config.connect(NoTls),
-                    Some(connector) => config.connect(connector),
-                };
-                let _ = sender.send(client);
-            })
-            .map_err(|source| Error::ConnectThread { role: role.clone(), source })?;
-        let client = match receiver.recv_timeout(deadline) {
+        let connected = within_deadline(&format!("datadiff-connect-{role}"), deadline, move || match connector {
+            None => config.connect(NoTls),
+            Some(connector) => config.connect(connector),
+        });
+        let client = match connected {
             Ok(client) => client.map_err(|source| Error::Connect { role: role.clone(), source })?,
-            Err(_) => return Err(Error::ConnectTimeout { role, seconds: deadline.as_secs_f64() }),
+            Err(DeadlineError::Thread(source)) => return Err(Error::ConnectThread { role, source }),
+            Err(DeadlineError::Elapsed(_) | DeadlineError::Lost) => {
+                return Err(Error::ConnectTimeout { role, seconds: deadline.as_secs_f64() });
+            }
         };
         let mut session = Session { role, client, tls, encrypted: false };
         // Functions and operators resolve in pg_catalog only: a shadowing `public.concat` or

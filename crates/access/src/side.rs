@@ -25,7 +25,7 @@
 //! Failure texts are one line: a server error contributes its primary message only (never
 //! its DETAIL, which can quote row values), other failures their description.
 
-use std::sync::{OnceLock, mpsc};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -36,6 +36,7 @@ use postgres::{CancelToken, Client};
 use postgres_openssl::MakeTlsConnector;
 
 use crate::LazyTls;
+use crate::deadline::within_deadline;
 use crate::stream::{Decoder, Family};
 
 /// One side's connection settings (`Debug` redacts the password, as [`postgres::Config`]
@@ -284,22 +285,11 @@ pub fn table_columns(client: &mut Client, schema: &str, table: &str) -> Result<T
 
 /// Connects on a helper thread and waits at most `deadline` for the whole connection.
 fn connect_within(config: &postgres::Config, tls: LazyTls, deadline: Duration) -> Result<Client, String> {
-    let (sender, receiver) = mpsc::sync_channel(1);
     let config = config.clone();
-    std::thread::Builder::new()
-        .name("datadiff-connect".into())
-        .spawn(move || {
-            // A late connection finds the receiver gone and is dropped (closed) here.
-            let _ = sender.send(config.connect(tls));
-        })
-        .map_err(|error| format!("cannot start a connection thread: {error}"))?;
-    match receiver.recv_timeout(deadline) {
+    match within_deadline("datadiff-connect", deadline, move || config.connect(tls)) {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(error)) => Err(one_line(&error)),
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            Err(format!("no answer within the connect timeout of {} s", deadline.as_secs_f64()))
-        }
-        Err(mpsc::RecvTimeoutError::Disconnected) => Err("the connection thread stopped unexpectedly".to_owned()),
+        Err(error) => Err(crate::chain(&error)),
     }
 }
 

@@ -71,25 +71,22 @@ enum Verify {
 /// Opens a session as `role`: UTC (`-c timezone=UTC`), `application_name` (application role), the
 /// configured timeouts and TLS.
 ///
-/// The driver's connect timeout only bounds the TCP connect; a server that accepts and never
-/// answers would block the TLS handshake or the login forever. As libpq's `connect_timeout`
-/// does, the whole login is bounded: it runs on a helper thread and is abandoned after
-/// `connect_timeout` (the thread ends when the socket does).
+/// The whole login (TCP, TLS, authentication; both tries of `allow`) is bounded by
+/// `connect_timeout`, as libpq's is, through the access layer's
+/// [`within_deadline`](datadiff_access::within_deadline); `0` waits indefinitely.
 pub(crate) fn connect(config: &BackendConfig, role: Role) -> Result<Client, Error> {
     let timeout = config.connect_timeout;
     if timeout.is_zero() {
         return connect_now(config, role);
     }
-    let (sender, receiver) = std::sync::mpsc::sync_channel(1);
     let owned = config.clone();
-    let spawned = std::thread::Builder::new().name("datadiff-backend-connect".into()).spawn(move || {
-        let _ = sender.send(connect_now(&owned, role));
-    });
-    if spawned.is_err() {
-        return connect_now(config, role);
-    }
-    receiver.recv_timeout(timeout).unwrap_or_else(|_| {
-        Err(Error::ConnectTimeout {
+    let connected =
+        datadiff_access::within_deadline("datadiff-backend-connect", timeout, move || connect_now(&owned, role));
+    match connected {
+        Ok(result) => result,
+        // No helper thread: connect here, bounded by the TCP timeout only.
+        Err(datadiff_access::DeadlineError::Thread(_)) => connect_now(config, role),
+        Err(_) => Err(Error::ConnectTimeout {
             role,
             user: match role {
                 Role::Application => config.user.clone(),
@@ -99,8 +96,8 @@ pub(crate) fn connect(config: &BackendConfig, role: Role) -> Result<Client, Erro
             port: config.port,
             dbname: config.dbname.clone(),
             timeout,
-        })
-    })
+        }),
+    }
 }
 
 fn connect_now(config: &BackendConfig, role: Role) -> Result<Client, Error> {
