@@ -54,9 +54,9 @@ pub enum Error {
         role: String,
         /// The `sslrootcert` file.
         path: PathBuf,
-        /// OpenSSL's error.
+        /// What was wrong with it.
         #[source]
-        source: openssl::error::ErrorStack,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Connecting failed (refused, timed out, authentication failed...).
     #[error("cannot connect to the {role} database")]

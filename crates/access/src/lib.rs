@@ -59,9 +59,11 @@ pub use error::{Error, chain};
 pub use lazy_tls::{LazyTls, LazyTlsConnect};
 pub use passfile::{PassfileQuery, lookup as passfile_lookup};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
-pub use side::{SideCanceller, SideConfig, SideSession, one_line, table_columns, unverified_tls};
+pub use side::{SideCanceller, SideConfig, SideSession, one_line, table_columns};
 pub use table::{TableName, TableNameError, split_identifiers};
-pub use tls::{RootCertificates, TlsSettings};
+pub use tls::{
+    RootCertificates, TlsSettings, TlsSetupError, Verify, unverified_connector, unverified_tls, verifying_tls,
+};
 
 /// Splits a comma-separated list of column names (double quotes allowed around a name that
 /// contains a comma); `None` when a quote is unterminated.

@@ -25,15 +25,12 @@
 //! Failure texts are one line: a server error contributes its primary message only (never
 //! its DETAIL, which can quote row values), other failures their description.
 
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use datadiff_diff_core::{Bounds, CatalogColumn, CheckType, Side, TableColumns, Value};
-use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
 use postgres::types::{FromSql, ToSql, Type};
 use postgres::{CancelToken, Client};
-use postgres_openssl::MakeTlsConnector;
 
 use crate::LazyTls;
 use crate::deadline::within_deadline;
@@ -89,7 +86,7 @@ impl SideSession {
         let side = config.side;
         let cannot_connect =
             |reason: String| format!("cannot connect to the {side} database {}: {reason}", config.address);
-        let tls = LazyTls::new(tls_connector);
+        let tls = LazyTls::new(crate::tls::unverified_connector);
         let client = connect_within(&config.config, tls, config.connect_timeout).map_err(cannot_connect)?;
         let mut session = SideSession { side, client, tls };
         let seconds = statement_timeout.as_secs().max(1);
@@ -291,27 +288,6 @@ fn connect_within(config: &postgres::Config, tls: LazyTls, deadline: Duration) -
         Ok(Err(error)) => Err(one_line(&error)),
         Err(error) => Err(crate::chain(&error)),
     }
-}
-
-/// libpq's `prefer` and `require`: encrypt when (or because) asked, without verifying the
-/// server certificate. Sessions take it through [`LazyTls`]: nothing is built for a server
-/// that declines TLS.
-fn tls_connector() -> Result<MakeTlsConnector, String> {
-    unverified_tls().map(MakeTlsConnector::new)
-}
-
-/// The TLS context of the side sessions and `row_diff` streams (libpq's `prefer` and
-/// `require`: the certificate is not verified), made once per process and only when a server
-/// accepts TLS: building one loads the system's CA bundle, 20–35 ms of CPU. The context is
-/// immutable; each connection still has its own TLS session.
-pub fn unverified_tls() -> Result<SslConnector, String> {
-    static TLS: OnceLock<Result<SslConnector, String>> = OnceLock::new();
-    TLS.get_or_init(|| {
-        let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|error| error.to_string())?;
-        builder.set_verify(SslVerifyMode::NONE);
-        Ok(builder.build())
-    })
-    .clone()
 }
 
 /// A driver error in one line: a server error's primary message only, else the error's own

@@ -17,13 +17,16 @@
 //! login over TLS, and an audit should not silently downgrade.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
+use datadiff_diff_core::SslMode;
+use openssl::error::ErrorStack;
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+use openssl::x509::X509;
+use openssl::x509::store::X509StoreBuilder;
 use postgres_openssl::MakeTlsConnector;
 
 use crate::error::Error;
-
-use datadiff_diff_core::SslMode;
 
 /// Where trusted root certificates come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,35 +64,91 @@ impl TlsSettings {
         if self.mode == SslMode::Disable {
             return Ok(None);
         }
-        let wrap = |source| Error::Tls { role: role.to_owned(), source };
-        let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(wrap)?;
         if !self.verifies() {
-            builder.set_verify(SslVerifyMode::NONE);
-        } else {
-            builder.set_verify(SslVerifyMode::PEER);
-            match &self.roots {
-                RootCertificates::File(path) => {
-                    // Only the configured roots: a fresh store, not the system's.
-                    let store = openssl::x509::store::X509StoreBuilder::new().map_err(wrap)?;
-                    builder.set_cert_store(store.build());
-                    builder.set_ca_file(path).map_err(|source| Error::RootCertificate {
-                        role: role.to_owned(),
-                        path: path.clone(),
-                        source,
-                    })?;
-                }
-                RootCertificates::System | RootCertificates::Unset => {
-                    builder.set_default_verify_paths().map_err(wrap)?
-                }
-            }
+            return unverified_tls()
+                .map(|connector| Some(MakeTlsConnector::new(connector)))
+                .map_err(|source| Error::Tls { role: role.to_owned(), source });
         }
-        let mut connector = MakeTlsConnector::new(builder.build());
-        // postgres-openssl checks the host name by default: only verify-full wants it.
-        let check_host = self.mode == SslMode::VerifyFull;
-        connector.set_callback(move |config, _domain| {
-            config.set_verify_hostname(check_host);
-            Ok(())
-        });
-        Ok(Some(connector))
+        let verify = if self.mode == SslMode::VerifyFull { Verify::ChainAndHost } else { Verify::Chain };
+        verifying_tls(&self.roots, verify).map(Some).map_err(|error| match error {
+            TlsSetupError::OpenSsl(source) => Error::Tls { role: role.to_owned(), source },
+            TlsSetupError::Roots { path, source } => Error::RootCertificate { role: role.to_owned(), path, source },
+        })
     }
+}
+
+/// What a verifying connector checks about the server's certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// The chain to a trusted root (`verify-ca`, and `require` with a root file).
+    Chain,
+    /// The chain and the host name (`verify-full`).
+    ChainAndHost,
+}
+
+/// Why a TLS connector could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    /// OpenSSL refused the set-up.
+    #[error("cannot set up TLS")]
+    OpenSsl(#[source] ErrorStack),
+    /// The root certificate file could not be read, or holds no PEM certificate.
+    #[error("cannot load the root certificates {}", path.display())]
+    Roots {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// The verifying connector every verifying connection uses (backend, sides, audit): it
+/// trusts exactly the certificates of a root file ([`RootCertificates::File`]), else the
+/// system's trust store, and checks the host name only for [`Verify::ChainAndHost`].
+pub fn verifying_tls(roots: &RootCertificates, verify: Verify) -> Result<MakeTlsConnector, TlsSetupError> {
+    // `SslConnector::builder` starts from the system's trust store.
+    let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(TlsSetupError::OpenSsl)?;
+    if let RootCertificates::File(path) = roots {
+        let roots_error =
+            |source: Box<dyn std::error::Error + Send + Sync>| TlsSetupError::Roots { path: path.clone(), source };
+        let pem = std::fs::read(path).map_err(|error| roots_error(Box::new(error)))?;
+        let certificates = X509::stack_from_pem(&pem).map_err(|error| roots_error(Box::new(error)))?;
+        if certificates.is_empty() {
+            return Err(roots_error("the file holds no PEM certificate".into()));
+        }
+        let mut store = X509StoreBuilder::new().map_err(TlsSetupError::OpenSsl)?;
+        for certificate in certificates {
+            store.add_cert(certificate).map_err(|error| roots_error(Box::new(error)))?;
+        }
+        builder.set_cert_store(store.build());
+    }
+    builder.set_verify(SslVerifyMode::PEER);
+    let mut connector = MakeTlsConnector::new(builder.build());
+    // postgres-openssl checks the host name by default: only verify-full wants it.
+    let check_host = verify == Verify::ChainAndHost;
+    connector.set_callback(move |configuration, _domain| {
+        configuration.set_verify_hostname(check_host);
+        Ok(())
+    });
+    Ok(connector)
+}
+
+/// The TLS context of libpq's `prefer` and `require` without a root file (encrypted, the
+/// certificate not verified), made once per process and only when first asked — building one
+/// loads the system's CA bundle, 20–35 ms of CPU. The context is immutable; each connection
+/// still has its own TLS session. Servers that decline TLS never cost it ([`crate::LazyTls`]).
+pub fn unverified_tls() -> Result<SslConnector, ErrorStack> {
+    static TLS: OnceLock<Result<SslConnector, ErrorStack>> = OnceLock::new();
+    TLS.get_or_init(|| {
+        let mut builder = SslConnector::builder(SslMethod::tls_client())?;
+        builder.set_verify(SslVerifyMode::NONE);
+        Ok(builder.build())
+    })
+    .clone()
+}
+
+/// [`unverified_tls`] as the driver takes it, for [`crate::LazyTls`] (the error as text).
+pub fn unverified_connector() -> Result<MakeTlsConnector, String> {
+    unverified_tls().map(MakeTlsConnector::new).map_err(|error| error.to_string())
 }

@@ -9,21 +9,16 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use openssl::ssl::{SslConnector, SslConnectorBuilder, SslMethod, SslVerifyMode};
-use openssl::x509::X509;
-use openssl::x509::store::X509StoreBuilder;
+use datadiff_access::{LazyTls, RootCertificates, TlsSetupError, Verify, unverified_connector, verifying_tls};
+use datadiff_diff_core::SslMode;
 use postgres::config::SslMode as DriverSslMode;
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use postgres_openssl::MakeTlsConnector;
 
-use datadiff_diff_core::SslMode;
-
 use crate::config::BackendConfig;
 use crate::error::Error;
-use datadiff_access::LazyTls;
 
 /// The default `application_name` of application sessions: upstream's
 /// `pipelinewise-data-diff` (config note §5.1, which SPEC §3 adopts for session settings).
@@ -58,14 +53,6 @@ impl fmt::Display for Role {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// What a verifying TLS connector checks about the server's certificate (the unverified
-/// modes use [`unverified_tls`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verify {
-    Chain,
-    ChainAndHost,
 }
 
 /// Opens a session as `role`: UTC (`-c timezone=UTC`), `application_name` (application role), the
@@ -118,16 +105,16 @@ fn connect_now(config: &BackendConfig, role: Role) -> Result<Client, Error> {
         SslMode::Allow => match driver.ssl_mode(DriverSslMode::Disable).connect(NoTls) {
             // pg_hba.conf has no plaintext entry for us: try again over TLS, as libpq does.
             Err(error) if error.code() == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION) => {
-                driver.ssl_mode(DriverSslMode::Require).connect(LazyTls::new(unverified_tls))
+                driver.ssl_mode(DriverSslMode::Require).connect(LazyTls::new(unverified_connector))
             }
             other => other,
         },
-        SslMode::Prefer => driver.ssl_mode(DriverSslMode::Prefer).connect(LazyTls::new(unverified_tls)),
+        SslMode::Prefer => driver.ssl_mode(DriverSslMode::Prefer).connect(LazyTls::new(unverified_connector)),
         // libpq: "if a root CA file exists, sslmode=require behaves like verify-ca".
         SslMode::Require if config.sslrootcert.is_some() => {
             driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::Chain)?)
         }
-        SslMode::Require => driver.ssl_mode(DriverSslMode::Require).connect(LazyTls::new(unverified_tls)),
+        SslMode::Require => driver.ssl_mode(DriverSslMode::Require).connect(LazyTls::new(unverified_connector)),
         SslMode::VerifyCa => driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::Chain)?),
         SslMode::VerifyFull => {
             driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::ChainAndHost)?)
@@ -159,56 +146,19 @@ fn driver_config(config: &BackendConfig, role: Role) -> postgres::Config {
     driver
 }
 
-/// libpq's `prefer` and `require` without a root file: encrypted, nothing verified. One
-/// context per process, made when a server first accepts TLS ([`LazyTls`]).
-fn unverified_tls() -> Result<MakeTlsConnector, String> {
-    static UNVERIFIED: OnceLock<Result<SslConnector, String>> = OnceLock::new();
-    let connector = UNVERIFIED.get_or_init(|| {
-        let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|error| error.to_string())?;
-        builder.set_verify(SslVerifyMode::NONE);
-        Ok(builder.build())
-    });
-    connector.clone().map(MakeTlsConnector::new)
-}
-
+/// The verifying connector for the backend's root certificates: the `sslrootcert` file;
+/// `system` for the system's trust store; else libpq's `~/.postgresql/root.crt` when it
+/// exists; else the system's trust store (the one builder: [`verifying_tls`]).
 fn tls_connector(config: &BackendConfig, verify: Verify) -> Result<MakeTlsConnector, Error> {
-    let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(Error::Tls)?;
-    load_roots(&mut builder, config.sslrootcert.as_deref())?;
-    builder.set_verify(SslVerifyMode::PEER);
-    let mut connector = MakeTlsConnector::new(builder.build());
-    let check_host = verify == Verify::ChainAndHost;
-    connector.set_callback(move |configuration, _host| {
-        configuration.set_verify_hostname(check_host);
-        Ok(())
-    });
-    Ok(connector)
-}
-
-/// Trust exactly the certificates of the root file; the system store only when told so, or
-/// when no file is configured and libpq's default `~/.postgresql/root.crt` does not exist.
-/// (`SslConnector::builder` starts from the system store.)
-fn load_roots(builder: &mut SslConnectorBuilder, sslrootcert: Option<&Path>) -> Result<(), Error> {
-    let file = match sslrootcert {
-        Some(path) if path == Path::new("system") => return Ok(()),
-        Some(path) => path.to_path_buf(),
-        None => match default_root_file() {
-            Some(path) => path,
-            None => return Ok(()),
-        },
+    let roots = match config.sslrootcert.as_deref() {
+        Some(path) if path == Path::new("system") => RootCertificates::System,
+        Some(path) => RootCertificates::File(path.to_path_buf()),
+        None => default_root_file().map_or(RootCertificates::Unset, RootCertificates::File),
     };
-    let root_error =
-        |source: Box<dyn std::error::Error + Send + Sync>| Error::RootCertificate { path: file.clone(), source };
-    let pem = std::fs::read(&file).map_err(|error| root_error(Box::new(error)))?;
-    let certificates = X509::stack_from_pem(&pem).map_err(|error| root_error(Box::new(error)))?;
-    if certificates.is_empty() {
-        return Err(root_error("the file holds no PEM certificate".into()));
-    }
-    let mut store = X509StoreBuilder::new().map_err(Error::Tls)?;
-    for certificate in certificates {
-        store.add_cert(certificate).map_err(|error| root_error(Box::new(error)))?;
-    }
-    builder.set_cert_store(store.build());
-    Ok(())
+    verifying_tls(&roots, verify).map_err(|error| match error {
+        TlsSetupError::OpenSsl(source) => Error::Tls(source),
+        TlsSetupError::Roots { path, source } => Error::RootCertificate { path, source },
+    })
 }
 
 /// libpq's default root certificate file, when it exists.
