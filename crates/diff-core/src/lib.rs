@@ -109,7 +109,7 @@ pub use schedule::{FiresAfter, GAP_HORIZON_YEARS, Gap, Schedule, ScheduleError, 
 pub use sslmode::{SslMode, UnknownSslMode};
 pub use summary::{ChangedFields, DifferenceKind, Example, Summary};
 pub use tick::{CheckTickPlan, TickFacts, TickStep};
-pub use value::{Float, Numeric, Value};
+pub use value::{Float, Numeric, Value, round_decimal_digits};
 pub use verdict::{
     CheckResult, ResultStatus, ResultType, RowDiffCounts, in_declared_order, metric_passes, result_value,
 };

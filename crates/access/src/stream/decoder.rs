@@ -447,28 +447,8 @@ fn float_text(field: &[u8], scale: u32, out: &mut Vec<u8>, scratch: &mut Vec<u8>
 /// leading zeros, no trailing fraction zeros, no `-0`; rounded half away from zero to
 /// `scale` fraction digits when given. May modify `digits`.
 fn write_decimal(negative: bool, digits: &mut Vec<u8>, mut point: usize, scale: Option<u32>, out: &mut Vec<u8>) {
-    if let Some(scale) = scale.map(|scale| scale as usize)
-        && digits.len() - point > scale
-    {
-        let round_up = digits[point + scale] >= b'5';
-        digits.truncate(point + scale);
-        if round_up {
-            let mut index = digits.len();
-            loop {
-                if index == 0 {
-                    digits.insert(0, b'1');
-                    point += 1;
-                    break;
-                }
-                index -= 1;
-                if digits[index] == b'9' {
-                    digits[index] = b'0';
-                } else {
-                    digits[index] += 1;
-                    break;
-                }
-            }
-        }
+    if let Some(scale) = scale {
+        point = datadiff_diff_core::round_decimal_digits(digits, point, scale as usize);
     }
     let integer = &digits[..point];
     let integer = &integer[integer.iter().position(|&d| d != b'0').unwrap_or(integer.len())..];
