@@ -22,8 +22,8 @@
 //!
 //! # Example
 //!
-//! What `run_data_diff_checks` does around its attempts (and `rerun_data_diff_check`, which
-//! also sends pending index warnings):
+//! What `run_data_diff_checks` does around its attempts (and `rerun_data_diff_check` around
+//! its remediation, with the one summary):
 //!
 //! ```no_run
 //! use chrono::{TimeZone, Utc};
