@@ -104,6 +104,40 @@ impl Store {
         Ok(status)
     }
 
+    /// The gate for commands that record attempts (`run`, `rerun`): [`Store::gate`], and on a
+    /// backend without datadiff's extension tables (one PipelineWise migrated) also
+    /// [`Error::ExtensionNeeded`] when a current definition needs one — a `row_diff`
+    /// definition, whose evidence goes to `datadiff_run_differences` — naming those
+    /// definitions and the one migration to apply. Without such a definition nothing is
+    /// refused and no DDL is written.
+    pub fn gate_for_attempts(&self, project: &Path) -> Result<SchemaStatus, Error> {
+        let status = self.gate(project)?;
+        let Some(migration) = status.missing_extensions().first() else { return Ok(status) };
+        let rows = self
+            .connection()?
+            .query(
+                "SELECT full_check_name FROM public.dd_check_definitions \
+                  WHERE is_current AND (canonical_config -> 'datadiff') ? 'row_diff' \
+                  ORDER BY full_check_name",
+                &[],
+            )
+            .map_err(Error::query("looking for definitions that need an extension table"))?;
+        let names = rows
+            .iter()
+            .map(|row| row.try_get::<_, String>(0))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(Error::query("looking for definitions that need an extension table"))?;
+        if names.is_empty() {
+            return Ok(status);
+        }
+        Err(Error::ExtensionNeeded {
+            definitions: names.join(", "),
+            version: migration.version,
+            name: migration.name,
+            project: project.to_path_buf(),
+        })
+    }
+
     /// Migrates as the DDL role (see [`migrate_backend`]).
     pub fn migrate(&self, options: &MigrateOptions) -> Result<MigrationReport, Error> {
         migrate_backend(&self.config, options)

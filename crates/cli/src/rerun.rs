@@ -65,6 +65,7 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
     }
     let project = args.project.load(console)?;
     let store = open_gated(&project, 1)?;
+    store.gate_for_attempts(&project.dir)?;
     let clock = match args.at {
         Some(at) => Clock::at(at),
         None => Clock::System,
