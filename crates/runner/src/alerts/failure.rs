@@ -259,26 +259,21 @@ struct CountRow {
     difference: Difference,
 }
 
-/// Digits separated by single underscores (`1_000`), as Python's numeric literals allow.
-fn grouped_digits(text: &str) -> Option<String> {
-    let mut digits = String::with_capacity(text.len());
-    for group in text.split('_') {
-        if group.is_empty() || !group.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        digits.push_str(group);
-    }
-    Some(digits)
+/// ASCII digits, at least one.
+fn digits(text: &str) -> Option<&str> {
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())).then_some(text)
 }
 
-/// A string count as Python's `Decimal` reads it (surrounding whitespace, a sign, a fraction,
-/// an exponent), kept only when it is a finite non-negative integer.
+/// A string count as Python's `Decimal` reads it — surrounding whitespace and every
+/// underscore removed, then a sign, digits with a fraction, an exponent — kept only when it
+/// is a finite non-negative integer. (`Decimal` also reads non-ASCII decimal digits; they are
+/// not counts here.)
 fn decimal_count(text: &str) -> Option<Count> {
-    let text = text.trim();
+    let text: String = text.trim().chars().filter(|&c| c != '_').collect();
     let (negative, unsigned) = match text.as_bytes().first() {
         Some(b'-') => (true, &text[1..]),
         Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
+        _ => (false, text.as_str()),
     };
     let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
         Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
@@ -291,23 +286,23 @@ fn decimal_count(text: &str) -> Option<Count> {
     if whole.is_empty() && fraction.is_empty() {
         return None;
     }
-    let whole = if whole.is_empty() { String::new() } else { grouped_digits(whole)? };
-    let fraction = if fraction.is_empty() { String::new() } else { grouped_digits(fraction)? };
+    let whole = if whole.is_empty() { "" } else { digits(whole)? };
+    let fraction = if fraction.is_empty() { "" } else { digits(fraction)? };
     let exponent: i64 = match exponent {
         None => 0,
         Some(exponent) => {
-            let (negative, digits) = match exponent.as_bytes().first() {
+            let (negative, magnitude) = match exponent.as_bytes().first() {
                 Some(b'-') => (true, &exponent[1..]),
                 Some(b'+') => (false, &exponent[1..]),
                 _ => (false, exponent),
             };
-            let magnitude: i64 = grouped_digits(digits)?.parse().ok()?;
+            let magnitude: i64 = digits(magnitude)?.parse().ok()?;
             if negative { -magnitude } else { magnitude }
         }
     };
-    let digits = format!("{whole}{fraction}");
+    let all_digits = format!("{whole}{fraction}");
     let scale = exponent.checked_sub(i64::try_from(fraction.len()).ok()?)?;
-    let significant = digits.trim_start_matches('0');
+    let significant = all_digits.trim_start_matches('0');
     let count = if significant.is_empty() {
         Count("0".to_owned())
     } else if scale >= 0 {

@@ -189,6 +189,15 @@ fn large_counts_and_differences_are_exact() {
         metric_cells(&alert_at(&[spelt], now()).details, "row_count").unwrap(),
         ["row_count", source, target, "-2"]
     );
+    // Python's Decimal reads these as integers too.
+    for (text, read) in
+        [("1__0", "10"), ("_1", "1"), ("+5", "5"), ("-0", "0"), ("1.", "1"), ("\t7\n", "7"), ("1e1_0", "10000000000")]
+    {
+        let mut spelt = summary();
+        spelt.results = vec![row_count(json!(text), json!("0"))];
+        let cells = metric_cells(&alert_at(&[spelt], now()).details, "row_count").map(|cells| cells[1].to_owned());
+        assert_eq!(cells.as_deref(), Some(read), "{text:?}");
+    }
     let mut integers = summary();
     integers.results = vec![row_count(json!(18_446_744_073_709_551_615u64), json!(0))];
     let details = alert_of(integers).details;
@@ -226,7 +235,10 @@ fn invalid_counts_do_not_produce_a_misleading_difference() {
         json!("1.5"),
         json!("NaN"),
         json!("Infinity"),
-        json!("1__0"),
+        json!("_"),
+        json!("1 2"),
+        json!("0x10"),
+        json!("15e-1"),
         json!(""),
     ];
     for value in invalid {
