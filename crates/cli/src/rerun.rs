@@ -65,7 +65,7 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
     }
     let project = args.project.load(console)?;
     let store = open_gated(&project, 1)?;
-    store.gate_for_attempts(&project.dir)?;
+    store.gate_for_remediation(&project.dir, args.run_id)?;
     let clock = match args.at {
         Some(at) => Clock::at(at),
         None => Clock::System,

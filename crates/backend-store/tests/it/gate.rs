@@ -71,7 +71,8 @@ fn a_pipelinewise_backend_without_our_extensions_passes_until_a_definition_needs
     // A current row_diff definition needs extension 1, and the gate for attempts says so.
     let mut row_diff = table("payments", "refunds");
     row_diff.extensions.row_diff = Some(datadiff_diff_core::RowDiffSettings::default());
-    repo.import_one(&row_diff, at(0, 0));
+    let needing = repo.import_one(&row_diff, at(0, 0));
+    assert!(store.gate_for_remediation(Path::new(PROJECT), attempt.run_id).is_err(), "current ones count");
     let error = store.gate_for_attempts(Path::new(PROJECT)).unwrap_err();
     assert!(error.is_schema(), "{error}");
     assert_eq!(
@@ -81,6 +82,15 @@ fn a_pipelinewise_backend_without_our_extensions_passes_until_a_definition_needs
     );
     assert!(store.gate(Path::new(PROJECT)).is_ok(), "reads still pass");
     assert!(!repo.backend.has_relation("datadiff_schema_migrations"), "the gates never write DDL");
+
+    // A remediation of a run of a superseded row_diff revision needs it too.
+    let row_diff_run = repo.start(&needing, at(13, 0), scheduled(false), at(13, 5));
+    repo.finish(row_diff_run.run_id, RunStatus::Fail, at(13, 6));
+    repo.import_one(&table("payments", "refunds"), at(1, 0));
+    assert!(store.gate_for_attempts(Path::new(PROJECT)).is_ok(), "no current definition uses row_diff");
+    assert!(store.gate_for_remediation(Path::new(PROJECT), attempt.run_id).is_ok());
+    let error = store.gate_for_remediation(Path::new(PROJECT), row_diff_run.run_id).unwrap_err();
+    assert!(error.to_string().starts_with("postgres/payments/public/refunds uses row_diff"), "{error}");
 
     // Migrated, it passes.
     store.migrate(&MigrateOptions::latest()).unwrap();
