@@ -50,11 +50,12 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use chrono::{DateTime, Duration as Span, TimeZone, Utc};
+use datadiff::access::Environment;
 use datadiff::config::{DbConn, Secret};
 use datadiff::core::{
     CheckDefinition, CheckType, Extensions, ResultType, RowDiffSettings, SourceType, StartKind, TargetType,
 };
-use datadiff::runner::{Clock, Connections, Environment, ExecutionOptions, execute};
+use datadiff::runner::{Clock, Connections, ExecutionOptions, execute};
 use datadiff::store::{BackendConfig, DefinitionFilter, MigrateOptions, SyncScope};
 use datadiff_testkit::{Cluster, Database, SUPERUSER, quote_ident};
 use futures_core::Stream;

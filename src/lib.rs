@@ -9,10 +9,24 @@
 //! * [`config`]: PipelineWise project directory to validated definitions;
 //! * [`store`]: the backend database: migrations, connections, repositories, reports;
 //! * [`preflight`]: source preflight verdicts and their gatherer;
-//! * [`runner`]: sessions, check execution, scheduling, alerts and the parity audit.
+//! * [`access`]: source and replica access: connections, read-only sessions, catalog reads,
+//!   ordered row streams;
+//! * [`audit`]: the standalone parity audit of two whole tables (no backend);
+//! * [`runner`]: attempts, `row_diff`, the scheduling tick, retries, remediation, signals;
+//! * [`alerts`]: index warnings and failure alerts from run summaries.
 //!
-//! The `datadiff` binary is a thin shell over `datadiff_cli`.
+//! The `datadiff` binary is a thin shell over `datadiff_cli`. The command line and its demo
+//! are the default features `cli` and `demo`; with `default-features = false` this crate
+//! brings the libraries alone:
+//!
+//! ```toml
+//! [dependencies]
+//! datadiff = { version = "0.1", default-features = false }
+//! ```
 
+pub use datadiff_access as access;
+pub use datadiff_alerts as alerts;
+pub use datadiff_audit as audit;
 pub use datadiff_backend_store as store;
 pub use datadiff_config as config;
 pub use datadiff_diff_core as core;

@@ -9,6 +9,7 @@ mod doctor;
 mod import;
 mod list;
 mod migrate;
+mod pipe;
 mod readme;
 mod report;
 mod rerun;

@@ -1,5 +1,6 @@
-//! SIGTERM during an attempt: the attempt is recorded ERROR, then the process dies by the
-//! signal (SPEC §4), never a panic or a RUNNING attempt left for the sweep.
+//! SIGTERM (and SIGHUP: a closed terminal or SSH session) during an attempt: the attempt is
+//! recorded ERROR, then the process dies by the signal (SPEC §4), never a panic or a RUNNING
+//! attempt left for the sweep.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
@@ -9,6 +10,17 @@ use crate::support::{Fixture, RUN_AT};
 
 #[test]
 fn sigterm_records_the_in_flight_attempt_error_and_the_process_dies_by_it() {
+    interrupt_a_running_attempt("TERM", 15);
+}
+
+#[test]
+fn sighup_is_handled_like_sigterm() {
+    interrupt_a_running_attempt("HUP", 1);
+}
+
+/// Sends SIG`name` to a `run` whose attempt waits in its queries, and checks that the process
+/// dies by signal `number` with the attempt recorded ERROR.
+fn interrupt_a_running_attempt(name: &str, number: i32) {
     let fixture = Fixture::new();
     fixture.import();
     // The replica's table is locked: the attempt's target query waits on it.
@@ -33,16 +45,16 @@ fn sigterm_records_the_in_flight_attempt_error_and_the_process_dies_by_it() {
         assert!(Instant::now() < deadline, "the attempt never started its queries");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let killed = Command::new("kill").args([format!("-{name}"), child.id().to_string()]).status().unwrap();
     assert!(killed.success());
     let output = child.wait_with_output().unwrap();
     lock.rollback().unwrap();
 
-    assert_eq!(output.status.signal(), Some(15), "the process dies by SIGTERM: {:?}", output.status);
+    assert_eq!(output.status.signal(), Some(number), "the process dies by SIG{name}: {:?}", output.status);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     let attempts = fixture.attempts();
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].0, "ERROR");
-    assert_eq!(attempts[0].3.as_deref(), Some("Terminated by SIGTERM before the check completed"));
+    assert_eq!(attempts[0].3.as_deref(), Some(format!("Terminated by SIG{name} before the check completed").as_str()));
 }

@@ -21,7 +21,7 @@ use postgres_openssl::MakeTlsConnector;
 
 use crate::config::{BackendConfig, SslMode};
 use crate::error::Error;
-use crate::lazy_tls::LazyTls;
+use datadiff_access::LazyTls;
 
 /// The default `application_name` of application sessions: upstream's
 /// `pipelinewise-data-diff` (config note §5.1, which SPEC §3 adopts for session settings).

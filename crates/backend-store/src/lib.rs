@@ -264,7 +264,6 @@ mod connection;
 mod coverage;
 mod definition;
 mod error;
-mod lazy_tls;
 mod lock;
 pub mod migrate;
 mod overview;
@@ -285,7 +284,6 @@ pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, SslMode};
 pub use connection::{APPLICATION_NAME, Role};
 pub use definition::{CheckListing, DefinitionFilter, StoredDefinition, SyncReport, SyncScope, TapSelection};
 pub use error::Error;
-pub use lazy_tls::{LazyTls, LazyTlsConnect};
 pub use lock::AdvisoryLock;
 pub use migrate::{
     EXTENSIONS, ExtensionMigration, MIGRATION_LOCK, MigrateOptions, MigrationReport, Revision, Step, Target, plan,

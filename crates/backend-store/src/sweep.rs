@@ -4,6 +4,11 @@
 //! Upstream sweeps only current revisions, so a worker killed while remediating a
 //! superseded revision leaves its attempt RUNNING forever (and its slot never retryable).
 //! SPEC §4 asks datadiff to retire those too: [`Store::sweep_superseded`].
+//!
+//! Every cutoff comes from [`stale_cutoff`], which saturates: a revision stored by another
+//! tool with a timeout PostgreSQL cannot run (PipelineWise accepts `statement_timeout:
+//! 88000w`) gets the lease of PostgreSQL's longest timeout, never an instant the backend
+//! rejects, so one such revision cannot fail the sweep — or the tick — for the others.
 
 use chrono::{DateTime, Utc};
 use datadiff_diff_core::{CheckId, STALE_SWEEP_ERROR, stale_cutoff};

@@ -1,11 +1,12 @@
 //! `datadiff audit`: the parity audit before a cutover (SPEC §9).
 
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use datadiff_runner::TableName;
-use datadiff_runner::audit::{self, AuditOptions, CdcMetadata, Refusal, Status};
+use datadiff_access::TableName;
+use datadiff_audit::{self as audit, AuditOptions, CdcMetadata, Refusal, Status};
 
 use crate::console::Console;
 use crate::exit::Exit;
@@ -94,7 +95,7 @@ impl AuditArgs {
         let columns = match &self.columns {
             None => None,
             Some(text) => {
-                Some(datadiff_runner::parse_column_list(text).ok_or(Refusal::InvalidColumnList { flag: "--columns" })?)
+                Some(datadiff_access::parse_column_list(text).ok_or(Refusal::InvalidColumnList { flag: "--columns" })?)
             }
         };
         let mut options = AuditOptions::new(self.source.clone(), self.replica.clone(), self.table.clone());
@@ -111,18 +112,36 @@ impl AuditArgs {
 }
 
 /// Runs the audit and prints or writes its report.
+///
+/// With `--report`, the path holds this audit's report or nothing once the command ends: the
+/// report is written to a new file in the same directory and renamed over the path (a reader
+/// never sees half a report, and an earlier report stays whole until replaced), and an audit
+/// that ends without a report (a refusal or an error, exit 2) removes a file left at the path
+/// by an earlier run, so an old PASS cannot be read as this audit's verdict.
 pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exit> {
-    let options = args.options().map_err(datadiff_runner::Error::Refused)?;
-    let progress = ScanProgress::new(console.stderr_is_terminal());
-    let result = audit::audit(&options, console.environment(), &mut |event| progress.update(event));
-    progress.finish();
-    let report = result?;
+    let result = args.options().map_err(datadiff_audit::Error::Refused).and_then(|options| {
+        let progress = ScanProgress::new(console.stderr_is_terminal());
+        let result = audit::audit(&options, console.environment(), &mut |event| progress.update(event));
+        progress.finish();
+        result
+    });
+    let report = match result {
+        Ok(report) => report,
+        Err(error) => {
+            if let Some(path) = &args.report {
+                remove_stale_report(path, console);
+            }
+            return Err(error.into());
+        }
+    };
     let json = report.to_json();
     let stderr = console.stderr();
     match &args.report {
         Some(path) => {
-            std::fs::write(path, &json)
-                .map_err(|source| datadiff_runner::Error::WriteReport { path: path.clone(), source })?;
+            if let Err(source) = write_atomically(path, json.as_bytes()) {
+                remove_stale_report(path, console);
+                return Err(datadiff_audit::Error::WriteReport { path: path.clone(), source }.into());
+            }
             let line = format!("{} (report: {})", report.summary_line(), path.display());
             writeln!(console.stdout(), "{line}").context("writing to stdout")?;
         }
@@ -135,4 +154,36 @@ pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exi
         Status::Pass => Exit::Success,
         Status::Block => Exit::Failure,
     })
+}
+
+/// Writes `contents` to a new file beside `path` (`.<name>.<pid>.tmp`), flushes it to disk
+/// and renames it over `path`; the temporary file is removed when any step fails.
+fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().ok_or_else(|| std::io::Error::other("the report path names no file"))?;
+    let mut temporary_name = std::ffi::OsString::from(".");
+    temporary_name.push(name);
+    temporary_name.push(format!(".{}.tmp", std::process::id()));
+    let temporary = path.with_file_name(temporary_name);
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temporary)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
+/// Removes a report an earlier run left at `path`; a failure (other than there being none) is
+/// a warning on stderr, since the audit already fails.
+fn remove_stale_report(path: &Path, console: &Console) {
+    match std::fs::remove_file(path) {
+        Ok(()) => tracing::info!(path = %path.display(), "removed the earlier report: this audit wrote none"),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            console.stderr().line(&format!("warning: cannot remove the earlier report {}: {error}", path.display()))
+        }
+    }
 }

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use datadiff_runner::Environment;
+use datadiff_access::Environment;
 
 /// The output streams and environment a command runs with.
 ///
@@ -36,6 +36,51 @@ impl Captured {
     }
 }
 
+/// Standard output that a reader may stop reading (`datadiff list … | head -1`): once a write
+/// meets a closed pipe, the rest of the output is discarded and the command goes on to its
+/// own exit code — a `run` with failures still exits 1, a `list` exits 0. Any other write
+/// error is returned.
+struct UntilClosed<W> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: Write> UntilClosed<W> {
+    fn new(inner: W) -> UntilClosed<W> {
+        UntilClosed { inner, closed: false }
+    }
+
+    fn absorb(&mut self, result: io::Result<()>) -> io::Result<()> {
+        match result {
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+impl<W: Write> Write for UntilClosed<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(bytes.len());
+        }
+        match self.inner.write(bytes) {
+            Ok(written) => Ok(written),
+            Err(error) => self.absorb(Err(error)).map(|()| bytes.len()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = self.inner.flush();
+        self.absorb(result)
+    }
+}
+
 /// A buffer shared with a [`Captured`].
 struct Buffer(Arc<Mutex<Vec<u8>>>);
 
@@ -55,7 +100,7 @@ impl Console {
     pub fn process() -> Console {
         use std::io::IsTerminal;
         Console {
-            stdout: Box::new(io::stdout()),
+            stdout: Box::new(UntilClosed::new(io::stdout())),
             stderr: SharedWriter::new(Box::new(io::stderr())),
             stderr_is_terminal: io::stderr().is_terminal(),
             environment: Environment::process(),
@@ -120,5 +165,53 @@ impl Write for SharedWriter {
 
     fn flush(&mut self) -> io::Result<()> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pipe whose reader has gone after `accepts` bytes.
+    struct Pipe {
+        accepts: usize,
+        received: Vec<u8>,
+    }
+
+    impl Write for Pipe {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            if self.received.len() + bytes.len() > self.accepts {
+                return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+            }
+            self.received.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_pipe_discards_the_rest_and_other_errors_are_returned() {
+        let mut stdout = UntilClosed::new(Pipe { accepts: 6, received: Vec::new() });
+        stdout.write_all(b"first\n").unwrap();
+        stdout.write_all(b"second\n").unwrap();
+        stdout.write_all(b"third\n").unwrap();
+        stdout.flush().unwrap();
+        assert_eq!(stdout.inner.received, b"first\n");
+        assert!(stdout.closed);
+
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::from(io::ErrorKind::StorageFull))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut full = UntilClosed::new(Full);
+        assert_eq!(full.write_all(b"x").unwrap_err().kind(), io::ErrorKind::StorageFull);
     }
 }

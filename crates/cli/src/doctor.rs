@@ -27,10 +27,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use datadiff_access::{Dsn, Environment, Session, SessionSettings, table_columns};
 use datadiff_config::{Endpoint, Project};
 use datadiff_diff_core::{AggregatePlan, CheckDefinition, ResultStatus, SourceType, TableColumns, TargetType};
 use datadiff_preflight::{PreflightStatus, QueryFingerprint, SourceTable};
-use datadiff_runner::{Dsn, Environment, Session, SessionSettings, table_columns};
 use serde_json::json;
 
 use crate::console::Console;

@@ -22,7 +22,7 @@
 //!
 //! ```no_run
 //! use datadiff_cli::{Console, Exit, run};
-//! use datadiff_runner::Environment;
+//! use datadiff_access::Environment;
 //!
 //! let (console, captured) = Console::capture(Environment::default());
 //! let exit = run(["datadiff", "--version"], console);
@@ -155,6 +155,7 @@
 
 mod audit;
 mod console;
+#[cfg(feature = "demo")]
 mod demo;
 mod doctor;
 mod exit;
@@ -206,6 +207,7 @@ impl Cli {
             Command::Doctor(args) => args.verbosity(),
             Command::Report(args) => args.verbosity(),
             Command::Audit(args) => args.verbosity(),
+            #[cfg(feature = "demo")]
             Command::Demo(args) => args.verbosity(),
         };
         self.verbosity.count().saturating_add(after)
@@ -243,6 +245,7 @@ enum Command {
     #[command(name = "audit")]
     Audit(audit::AuditArgs),
     /// Show datadiff at work on a throwaway PostgreSQL cluster (needs the server binaries).
+    #[cfg(feature = "demo")]
     #[command(name = "demo")]
     Demo(demo::DemoArgs),
 }
@@ -260,6 +263,7 @@ impl Command {
             Command::Doctor(args) => doctor::run(args, console),
             Command::Report(args) => report::run(args, console),
             Command::Audit(args) => audit::run(args, console),
+            #[cfg(feature = "demo")]
             Command::Demo(args) => demo::run(args, console),
         }
     }
@@ -320,7 +324,7 @@ where
 /// One line naming what to fix; with `verbose`, the cause chain below it.
 fn report_error(console: &Console, error: &anyhow::Error, verbose: bool) {
     let stderr = console.stderr();
-    let refused = error.downcast_ref::<datadiff_runner::Error>().is_some_and(datadiff_runner::Error::is_refusal);
+    let refused = error.downcast_ref::<datadiff_audit::Error>().is_some_and(datadiff_audit::Error::is_refusal);
     let label = if refused { "refused" } else { "error" };
     let mut line = format!("{label}: {error}");
     if !verbose {

@@ -1,7 +1,7 @@
 //! Progress on stderr, only when it is a terminal: the audit's scan (rows/s and ETA) and a
 //! tick's attempts and `row_diff` rows.
 
-use datadiff_runner::audit::AuditProgress;
+use datadiff_audit::AuditProgress;
 use datadiff_runner::{ProgressMeter, ProgressSnapshot};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 

@@ -11,9 +11,9 @@ use std::num::NonZeroUsize;
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use clap::Args;
+use datadiff_alerts::{Dispatcher, WarningReport, WarningResult};
 use datadiff_backend_store::DefinitionFilter;
 use datadiff_config::Project;
-use datadiff_runner::alerts::{Dispatcher, WarningReport, WarningResult};
 use datadiff_runner::{Clock, Connections, ProgressMeter, Selection, TickContext, tick};
 use serde_json::json;
 

@@ -64,25 +64,33 @@ pub(crate) fn check_defaults(document: &mut Document, defaults: &Node) -> bool {
     true
 }
 
-/// A timing value must be a string of at least two characters (`minLength: 2`).
+/// A timing value must be a string of at least two characters (`minLength: 2`). `path` ends
+/// with the key; the example given is a crontab expression for `frequency`, a duration for
+/// the others.
 fn timing_string(document: &mut Document, value: &Node, path: &str) -> bool {
+    let frequency = path == "frequency" || path.ends_with(".frequency");
     match value.as_str() {
         // An empty value is "missing" (rule 1) or an empty duration (rules 7, 9, 10).
         Some(text) if text.chars().count() >= 2 || text.is_empty() => true,
         Some(text) => {
-            document.problem(
-                path,
-                Some(value.line),
-                format!("'{text}' is too short (at least 2 characters, such as '1h')"),
-            );
+            let message = if frequency {
+                format!("'{text}' is too short (at least 2 characters: a crontab expression such as '0 */6 * * *')")
+            } else {
+                format!("'{text}' is too short (at least 2 characters, such as '1h')")
+            };
+            document.problem(path, Some(value.line), message);
             false
         }
         None => {
-            document.problem(
-                path,
-                Some(value.line),
-                format!("must be a string such as '1h', got {}", value.type_name()),
-            );
+            let message = if frequency {
+                format!(
+                    "must be a string holding a crontab expression such as '0 */6 * * *', got {}",
+                    value.type_name()
+                )
+            } else {
+                format!("must be a string such as '1h', got {}", value.type_name())
+            };
+            document.problem(path, Some(value.line), message);
             false
         }
     }
@@ -267,20 +275,33 @@ pub(crate) fn table_definition(
             format!("Data-diff columns cannot be transformed for {schema_table}: {}", conflicts.join(", ")),
         );
     }
-    // 6. Crontab.
+    // 6. Crontab. A valid expression that never fires is datadiff's own refusal. A
+    // one-character string was already reported by the schema rule.
+    let mut schedule = None;
     if let Some(setting) = frequency.as_ref().filter(|_| truthy(&frequency))
-        && let Some(text) = setting.node.as_str()
-        && let Err(error) = Schedule::parse(text)
+        && let Some(text) = setting.node.as_str().filter(|text| text.chars().count() >= 2)
     {
-        let mut message = format!(
-            "frequency must be a crontab expression, got '{text}' in check '{full_check_name}'. Example: '0 */6 * * *' for every six hours"
-        );
-        if let ScheduleError::FieldCount { fields, .. } = error {
-            message.push_str(&format!(
-                " (it has {fields} fields: datadiff reads only 5 fields, minute hour day-of-month month day-of-week)"
-            ));
+        match Schedule::parse(text) {
+            Ok(parsed) => schedule = Some(parsed),
+            Err(ScheduleError::NeverFires { .. }) => document.problem(
+                &setting.path,
+                Some(setting.node.line),
+                format!(
+                    "frequency '{text}' never fires (no date of the 400-year Gregorian calendar cycle matches it) in check '{full_check_name}'. Example: '0 */6 * * *' for every six hours"
+                ),
+            ),
+            Err(error) => {
+                let mut message = format!(
+                    "frequency must be a crontab expression, got '{text}' in check '{full_check_name}'. Example: '0 */6 * * *' for every six hours"
+                );
+                if let ScheduleError::FieldCount { fields, .. } = error {
+                    message.push_str(&format!(
+                        " (it has {fields} fields: datadiff reads only 5 fields, minute hour day-of-month month day-of-week)"
+                    ));
+                }
+                document.problem(&setting.path, Some(setting.node.line), message);
+            }
         }
-        document.problem(&setting.path, Some(setting.node.line), message);
     }
     // 7. window_start.
     let window_start_seconds = window_start
@@ -322,10 +343,10 @@ pub(crate) fn table_definition(
                 ),
             );
     }
-    // 10. statement_timeout (default 5min), no sign stripped.
+    // 10. statement_timeout (default 5min), no sign stripped, at most PostgreSQL's limit.
     let statement_timeout_seconds = match &statement_timeout {
         None => Some(300),
-        Some(setting) => duration(document, setting, Duration::parse),
+        Some(setting) => duration(document, setting, Duration::parse_statement_timeout),
     };
 
     // The databases enter the definition; only worth saying for a route that can import.
@@ -339,6 +360,9 @@ pub(crate) fn table_definition(
     }
     if document.problems.len() > before {
         return None;
+    }
+    if let (Some(schedule), Some(start), Some(end)) = (&schedule, window_start_seconds, window_end_seconds) {
+        warn_about_gaps(document, &dd_path, data_diff.line, schedule, (start, end), &full_check_name);
     }
     let (Some(source_type), Some(target_type), Some(checks), Some(key), Some(timestamp)) =
         (source_type, target_type, check_types, key_column, timestamp_column)
@@ -376,6 +400,38 @@ pub(crate) fn table_definition(
         initial_full_scan: initial_full_scan?,
         extensions: Extensions::default(),
     })
+}
+
+/// Warns when the window `(window_start, window_end)` seconds is shorter than the longest
+/// time between two fires of `schedule`: the windows of consecutive slots then leave a gap no
+/// run compares, so the watermark can never pass it (PipelineWise accepts such a definition,
+/// so it is no error).
+fn warn_about_gaps(
+    document: &mut Document,
+    dd_path: &str,
+    line: usize,
+    schedule: &Schedule,
+    (start, end): (i64, i64),
+    full_check_name: &str,
+) {
+    let length = start - end;
+    let Some(gap) = schedule.longest_gap().filter(|gap| gap.seconds() > length) else { return };
+    let units = |seconds: i64| Duration::from_seconds(seconds).units();
+    document.warning(
+        dd_path,
+        Some(line),
+        format!(
+            "the window (window_start {} - window_end {} = {}) is shorter than the {} between fire times of frequency '{}' (for example {} to {}) in check '{full_check_name}': coverage will never be contiguous, the watermark will stop at the first gap; make the window at least {} long",
+            units(start),
+            units(end),
+            units(length),
+            units(gap.seconds()),
+            schedule.as_str(),
+            gap.from.format("%Y-%m-%dT%H:%M:%SZ"),
+            gap.to.format("%Y-%m-%dT%H:%M:%SZ"),
+            units(gap.seconds()),
+        ),
+    );
 }
 
 /// A duration setting parsed with `parse`; problems at the setting's own path and line.

@@ -3,10 +3,12 @@
 use crate::error::Problem;
 use crate::yaml::Node;
 
-/// Collects problems for one file while its values are read.
+/// Collects problems, and warnings, for one file while its values are read.
 pub(crate) struct Document {
     pub(crate) file: String,
     pub(crate) problems: Vec<Problem>,
+    /// Findings that do not stop the load (PipelineWise accepts them), worded as problems.
+    pub(crate) warnings: Vec<Problem>,
 }
 
 /// `parent.key`, or `key` at the root.
@@ -16,12 +18,17 @@ pub(crate) fn join(parent: &str, key: &str) -> String {
 
 impl Document {
     pub(crate) fn new(file: impl Into<String>) -> Document {
-        Document { file: file.into(), problems: Vec::new() }
+        Document { file: file.into(), problems: Vec::new(), warnings: Vec::new() }
     }
 
     /// Records a problem at `path`, on `line`.
     pub(crate) fn problem(&mut self, path: &str, line: Option<usize>, message: impl Into<String>) {
         self.problems.push(Problem { file: self.file.clone(), path: path.to_owned(), line, message: message.into() });
+    }
+
+    /// Records a warning at `path`, on `line`.
+    pub(crate) fn warning(&mut self, path: &str, line: Option<usize>, message: impl Into<String>) {
+        self.warnings.push(Problem { file: self.file.clone(), path: path.to_owned(), line, message: message.into() });
     }
 
     /// A mapping at `path`, or a problem saying what it is instead.

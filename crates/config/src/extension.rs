@@ -29,6 +29,32 @@ pub(crate) struct CheckExtension {
     pub(crate) line: usize,
 }
 
+/// Why a `checks` entry may name no definition without being a typo: what failed to load is
+/// already reported in its own file, and reporting each entry again would bury that cause.
+pub(crate) struct Unresolved<'a> {
+    /// `full_check_name`s whose definitions failed validation.
+    pub(crate) names: &'a [String],
+    /// Tap ids whose tables were not read (unknown target, duplicate id).
+    pub(crate) unread_taps: &'a [String],
+    /// Tap ids that were read.
+    pub(crate) read_taps: &'a [&'a str],
+    /// Whether some tap file could not be read as far as its id (a parse error): any tap
+    /// not read may be that one.
+    pub(crate) unreadable_tap: bool,
+}
+
+impl Unresolved<'_> {
+    /// Whether an unknown `full_check_name` is explained by a problem reported elsewhere.
+    fn explains(&self, full_check_name: &str) -> bool {
+        if self.names.iter().any(|name| name == full_check_name) {
+            return true;
+        }
+        // target/tap/schema/table
+        let Some(tap) = full_check_name.split('/').nth(1) else { return self.unreadable_tap };
+        self.unread_taps.iter().any(|id| id == tap) || (self.unreadable_tap && !self.read_taps.contains(&tap))
+    }
+}
+
 /// What `datadiff.yml` adds.
 #[derive(Default)]
 pub(crate) struct ExtensionFile {
@@ -83,12 +109,12 @@ impl ExtensionFile {
         &self,
         document: &mut Document,
         definitions: &mut [CheckDefinition],
-        names_with_problems: &[String],
+        unresolved: &Unresolved<'_>,
     ) {
         for entry in &self.checks {
             let Some(definition) = definitions.iter_mut().find(|d| d.full_check_name == entry.full_check_name) else {
-                // A definition that failed validation is already reported in its tap file.
-                if !names_with_problems.contains(&entry.full_check_name) {
+                // A definition, or a whole tap, that failed to load is reported in its tap file.
+                if !unresolved.explains(&entry.full_check_name) {
                     document.problem(
                         &entry.path,
                         Some(entry.line),

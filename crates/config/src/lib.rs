@@ -76,6 +76,18 @@
 //!   493). Names that enter a definition (`dbname`, schema, table and column names) must be
 //!   strings.
 //! * `config.yml` is required; a tap referencing an unknown target is an error.
+//! * What could never run is an error PipelineWise does not raise, at the key's file, path and
+//!   line: a `statement_timeout` above PostgreSQL's limit or a window offset above 365,000
+//!   days (`datadiff-diff-core`'s `duration` module says why), a `frequency` that never fires
+//!   or has an empty list item (its `schedule` module).
+//! * A window shorter than the longest time between two fires of its `frequency` is a
+//!   [`Project::warnings`] entry, not an error (PipelineWise accepts it): the windows of
+//!   consecutive slots leave gaps, so coverage is never contiguous.
+//! * One cause is reported once: a `datadiff.yml` `checks` entry naming no definition is not
+//!   reported when the definition failed validation, when its tap's tables were never read
+//!   (unknown target, duplicate tap id), or when some tap file could not be read to its id (a
+//!   parse error) and the entry's tap is not one that was read. A file cut short by the
+//!   alias-expansion limit is reported once and not read further.
 
 mod alerts;
 mod backend;

@@ -11,7 +11,7 @@ use crate::connection::DbConn;
 use crate::definitions::{self, TapContext};
 use crate::document::{Document, join};
 use crate::error::{Error, Problem};
-use crate::extension::ExtensionFile;
+use crate::extension::{ExtensionFile, Unresolved};
 use crate::yaml::{self, Node};
 use crate::{Secret, template, vault};
 
@@ -67,7 +67,8 @@ pub struct Project {
     pub backend: Option<BackendSettings>,
     /// Alert destinations.
     pub alerts: AlertSettings,
-    /// Warnings (unset environment variables, ignored definitions), one line each.
+    /// Warnings, one line each: unset environment variables, windows shorter than the time
+    /// between two fires (`file:line: path: message`), ignored definitions.
     pub warnings: Vec<String>,
 }
 
@@ -261,6 +262,11 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
     let mut taps: Vec<Tap> = Vec::new();
     let mut built: Vec<(CheckDefinition, usize, String, usize)> = Vec::new();
     let mut failed_names: Vec<String> = Vec::new();
+    // Taps whose tables were never read (unknown target, duplicate id), and whether some tap
+    // file could not be read as far as its id: their problems are reported in their own files,
+    // and datadiff.yml entries naming their checks are not reported again as unknown.
+    let mut unread_taps: Vec<String> = Vec::new();
+    let mut unreadable_tap = false;
     let mut tap_files: Vec<(String, ReadFile)> = Vec::new();
     for (_, name) in files.iter().filter(|(kind, _)| *kind == FileKind::Tap) {
         let read = read_file(&dir.join(name), name, &env, secret, &mut warnings);
@@ -275,18 +281,23 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
             if document.problems.is_empty() {
                 document.problem("", None, "the file is empty");
             }
+            unreadable_tap = true;
             documents.push(document);
             continue;
         };
-        if let Some(tap) = read_tap(&mut document, &root, &name) {
+        let read = read_tap(&mut document, &root, &name);
+        unreadable_tap |= read.is_none();
+        if let Some(tap) = read {
             if let Some(first) = taps.iter().find(|t| t.id == tap.id) {
                 let message = format!("duplicate tap id '{}' (also defined in {})", tap.id, first.file);
                 document.problem("id", root.get("id").map(|n| n.line), message);
+                unread_taps.push(tap.id.clone());
             } else {
                 match targets.iter().find(|t| t.id == tap.target_id) {
                     None => {
                         let message = format!("tap '{}' references unknown target '{}'", tap.id, tap.target_id);
                         document.problem("target", root.get("target").map(|n| n.line), message);
+                        unread_taps.push(tap.id.clone());
                     }
                     Some(target) => {
                         let index = documents.len();
@@ -325,7 +336,10 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
         let ReadFile { mut document, root } = read_file(&dir.join(name), name, &env, secret, &mut warnings);
         if let Some(root) = root {
             let extensions = ExtensionFile::read(&mut document, &root, &mut alerts);
-            extensions.apply(&mut document, &mut definitions, &failed_names);
+            let read_taps: Vec<&str> = taps.iter().map(|tap| tap.id.as_str()).collect();
+            let unresolved =
+                Unresolved { names: &failed_names, unread_taps: &unread_taps, read_taps: &read_taps, unreadable_tap };
+            extensions.apply(&mut document, &mut definitions, &unresolved);
             if let (Some(backend), Some(cert)) = (backend.as_mut(), extensions.sslrootcert) {
                 // `system` is libpq's name for the system trust store, not a file.
                 let keep = cert.is_absolute() || cert.as_os_str() == "system";
@@ -340,7 +354,11 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
         log.path = dir.join(&log.path);
     }
 
-    let problems: Vec<Problem> = documents.into_iter().flat_map(|d| d.problems).collect();
+    let mut problems: Vec<Problem> = Vec::new();
+    for document in documents {
+        problems.extend(document.problems);
+        warnings.extend(document.warnings.iter().map(Problem::to_string));
+    }
     if !problems.is_empty() {
         return Err(Error::Invalid { dir, problems });
     }

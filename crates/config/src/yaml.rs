@@ -34,7 +34,8 @@
 //! last value. Merged keys overridden by explicit keys are not duplicates.
 //!
 //! Limits: alias expansion is capped at [`MAX_NODES`] nodes per file (a "billion laughs"
-//! document is an error, not an out-of-memory), nesting at the parser's 255 levels.
+//! document is one error, not an out-of-memory; the file is not read past it, so no cut-off
+//! key is reported again as empty or duplicate), nesting at the parser's 255 levels.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -169,6 +170,11 @@ pub(crate) fn compose(text: &str, secret: Option<&Secret>) -> (Option<Node>, Vec
     let Some(raw) = raw else { return (None, problems) };
     let mut normalizer = Normalizer { secret, budget: MAX_NODES, problems: &mut problems };
     let node = normalizer.node(&raw, "");
+    // A document cut short by the alias limit is not read any further: its remaining keys
+    // would all look empty (and duplicate), and its rules would report what is cut off.
+    if normalizer.budget == 0 {
+        return (None, problems);
+    }
     (Some(node), problems)
 }
 
@@ -329,11 +335,15 @@ impl Normalizer<'_> {
                 if let Some(tag) = tag.as_deref().filter(|t| *t != format!("{CORE}seq") && *t != "!") {
                     self.problem(path, *line, format!("could not determine a constructor for the tag '{tag}'"));
                 }
-                let items = items
-                    .iter()
-                    .enumerate()
-                    .map(|(index, item)| self.node(item, &format!("{path}[{index}]")))
-                    .collect();
+                let mut nodes = Vec::with_capacity(items.len());
+                for (index, item) in items.iter().enumerate() {
+                    // Past the alias limit nothing more is composed.
+                    if self.budget == 0 {
+                        break;
+                    }
+                    nodes.push(self.node(item, &format!("{path}[{index}]")));
+                }
+                let items = nodes;
                 Node { value: NodeValue::Seq(items), line: *line }
             }
             Raw::Map { entries, tag, line } => {
@@ -399,6 +409,10 @@ impl Normalizer<'_> {
         let mut merged: Vec<(Node, Node)> = Vec::new();
         let mut explicit: Vec<(Node, Node)> = Vec::new();
         for (key, value) in entries {
+            // Past the alias limit nothing more is composed (and no empty key is a duplicate).
+            if self.budget == 0 {
+                break;
+            }
             let is_merge = matches!(&**key, Raw::Scalar { text, plain: true, tag: None, .. } if text == "<<")
                 || matches!(&**key, Raw::Scalar { tag: Some(tag), .. } if tag == &format!("{CORE}merge"));
             if is_merge {
@@ -791,6 +805,23 @@ many:
         }
         let (_, problems) = read(&text);
         assert!(problems.iter().any(|p| p.message.contains("through aliases")), "{problems:?}");
+    }
+
+    #[test]
+    fn the_alias_limit_is_reported_once_and_ends_the_document() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..10 {
+            let previous = format!("*a{}", level - 1);
+            text.push_str(&format!("a{level}: &a{level} [{}]\n", vec![previous; 10].join(", ")));
+        }
+        text.push_str("b: 1\nc: 2\nd: {e: 3, f: 4}\n");
+        let (node, problems) = read(&text);
+        assert_eq!(node, None);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].message, format!("document expands to more than {MAX_NODES} nodes through aliases"));
+        // Just under the limit, the document reads.
+        let (node, problems) = read("a: &a [x, x]\nb: [*a, *a]\n");
+        assert!(node.is_some() && problems.is_empty(), "{problems:?}");
     }
 
     #[test]

@@ -8,8 +8,10 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use crate::duration::Duration;
 use crate::run::{RunId, RunStatus, TriggerType};
 use crate::schedule::{Schedule, Window};
+use crate::time::postgres_first_instant;
 
 /// Catch-up windows per check per invocation, and retries per check per invocation
 /// (`MAX_BACKFILL_WINDOWS`).
@@ -366,10 +368,16 @@ pub fn decide_remediation(
 
 /// RUNNING attempts that started at or before this instant are stale and are swept to ERROR:
 /// `now - (30 min + 4 × statement_timeout_seconds)` (a 60 s budget gives 34 minutes).
+///
+/// The timeout counts at most [`Duration::MAX_STATEMENT_TIMEOUT`] (no query can be given
+/// longer by PostgreSQL), and the cutoff is never earlier than PostgreSQL's first timestamp
+/// (4714-11-24 BC), so any stored definition — PipelineWise accepts `statement_timeout:
+/// 88000w` — gives an instant the backend can compare with: one definition's arithmetic never
+/// fails a sweep or a schedule overview of many.
 pub fn stale_cutoff(now: DateTime<Utc>, statement_timeout_seconds: i64) -> DateTime<Utc> {
-    let budget = TimeDelta::try_seconds(statement_timeout_seconds.max(0).saturating_mul(4)).unwrap_or(TimeDelta::MAX);
-    let age = TimeDelta::minutes(30).checked_add(&budget).unwrap_or(TimeDelta::MAX);
-    now.checked_sub_signed(age).unwrap_or(DateTime::<Utc>::MIN_UTC)
+    let timeout = statement_timeout_seconds.clamp(0, Duration::MAX_STATEMENT_TIMEOUT.seconds());
+    let age = TimeDelta::minutes(30) + TimeDelta::seconds(timeout * 4);
+    now.checked_sub_signed(age).unwrap_or(DateTime::<Utc>::MIN_UTC).max(postgres_first_instant())
 }
 
 /// The error recorded on an attempt the stale sweep expires.
@@ -634,6 +642,22 @@ mod tests {
     fn the_stale_age_scales_with_the_query_budget() {
         assert_eq!(stale_cutoff(at(13, 0), 60), at(12, 26), "60 s → 34 minutes");
         assert_eq!(stale_cutoff(at(13, 0), 0), at(12, 30), "no budget → 30 minutes");
+        assert_eq!(stale_cutoff(at(13, 0), -5), at(12, 30), "a negative budget counts as none");
+    }
+
+    #[test]
+    fn the_stale_age_saturates_at_postgresqls_longest_timeout() {
+        // 30 minutes + 4 × 2,147,483 s, whatever larger timeout a definition holds.
+        let longest = at(13, 0) - TimeDelta::minutes(30) - TimeDelta::seconds(4 * 2_147_483);
+        assert_eq!(stale_cutoff(at(13, 0), 2_147_483), longest);
+        for timeout in [2_147_484, 88_000 * 604_800, i64::MAX] {
+            assert_eq!(stale_cutoff(at(13, 0), timeout), longest, "{timeout}");
+        }
+        // Near the start of time the cutoff stops at PostgreSQL's first timestamp.
+        let first = postgres_first_instant();
+        assert_eq!(first.to_rfc3339(), "-4713-11-24T00:00:00+00:00");
+        assert_eq!(stale_cutoff(first + TimeDelta::minutes(10), 60), first);
+        assert_eq!(stale_cutoff(DateTime::<Utc>::MIN_UTC, i64::MAX), first);
     }
 
     #[test]

@@ -152,7 +152,7 @@ impl ChecksumColumn {
 
 /// `10^scale` as a numeric literal: `1`, `100`; a negative scale (PostgreSQL 15 allows
 /// `numeric(5, -2)`) gives `0.01`, the value Python's `10 ** -2` has.
-fn power_of_ten(scale: i32) -> String {
+pub(crate) fn power_of_ten(scale: i32) -> String {
     let digits = scale.unsigned_abs() as usize;
     if scale >= 0 { format!("1{}", "0".repeat(digits)) } else { format!("0.{}1", "0".repeat(digits - 1)) }
 }

@@ -430,7 +430,8 @@ impl CheckDefinition {
     }
 
     /// The rolling window of `slot`: `[slot - window_start, slot - window_end)`. `None` only
-    /// when an instant falls outside chrono's range.
+    /// when an instant falls outside chrono's range or before PostgreSQL's first timestamp
+    /// ([`Window::from_offsets`]).
     pub fn window(&self, slot: DateTime<Utc>) -> Option<Window> {
         Window::from_offsets(
             slot,

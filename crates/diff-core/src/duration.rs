@@ -17,6 +17,18 @@
 //! * Upstream's integers are unbounded; ours must fit the backend's `BIGINT` column. A total
 //!   above `i64::MAX` seconds is [`DurationError::TooLarge`] (PipelineWise would fail later, when
 //!   inserting the definition).
+//! * Upstream accepts any length; datadiff refuses what can never run
+//!   ([`DurationError::AboveLimit`]):
+//!   * `statement_timeout` ([`Duration::parse_statement_timeout`]) is at most
+//!     [`Duration::MAX_STATEMENT_TIMEOUT`], 2,147,483 s (24d20h31min23s): PostgreSQL keeps the
+//!     setting as a 32-bit number of milliseconds (`max_val` 2147483647 in `pg_settings`) and
+//!     refuses more (`30d` is "out of range"), so every attempt of such a definition would
+//!     ERROR.
+//!   * Window offsets are at most [`Duration::MAX_WINDOW_OFFSET`], 365,000 days (1,000 years
+//!     of 365 days). PostgreSQL's timestamps begin in 4714 BC and croner's fire times in
+//!     year 1, so every window `[slot - window_start, slot - window_end)` of every slot then
+//!     lies inside the range PostgreSQL stores, with room to spare; a longer look-back is
+//!     better written as `initial_full_scan`.
 
 use std::fmt;
 
@@ -60,12 +72,59 @@ pub enum DurationError {
         /// The text that was parsed.
         value: String,
     },
+    /// The total is longer than its setting allows (datadiff only; see the module docs).
+    #[error("Duration '{value}' is longer than {}, {}", limit.maximum().units(), limit.reason())]
+    AboveLimit {
+        /// The text that was parsed.
+        value: String,
+        /// Which bound it exceeds.
+        limit: DurationLimit,
+    },
+}
+
+/// The bounds datadiff puts on durations, beyond the grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DurationLimit {
+    /// [`Duration::MAX_STATEMENT_TIMEOUT`].
+    StatementTimeout,
+    /// [`Duration::MAX_WINDOW_OFFSET`].
+    WindowOffset,
+}
+
+impl DurationLimit {
+    /// The longest duration allowed.
+    pub fn maximum(self) -> Duration {
+        match self {
+            DurationLimit::StatementTimeout => Duration::MAX_STATEMENT_TIMEOUT,
+            DurationLimit::WindowOffset => Duration::MAX_WINDOW_OFFSET,
+        }
+    }
+
+    fn reason(self) -> &'static str {
+        match self {
+            DurationLimit::StatementTimeout => {
+                "the largest statement_timeout PostgreSQL accepts (2147483647 milliseconds)"
+            }
+            DurationLimit::WindowOffset => {
+                "the largest window offset datadiff accepts (1000 years, so that every window lies inside \
+                 PostgreSQL's timestamp range)"
+            }
+        }
+    }
 }
 
 /// The units in the order a token is tried; `min` before anything that could be its prefix.
 const UNITS: [(&str, i64); 5] = [("s", 1), ("min", 60), ("h", 3_600), ("d", 86_400), ("w", 604_800)];
 
 impl Duration {
+    /// The longest `statement_timeout`: 2,147,483 s (24d20h31min23s), the whole seconds within
+    /// PostgreSQL's limit of 2,147,483,647 milliseconds.
+    pub const MAX_STATEMENT_TIMEOUT: Duration = Duration { seconds: 2_147_483 };
+
+    /// The longest window offset (`window_start`, `window_end`): 365,000 days.
+    pub const MAX_WINDOW_OFFSET: Duration = Duration { seconds: 365_000 * 86_400 };
+
     /// A duration of `seconds` (negative values are clamped to zero).
     pub fn from_seconds(seconds: i64) -> Duration {
         Duration { seconds: seconds.max(0) }
@@ -86,22 +145,54 @@ impl Duration {
         Ok(duration)
     }
 
-    /// Parses a window offset: every leading `-` is stripped, then the grammar applies. Zero is
-    /// allowed (a `window_end` of `0s` ends the window at the fire time); callers that need a
-    /// positive offset (`window_start`) check [`Duration::is_zero`] and report
-    /// [`DurationError::Zero`] themselves, or use [`Duration::parse_positive_window_offset`].
+    /// Parses a `statement_timeout`: [`Duration::parse`], then at most
+    /// [`Duration::MAX_STATEMENT_TIMEOUT`].
+    pub fn parse_statement_timeout(text: &str) -> Result<Duration, DurationError> {
+        Self::parse(text)?.at_most(text, DurationLimit::StatementTimeout)
+    }
+
+    /// Parses a window offset: every leading `-` is stripped, then the grammar applies, and the
+    /// total is at most [`Duration::MAX_WINDOW_OFFSET`]. Zero is allowed (a `window_end` of
+    /// `0s` ends the window at the fire time); callers that need a positive offset
+    /// (`window_start`) check [`Duration::is_zero`] and report [`DurationError::Zero`]
+    /// themselves, or use [`Duration::parse_positive_window_offset`].
     pub fn parse_window_offset(text: &str) -> Result<Duration, DurationError> {
-        Self::parse_total(text.trim_start_matches('-'))
+        let stripped = text.trim_start_matches('-');
+        Self::parse_total(stripped)?.at_most(stripped, DurationLimit::WindowOffset)
     }
 
     /// Parses a window offset that must be positive (`window_start`).
     pub fn parse_positive_window_offset(text: &str) -> Result<Duration, DurationError> {
         let stripped = text.trim_start_matches('-');
-        let duration = Self::parse_total(stripped)?;
+        let duration = Self::parse_window_offset(stripped)?;
         if duration.seconds == 0 {
             return Err(DurationError::Zero { value: stripped.to_owned() });
         }
         Ok(duration)
+    }
+
+    /// `self`, or [`DurationError::AboveLimit`] when it exceeds `limit`.
+    fn at_most(self, text: &str, limit: DurationLimit) -> Result<Duration, DurationError> {
+        if self > limit.maximum() {
+            return Err(DurationError::AboveLimit { value: text.to_owned(), limit });
+        }
+        Ok(self)
+    }
+
+    /// The duration in the grammar's units, largest first, weeks left out: `24d20h31min23s`.
+    pub fn units(self) -> String {
+        if self.seconds == 0 {
+            return "0s".to_owned();
+        }
+        let mut rest = self.seconds;
+        let mut text = String::new();
+        for (unit, size) in [("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1)] {
+            if rest >= size {
+                text.push_str(&format!("{}{unit}", rest / size));
+                rest %= size;
+            }
+        }
+        text
     }
 
     /// Whether the duration is zero seconds.
@@ -237,6 +328,59 @@ mod tests {
         assert!(matches!(Duration::parse("99999999999999999999s"), Err(DurationError::TooLarge { .. })));
         assert!(matches!(Duration::parse("9223372036854775807w"), Err(DurationError::TooLarge { .. })));
         assert_eq!(seconds("9223372036854775807s"), Ok(i64::MAX));
+    }
+
+    #[test]
+    fn statement_timeouts_stop_at_postgresqls_limit() {
+        let limit = Duration::MAX_STATEMENT_TIMEOUT;
+        assert_eq!(limit.seconds() * 1_000, 2_147_483_000, "whole seconds within INT_MAX milliseconds");
+        assert!((limit.seconds() + 1) * 1_000 > i64::from(i32::MAX));
+        assert_eq!(Duration::parse_statement_timeout("24d20h31min23s"), Ok(limit));
+        assert_eq!(Duration::parse_statement_timeout("5min"), Ok(Duration::from_seconds(300)));
+        for text in ["24d20h31min24s", "25d", "30d", "88000w"] {
+            assert_eq!(
+                Duration::parse_statement_timeout(text),
+                Err(DurationError::AboveLimit { value: text.into(), limit: DurationLimit::StatementTimeout }),
+                "{text}"
+            );
+        }
+        // The grammar's own errors come first.
+        assert_eq!(Duration::parse_statement_timeout("0s"), Err(DurationError::Zero { value: "0s".into() }));
+        assert_eq!(
+            DurationError::AboveLimit { value: "30d".into(), limit: DurationLimit::StatementTimeout }.to_string(),
+            "Duration '30d' is longer than 24d20h31min23s, the largest statement_timeout PostgreSQL accepts \
+             (2147483647 milliseconds)"
+        );
+        // `parse` itself stays unbounded (report durations such as --max-lag).
+        assert_eq!(seconds("30d"), Ok(2_592_000));
+    }
+
+    #[test]
+    fn window_offsets_stop_at_a_thousand_years() {
+        let limit = Ok(Duration::MAX_WINDOW_OFFSET);
+        assert_eq!(Duration::parse_window_offset("-365000d"), limit);
+        assert_eq!(Duration::parse_positive_window_offset("365000d"), limit);
+        let above =
+            |value: &str| Err(DurationError::AboveLimit { value: value.into(), limit: DurationLimit::WindowOffset });
+        assert_eq!(Duration::parse_window_offset("-365000d1s"), above("365000d1s"));
+        assert_eq!(Duration::parse_positive_window_offset("--88000w"), above("88000w"));
+        assert!(
+            above("88000w")
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+                .starts_with("Duration '88000w' is longer than 365000d, the largest window offset datadiff accepts")
+        );
+    }
+
+    #[test]
+    fn units_are_largest_first() {
+        assert_eq!(Duration::from_seconds(0).units(), "0s");
+        assert_eq!(Duration::from_seconds(3_600).units(), "1h");
+        assert_eq!(Duration::from_seconds(90_061).units(), "1d1h1min1s");
+        assert_eq!(Duration::MAX_STATEMENT_TIMEOUT.units(), "24d20h31min23s");
+        let duration = Duration::from_seconds(1_234_567);
+        assert_eq!(Duration::parse(&duration.units()), Ok(duration));
     }
 
     #[test]

@@ -46,9 +46,10 @@
 //!
 //! No I/O and no clock: this crate never touches a file, a socket, the environment or the
 //! current time. Readers that stream rows from databases live in `datadiff-runner`; so does
-//! executing the SQL that [`AggregatePlan`] builds. That SQL is PostgreSQL's: the other
-//! dialects PipelineWise supports (MySQL sources, Snowflake targets) are imported but not run
-//! by datadiff.
+//! executing the SQL that [`AggregatePlan`] builds. That SQL is PostgreSQL's; the [`mysql`]
+//! module holds PipelineWise's forms for a MySQL or MariaDB source (backtick quoting, the
+//! column and index lookups, the aggregates and `row_checksum`, the session statements).
+//! Snowflake targets are imported but not run by datadiff.
 
 mod attempt;
 mod batches;
@@ -63,6 +64,7 @@ mod family;
 mod historical;
 mod key;
 mod merge;
+pub mod mysql;
 mod outcome;
 mod plan;
 mod query;
@@ -70,6 +72,7 @@ mod row;
 mod run;
 mod schedule;
 mod summary;
+mod tick;
 mod time;
 mod value;
 mod verdict;
@@ -87,7 +90,7 @@ pub use column::{CatalogColumn, ColumnError, ColumnPair, ColumnPlan, ColumnSelec
 pub use definition::{
     CheckDefinition, DefinitionError, Extensions, RowDiffSettings, SourceType, TargetType, UnknownConnectorType,
 };
-pub use duration::{Duration, DurationError};
+pub use duration::{Duration, DurationError, DurationLimit};
 pub use error::{Error, MergeError, Side};
 pub use family::{TypeFamily, lookup_name};
 pub use historical::{HistoricalStart, resolve_historical_start};
@@ -101,8 +104,9 @@ pub use query::{
 };
 pub use row::{DigestRow, Keyed, ValuesRow};
 pub use run::{CheckId, PreflightId, RunId, RunStatus, TriggerType, UnknownName};
-pub use schedule::{FiresAfter, Schedule, ScheduleError, Window};
+pub use schedule::{FiresAfter, GAP_HORIZON_YEARS, Gap, Schedule, ScheduleError, Window};
 pub use summary::{ChangedFields, DifferenceKind, Example, Summary};
+pub use tick::{CheckTickPlan, TickFacts, TickStep};
 pub use value::{Float, Numeric, Value};
 pub use verdict::{
     CheckResult, ResultStatus, ResultType, RowDiffCounts, in_declared_order, metric_passes, result_value,

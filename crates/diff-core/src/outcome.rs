@@ -15,14 +15,18 @@ pub enum Signal {
     Term,
     /// `SIGINT`.
     Int,
+    /// `SIGHUP` (a closed terminal or SSH session): handled like `SIGTERM`. Upstream
+    /// handles only `SIGTERM` and `SIGINT`, and dies by `SIGHUP` leaving the attempt RUNNING.
+    Hup,
 }
 
 impl Signal {
-    /// `SIGTERM` or `SIGINT`.
+    /// `SIGTERM`, `SIGINT` or `SIGHUP`.
     pub fn name(self) -> &'static str {
         match self {
             Signal::Term => "SIGTERM",
             Signal::Int => "SIGINT",
+            Signal::Hup => "SIGHUP",
         }
     }
 }

@@ -10,8 +10,8 @@
 //! `timestamptz`, or as naive UTC for a naive timestamp column
 //! ([`CatalogColumn::is_naive_timestamp`](crate::CatalogColumn::is_naive_timestamp)).
 //!
-//! Other dialects (MySQL sources, Snowflake targets) are not executed by datadiff (SPEC §0) and
-//! have no builder here.
+//! The MySQL/MariaDB source forms are in [`crate::mysql`]; Snowflake targets are not executed by
+//! datadiff (SPEC §0) and have no builder here.
 
 use crate::checksum::ChecksumPlan;
 use crate::{CheckType, Side};

@@ -29,16 +29,44 @@
 //!   the two libraries spell it differently.
 //! * `W` on days 29-31 (`31W`): croniter moves to the last weekday of shorter months, croner
 //!   skips them; rejected.
-//! * An expression that never fires (`0 0 31 2 *`) is valid for both; asking it for a slot is a
-//!   [`ScheduleError::NoFireTime`], as croniter raises `CroniterBadDateError`.
+//! * An empty item in a list (`5,,6`, `5,`, `,5`) is rejected; croner reads it as if the
+//!   empty item were not there.
+//! * An expression that never fires (`0 0 31 2 *`, `0 0 30 2 *`) is valid for both, and
+//!   PipelineWise accepts it; every attempt would then fail with croniter's
+//!   `CroniterBadDateError`. datadiff rejects it ([`ScheduleError::NeverFires`]).
+//!
+//! # Never firing, decided exactly
+//!
+//! UTC has no daylight-saving shifts, so a 5-field schedule depends only on the Gregorian
+//! calendar, which repeats every 400 years (146,097 days, exactly 20,871 weeks: the same dates
+//! fall on the same weekdays). A schedule that fires at all therefore fires within any 400
+//! consecutive years; [`Schedule::parse`] searches that one cycle, from 2000-01-01, and a
+//! schedule without a fire time there never fires. A shorter horizon (a few years) would
+//! also reject rare but real schedules — the fifth Friday of February (`0 0 * 2 5#5`) fires
+//! 12, 28 or 40 years apart — and a longer one cannot find anything more. The search costs
+//! microseconds for a schedule that fires, and a few milliseconds for one that does not
+//! (croner walks on to its year-5000 limit before giving up).
+//!
+//! # The longest gap between fires
+//!
+//! [`Schedule::longest_gap`] measures the longest time between two consecutive fire times,
+//! which a window must span for coverage to be contiguous (a 3-hour window on `0 */6 * * *`
+//! leaves 3 hours of every 6 that no run compares). In UTC every firing day fires at the same
+//! times of day, so the gap is the longer of the longest gap within a day and the longest gap
+//! from one firing day's last fire to the next firing day's first. Days are walked over
+//! [`GAP_HORIZON_YEARS`] years from 2000-01-01: two leap-year cycles, so month-end and
+//! February 29th gaps are seen, at a few thousand searches (about a millisecond) per schedule.
+//! Rarer patterns (the 8-year February 29th gap around 2100) are not looked for: the result
+//! feeds a warning.
 
 use std::fmt;
 
-use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
+use chrono::{DateTime, Datelike, SubsecRound, TimeDelta, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 
 use crate::Duration;
+use crate::time::postgres_first_instant;
 
 /// A parsed cron schedule, evaluated in UTC. Keeps the text it was parsed from.
 #[derive(Clone)]
@@ -67,8 +95,8 @@ pub enum ScheduleError {
         /// How many fields it has.
         fields: usize,
     },
-    /// The schedule has no fire time in the searched direction (e.g. February 31st), or the
-    /// search left the representable range of instants.
+    /// The schedule has no fire time in the searched direction, or the search left the
+    /// representable range of instants.
     #[error("'{expression}' has no fire time near {at}")]
     NoFireTime {
         /// The schedule's text.
@@ -76,6 +104,37 @@ pub enum ScheduleError {
         /// Where the search started, RFC 3339.
         at: String,
     },
+    /// A valid expression that matches no date at all (February 31st): it never fires.
+    #[error("'{expression}' never fires: no date of the 400-year Gregorian calendar cycle matches it")]
+    NeverFires {
+        /// The rejected text.
+        expression: String,
+    },
+}
+
+/// The years [`Schedule::longest_gap`] walks, from 2000-01-01.
+pub const GAP_HORIZON_YEARS: i32 = 8;
+
+/// Where the searches of [`Schedule::parse`] and [`Schedule::longest_gap`] start: a fixed
+/// instant, so that the answers never depend on the clock.
+fn reference() -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp(946_684_800, 0).unwrap_or_default()
+}
+
+/// The longest time between two consecutive fire times (see [`Schedule::longest_gap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    /// The fire time the gap starts at.
+    pub from: DateTime<Utc>,
+    /// The next fire time.
+    pub to: DateTime<Utc>,
+}
+
+impl Gap {
+    /// `to - from`, in whole seconds.
+    pub fn seconds(&self) -> i64 {
+        (self.to - self.from).num_seconds()
+    }
 }
 
 /// The aliases croniter accepts, and the 5-field expression each stands for.
@@ -140,11 +199,61 @@ impl Schedule {
             if !field.is_ascii() {
                 return Err(invalid());
             }
+            // croner skips an empty list item (`5,,6` reads as `5,6`); croniter does not.
+            if field.split(',').any(str::is_empty) {
+                return Err(invalid());
+            }
         }
         let parser =
             CronParser::builder().seconds(Seconds::Disallowed).year(Year::Disallowed).sloppy_ranges(true).build();
         let cron = parser.parse(&fields.join(" ")).map_err(|_| invalid())?;
-        Ok(Schedule { text: expression.to_owned(), cron })
+        let schedule = Schedule { text: expression.to_owned(), cron };
+        // One Gregorian cycle holds every date pattern there is (module docs).
+        let start = reference();
+        let cycle_end = start.checked_add_signed(TimeDelta::days(146_097)).unwrap_or(start);
+        match schedule.cron.find_next_occurrence(&start, true) {
+            Ok(fire) if fire < cycle_end => Ok(schedule),
+            _ => Err(ScheduleError::NeverFires { expression: expression.to_owned() }),
+        }
+    }
+
+    /// The longest time between two consecutive fire times, over [`GAP_HORIZON_YEARS`] years
+    /// from 2000-01-01 (module docs): the earliest such pair. `None` when fewer than two fire
+    /// times fall in that horizon (`@yearly` still has seven gaps; February 29th alone has one).
+    pub fn longest_gap(&self) -> Option<Gap> {
+        let start = reference();
+        let end = start.with_year(2000 + GAP_HORIZON_YEARS)?;
+        let next = |at: DateTime<Utc>, inclusive: bool| self.cron.find_next_occurrence(&at, inclusive).ok();
+        let midnight_after = |at: DateTime<Utc>| {
+            at.date_naive().succ_opt().and_then(|day| day.and_hms_opt(0, 0, 0)).map(|day| day.and_utc())
+        };
+        let first = next(start, true).filter(|first| *first < end)?;
+        // The times of day of one firing day (every firing day has the same ones).
+        let day_end = midnight_after(first)?;
+        let mut longest: Option<Gap> = None;
+        let mut keep = |gap: Gap| {
+            if longest.is_none_or(|longest| gap.seconds() > longest.seconds()) {
+                longest = Some(gap);
+            }
+        };
+        let mut last_of_day = first;
+        while let Some(fire) = next(last_of_day, false).filter(|fire| *fire < day_end) {
+            keep(Gap { from: last_of_day, to: fire });
+            last_of_day = fire;
+        }
+        let day_span = last_of_day - first;
+        // From each firing day's last fire to the next firing day's first.
+        let mut day_first = first;
+        loop {
+            let last = day_first + day_span;
+            let Some(following) = midnight_after(day_first).and_then(|midnight| next(midnight, true)) else { break };
+            if following >= end {
+                break;
+            }
+            keep(Gap { from: last, to: following });
+            day_first = following;
+        }
+        longest
     }
 
     /// The text the schedule was parsed from, verbatim.
@@ -238,9 +347,14 @@ pub struct Window {
 
 impl Window {
     /// The window of `slot`: `[slot - window_start, slot - window_end)`. `None` when an
-    /// instant falls outside chrono's range.
+    /// instant falls outside chrono's range or before PostgreSQL's first timestamp (4714 BC),
+    /// which a definition stored by another tool can reach (validation bounds the offsets).
     pub fn from_offsets(slot: DateTime<Utc>, window_start: Duration, window_end: Duration) -> Option<Window> {
-        let back = |offset: Duration| TimeDelta::try_seconds(offset.seconds()).and_then(|d| slot.checked_sub_signed(d));
+        let back = |offset: Duration| {
+            TimeDelta::try_seconds(offset.seconds())
+                .and_then(|d| slot.checked_sub_signed(d))
+                .filter(|instant| *instant >= postgres_first_instant())
+        };
         Some(Window { start: back(window_start)?, end: back(window_end)? })
     }
 
@@ -294,6 +408,11 @@ mod tests {
         assert!(!window.contains(window.end));
         let far = Window::from_offsets(slot, Duration::from_seconds(i64::MAX), Duration::from_seconds(0));
         assert_eq!(far, None);
+        // Within chrono's range but before PostgreSQL's first timestamp: no window either.
+        let before_postgres = Duration::from_seconds(7_000 * 31_556_952);
+        assert_eq!(Window::from_offsets(slot, before_postgres, Duration::from_seconds(0)), None);
+        let longest = Window::from_offsets(slot, Duration::MAX_WINDOW_OFFSET, Duration::from_seconds(0));
+        assert!(longest.is_some_and(|window| window.start.to_rfc3339() == "1027-03-22T13:00:00+00:00"), "{longest:?}");
     }
 
     #[test]
@@ -305,9 +424,64 @@ mod tests {
     }
 
     #[test]
-    fn a_schedule_that_never_fires_has_no_slot() {
-        let schedule = Schedule::parse("0 0 31 2 *").unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(schedule.current_slot(at("2026-07-22T13:00:00Z")), Err(ScheduleError::NoFireTime { .. })));
+    fn a_schedule_that_never_fires_is_rejected() {
+        for expression in ["0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *", "0 0 30,31 2 *", "0 0 31 2,4 *"] {
+            assert_eq!(
+                Schedule::parse(expression).err(),
+                Some(ScheduleError::NeverFires { expression: expression.into() }),
+                "{expression}"
+            );
+        }
+        assert_eq!(
+            ScheduleError::NeverFires { expression: "0 0 31 2 *".into() }.to_string(),
+            "'0 0 31 2 *' never fires: no date of the 400-year Gregorian calendar cycle matches it"
+        );
+        // Rare is not never: February 29th, and the fifth Friday of February (12, 28 or 40
+        // years apart: 2008, 2036, 2064, 2092, 2104, …, 2188, 2228), fire within one cycle.
+        let leap = Schedule::parse("0 0 29 2 *").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(leap.next_after(at("2026-07-22T13:00:00Z")), Ok(at("2028-02-29T00:00:00Z")));
+        let rare = Schedule::parse("0 0 * 2 5#5").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rare.next_after(at("2026-07-22T13:00:00Z")), Ok(at("2036-02-29T00:00:00Z")));
+        assert_eq!(rare.next_after(at("2188-03-01T00:00:00Z")), Ok(at("2228-02-29T00:00:00Z")));
+        // Day of month OR day of week: a weekday rescues February 31st.
+        assert!(Schedule::parse("0 0 31 2 1").is_ok());
+    }
+
+    #[test]
+    fn empty_list_items_are_rejected() {
+        for expression in ["5,,6 * * * *", "5, * * * *", ",5 * * * *", "0 0 1,,15 * *", "0 0 * * 1,", "0 , * * *"] {
+            assert_eq!(
+                Schedule::parse(expression).err(),
+                Some(ScheduleError::Invalid { expression: expression.into() }),
+                "{expression}"
+            );
+        }
+        assert!(Schedule::parse("5,6 * * * *").is_ok());
+    }
+
+    fn gap(expression: &str) -> Option<(i64, DateTime<Utc>)> {
+        let schedule = Schedule::parse(expression).unwrap_or_else(|e| panic!("{e}"));
+        schedule.longest_gap().map(|gap| (gap.seconds(), gap.from))
+    }
+
+    #[test]
+    fn the_longest_gap_between_fires() {
+        let hour = 3_600;
+        let day = 24 * hour;
+        assert_eq!(gap("* * * * *"), Some((60, at("2000-01-01T00:00:00Z"))));
+        assert_eq!(gap("0 * * * *"), Some((hour, at("2000-01-01T00:00:00Z"))));
+        assert_eq!(gap("0 */6 * * *"), Some((6 * hour, at("2000-01-01T00:00:00Z"))));
+        // Within the day and across midnight: 09:00, 17:00, then 09:00 the next day.
+        assert_eq!(gap("0 9,17 * * *"), Some((16 * hour, at("2000-01-01T17:00:00Z"))));
+        // Weekdays only: Friday 17:00 to Monday 09:00 (2000-01-07 was a Friday).
+        assert_eq!(gap("0 9-17 * * 1-5"), Some((2 * day + 16 * hour, at("2000-01-07T17:00:00Z"))));
+        assert_eq!(gap("@daily"), Some((day, at("2000-01-01T00:00:00Z"))));
+        // The 31st: from March 31st to May 31st, 61 days (January to March is 60 in 2000).
+        assert_eq!(gap("0 0 31 * *"), Some((61 * day, at("2000-03-31T00:00:00Z"))));
+        // February 29th: 2000 to 2004.
+        assert_eq!(gap("0 0 29 2 *"), Some(((366 + 365 * 3) * day, at("2000-02-29T00:00:00Z"))));
+        // Once in 12 years or rarer: no two fires within the horizon.
+        assert_eq!(gap("0 0 * 2 5#5"), None);
     }
 
     /// `(expression, croniter.is_valid, get_prev from 13:47:59, get_prev from 13:00:00)`,

@@ -4,6 +4,14 @@ use chrono::{DateTime, Duration, NaiveDate, NaiveTime, SecondsFormat, Utc};
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
 
+/// PostgreSQL's earliest `timestamptz`, `4714-11-24 00:00:00+00 BC` (year -4713 counted
+/// astronomically, as chrono counts): an earlier instant cannot be bound.
+pub(crate) fn postgres_first_instant() -> DateTime<Utc> {
+    NaiveDate::from_ymd_opt(-4713, 11, 24)
+        .and_then(|day| day.and_hms_opt(0, 0, 0))
+        .map_or(DateTime::<Utc>::MIN_UTC, |first| first.and_utc())
+}
+
 /// An instant as `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`; the fraction only when non-zero.
 pub(crate) fn iso_utc(micros: i64) -> String {
     match DateTime::<Utc>::from_timestamp_micros(micros) {

@@ -15,9 +15,10 @@
 use std::time::Instant;
 
 use chrono::{TimeZone, Utc};
+use datadiff_access::Environment;
 use datadiff_backend_store::{BackendConfig, MigrateOptions, SyncScope};
 use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, SourceType, TargetType};
-use datadiff_runner::{Clock, Connections, Environment, SummaryStatus, TickContext, open_backend, tick};
+use datadiff_runner::{Clock, Connections, SummaryStatus, TickContext, open_backend, tick};
 use datadiff_testkit::{Cluster, SUPERUSER};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

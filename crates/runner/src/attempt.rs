@@ -26,7 +26,12 @@
 //! 8. **Finish** (T4): status, error, results, evidence and coverage in one transaction.
 //!
 //! Any failure (connection, catalog, statement timeout, missing column, unreadable value) is
-//! an ERROR attempt with a one-line reason and no results; when no preflight was recorded
+//! an ERROR attempt with a one-line reason and no results — except a failed step 6 (the
+//! aggregate query or its values: `row_checksum` over more columns than a function takes
+//! arguments, a date beyond the timestamp range, `min_key` on a uuid key) when `row_diff` is
+//! planned: `row_diff` handles such tables, so it still runs and the attempt ends ERROR (which
+//! beats its FAIL) with the failure's text, then `row_diff`'s own failure text, keeping the
+//! metadata results, `row_diff`'s result and its differences; when no preflight was recorded
 //! yet, a placeholder preflight carrying the same reason is recorded first. A lost lease at
 //! any write is a SKIPPED summary (late results discarded). Any other backend failure ends
 //! the execution with [`Error::Backend`]: the attempt stays RUNNING until the stale sweep
@@ -47,8 +52,8 @@ use crate::execute::ExecutionOptions;
 use crate::in_flight::{InFlightAttempt, Registration};
 use crate::progress;
 use crate::row_diff::{self, RowDiffPlan};
-use crate::side::SideSession;
 use crate::summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
+use datadiff_access::SideSession;
 
 /// Why the comparison stopped before producing an outcome of its own.
 enum Stop {
@@ -283,17 +288,27 @@ impl<'a> AttemptRun<'a> {
             }
         }
 
-        // Step 6: one aggregate query per side, the same window bound on both.
+        // Step 6: one aggregate query per side, the same window bound on both. When it fails
+        // and row_diff can run, row_diff still runs (on connections of its own) and the
+        // attempt ends ERROR keeping its result and evidence.
         let mut results = Vec::new();
+        let mut aggregate_failure = None;
         if !plan.metrics().is_empty() {
-            let ((source_row, source_seconds), (target_row, target_seconds)) = on_both(concurrent, sides, |side| {
+            let compared = on_both(concurrent, sides, |side| {
                 let which = side.side();
                 side.aggregate(plan.metric_sql(which), bounds, naive(which), plan.metrics())
             })
-            .map_err(Stop::Failed)?;
-            results = plan
-                .compare(&source_row, &target_row, source_seconds, target_seconds)
-                .map_err(|error| Stop::Failed(error.to_string()))?;
+            .and_then(|((source_row, source_seconds), (target_row, target_seconds))| {
+                plan.compare(&source_row, &target_row, source_seconds, target_seconds)
+                    .map_err(|error| error.to_string())
+            });
+            match compared {
+                Ok(compared) => results = compared,
+                Err(reason) if matches!(row_diff_plan, Some((_, Ok(_)))) && !self.registration.interrupted() => {
+                    aggregate_failure = Some(reason);
+                }
+                Err(reason) => return Err(Stop::Failed(reason)),
+            }
         }
 
         // Step 7: the row_diff extension joins here.
@@ -308,7 +323,10 @@ impl<'a> AttemptRun<'a> {
             };
             results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, expected));
         }
-        Ok(plan.outcome(results))
+        match aggregate_failure {
+            None => Ok(plan.outcome(results)),
+            Some(reason) => Ok(aggregate_failed(&plan, reason, results)),
+        }
     }
 
     /// A definition that reads no data: the metadata-only preflight and the metadata results.
@@ -439,6 +457,21 @@ impl<'a> AttemptRun<'a> {
             preflight: self.preflight.map(|(_, facts)| facts),
         }
     }
+}
+
+/// The outcome of an attempt whose aggregate query failed while `row_diff` ran: ERROR (it
+/// beats a `row_diff` FAIL), the failure's text then `row_diff`'s failure text when it did
+/// not pass (joined by `"; "` as result texts are), the metadata results and `row_diff`'s
+/// result kept. The metric checks have no result, as for any failed query.
+fn aggregate_failed(plan: &AggregatePlan, reason: String, row_diff: Vec<CheckResult>) -> Outcome {
+    let mut error = reason;
+    if let Some(texts) = datadiff_diff_core::results_error(&row_diff) {
+        error.push_str("; ");
+        error.push_str(&texts);
+    }
+    let mut results = plan.metadata_results().to_vec();
+    results.extend(row_diff);
+    Outcome { status: RunStatus::Error, error: Some(error), results }
 }
 
 /// The source rows a `row_diff` window is expected to have, for a progress display: the exact

@@ -25,8 +25,7 @@ use datadiff_config::{DbConn, Endpoint, Project};
 use datadiff_diff_core::{CheckDefinition, Side};
 use postgres::config::SslMode;
 
-use crate::environment::Environment;
-use crate::passfile::{self, PassfileQuery};
+use datadiff_access::{Environment, PassfileQuery, SideConfig, passfile_lookup};
 
 /// `application_name` of source sessions, as upstream.
 pub const SOURCE_APPLICATION_NAME: &str = "pipelinewise-data-diff-source";
@@ -189,7 +188,7 @@ impl Connections {
                 } else if let Some(path) = self.environment.passfile() {
                     let port_text = port.to_string();
                     let query = PassfileQuery { host: &host, port: &port_text, database: &dbname, user: &user };
-                    match passfile::lookup(&path, &query) {
+                    match passfile_lookup(&path, &query) {
                         Ok(Some(password)) => {
                             config.password(password);
                         }
@@ -227,18 +226,6 @@ pub(crate) struct Route {
     pub(crate) target: SideConfig,
     /// The statement timeout of both sessions.
     pub(crate) statement_timeout: Duration,
-}
-
-/// One side's connection settings (`Debug` redacts the password, as [`postgres::Config`]
-/// does).
-#[derive(Debug, Clone)]
-pub(crate) struct SideConfig {
-    pub(crate) side: Side,
-    pub(crate) config: postgres::Config,
-    /// `host:port/dbname`, for messages.
-    pub(crate) address: String,
-    /// The whole connection's deadline (TCP, TLS and authentication).
-    pub(crate) connect_timeout: Duration,
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use datadiff_diff_core::{CheckId, RunId};
 
-use crate::side::SideCanceller;
+use datadiff_access::SideCanceller;
 
 /// One attempt being executed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

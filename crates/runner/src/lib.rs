@@ -1,4 +1,6 @@
-//! The datadiff runner: everything that talks to source and replica databases.
+//! The datadiff runner: attempts, `row_diff`, the scheduling tick, retries, remediation and
+//! signals — the layer that executes definitions against sources and replicas (reached through
+//! `datadiff-access`) and records them in the backend (`datadiff-backend-store`).
 //!
 //! # Overview
 //!
@@ -16,9 +18,8 @@
 //! * [`RunSummary`] is what an attempt (or a skip) comes to — what `run` prints and alerts
 //!   read: [`CheckIdentity`], [`SummaryStatus`], slot, window, run, reason, results and
 //!   [`PreflightFacts`].
-//! * [`alerts`] turns an invocation's summaries into source-index warnings (best effort, each
-//!   delivered at most once, remembered in the backend) and one failure alert per failed check
-//!   ([`alerts::Dispatcher`]: Slack, VictorOps, webhook, log).
+//! * The `datadiff-alerts` crate turns an invocation's summaries into source-index warnings
+//!   and one failure alert per failed check.
 //! * [`ExecutionOptions`]: sides concurrent or sequential, the [`Clock`] (`--at`), and an
 //!   [`InFlight`] registry through which executing attempts can be interrupted and then
 //!   recorded ERROR with [`record_interrupted`].
@@ -36,11 +37,11 @@
 //!   order of work.
 //! * [`remediate`] is `rerun_data_diff_check`: a REMEDIATION attempt of a failed run with its
 //!   exact revision → [`RemediationReport`].
-//! * [`signals`]: with [`TickContext::with_signal_handling`], SIGTERM and SIGINT record every
+//! * [`signals`]: with [`TickContext::with_signal_handling`], SIGTERM, SIGINT and SIGHUP record every
 //!   in-flight attempt ERROR (`Terminated by SIGTERM before the check completed`) and the
 //!   process then exits by the signal.
-//! * After a tick, [`TickReport::send_alerts`] (or the two [`alerts::Dispatcher`] calls)
-//!   sends pending index warnings, then one failure alert per failed check.
+//! * After a tick, `datadiff_alerts::Dispatcher` sends pending index warnings, then one
+//!   failure alert per failed check.
 //!
 //! An embedding program verifying continuously, as a cron-driven `run_data_diff_checks`
 //! would:
@@ -49,8 +50,9 @@
 //! use std::time::Duration;
 //!
 //! use chrono::Utc;
-//! use datadiff_runner::alerts::Dispatcher;
-//! use datadiff_runner::{Connections, Environment, Selection, TickContext, backend_config, open_backend, tick};
+//! use datadiff_access::Environment;
+//! use datadiff_alerts::Dispatcher;
+//! use datadiff_runner::{Connections, Selection, TickContext, backend_config, open_backend, tick};
 //!
 //! let project = datadiff_config::load("/srv/pipelinewise", None)?;
 //! let store = open_backend(backend_config(project.backend.as_ref().ok_or("no backend_db")?))?;
@@ -65,8 +67,9 @@
 //!         eprintln!("{} {} {reason}", summary.check.full_check_name, summary.status);
 //!     }
 //!     // A dispatcher per invocation: an endpoint that timed out is not retried within it.
-//!     let alerts = report.send_alerts(&context, &Dispatcher::from_project(&project, &Environment::process()));
-//!     if let Some(line) = alerts.failure_alerts.undelivered_line() {
+//!     let dispatcher = Dispatcher::from_project(&project, &Environment::process());
+//!     dispatcher.send_index_warnings(context.store(), &report.summaries, now);
+//!     if let Some(line) = dispatcher.send_failure_alerts(&report.summaries, now).undelivered_line() {
 //!         eprintln!("{line}");
 //!     }
 //!     std::thread::sleep(Duration::from_secs(60));
@@ -102,42 +105,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The parity audit and its building blocks:
-//!
-//! * [`Dsn`] parses libpq-style connection strings (URI or key=value) with libpq's fallbacks
-//!   (`PGPASSWORD`, the password file, `PGHOST`…), read from an [`Environment`].
-//! * [`Session`] is a read-only session with the audit's timeouts and libpq's `sslmode`
-//!   meanings ([`TlsSettings`]); [`DatabaseIdentity`] tells whether two sessions reach the
-//!   same database.
-//! * [`stream`] holds the streaming readers: catalog column types, per-column decoders to
-//!   canonical values, and [`stream::RowStream`], a reader thread per side streaming binary
-//!   `COPY` in key order into the merge core with flat memory, on a caller's [`Session`] or
-//!   on a connection of its own ([`stream::Endpoint`], the cheaper path `row_diff` uses).
-//! * [`audit`] is the standalone parity audit (SPEC §9): [`audit::audit`] takes
-//!   [`audit::AuditOptions`] and returns an [`audit::AuditReport`] (PASS or BLOCK) or an
-//!   [`Error`] ([`Error::Refused`] for refusals).
-//!
-//! ```no_run
-//! use datadiff_runner::Environment;
-//! use datadiff_runner::audit::{AuditOptions, audit};
-//!
-//! let mut options = AuditOptions::new(
-//!     "postgresql://auditor@source.internal/app",
-//!     "host=replica.internal dbname=app user=auditor",
-//!     "public.customers".parse()?,
-//! );
-//! options.cutover_ready = true;
-//! let report = audit(&options, &Environment::process(), &mut |_progress| {})?;
-//! print!("{}", report.to_json());
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-//!
 //! # What it does not do (yet)
 //!
 //! Only PostgreSQL → PostgreSQL routes are executed (others are SKIPPED). The
 //! tick does not loop, sleep or read the clock itself: the caller chooses `now` and when to
-//! tick again. Composite keys are not supported. `sslmode=allow` is refused (see
-//! [`SslMode`]).
+//! tick again. Composite keys are not supported. It opens no connection itself: sessions and
+//! streams come from `datadiff-access`; the standalone audit is `datadiff-audit`.
 //!
 //! # Decisions where the sources are silent (scheduling)
 //!
@@ -191,53 +164,30 @@
 //!   `SELECT` (`%s` for the window bounds), and a `row_diff` that cannot be planned (no
 //!   compare columns) ends the attempt ERROR before any data is read.
 
-pub mod alerts;
 mod attempt;
-pub mod audit;
 mod backend;
 mod clock;
 mod connections;
-mod dsn;
-mod environment;
 mod error;
 mod execute;
 mod in_flight;
-mod passfile;
 mod progress;
 mod remediation;
 mod row_diff;
 mod selection;
-mod session;
-mod side;
 pub mod signals;
-pub mod stream;
 mod summary;
-mod table;
 mod tick;
-pub mod tls;
 mod workers;
 
 pub use backend::{backend_config, open_backend};
 pub use clock::Clock;
 pub use connections::{Connections, MAX_CONNECT_TIMEOUT, SOURCE_APPLICATION_NAME, TARGET_APPLICATION_NAME};
-pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
-pub use environment::Environment;
 pub use error::Error;
 pub use execute::{ExecutionOptions, execute, execute_started, record_interrupted};
 pub use in_flight::{InFlight, InFlightAttempt};
-pub use passfile::{PassfileQuery, lookup as passfile_lookup};
 pub use progress::{FLUSH_EVERY, ProgressMeter, ProgressSnapshot};
 pub use remediation::{RemediationReport, remediate};
 pub use selection::Selection;
-pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
-pub use side::table_columns;
 pub use summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
-pub use table::{TableName, TableNameError};
 pub use tick::{TickContext, TickReport, tick};
-pub use tls::{RootCertificates, SslMode, TlsSettings};
-
-/// Splits a comma-separated list of column names (double quotes allowed around a name that
-/// contains a comma); `None` when a quote is unterminated.
-pub fn parse_column_list(text: &str) -> Option<Vec<String>> {
-    table::split_identifiers(text, ',')
-}

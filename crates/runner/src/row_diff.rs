@@ -7,11 +7,13 @@
 //!    same pairs as `row_checksum`: key, timestamp, compare columns) and both tables'
 //!    `pg_catalog` types. The key pair decides the merge order; every other pair gets a
 //!    decoder per side so that compatible types meet in one canonical encoding (see
-//!    [`crate::stream::decoder`]: an exact numeric against `double precision` at the exact
-//!    side's declared scale, `timestamptz` against a naive `timestamp` as UTC, `char(n)`
-//!    right-trimmed, NULL distinct from empty). A definition without compare columns, a
-//!    missing column, a key that is not integer, uuid or text on both sides, or a pair that
-//!    does not compare (json, arrays, unknown types, an unscaled numeric against a float)
+//!    [`datadiff_access::stream::decoder`] and the table in `docs/operator-guide.md` §8: an exact
+//!    numeric against `double precision` at the exact side's declared scale, a float source
+//!    against a narrower target read as the source's float, `timestamptz` against a naive
+//!    `timestamp` as UTC, `char(n)` right-trimmed, NULL distinct from empty). A definition
+//!    without compare columns, a missing column, a key that is not integer, uuid or text on
+//!    both sides, or a pair that does not compare (json, arrays, unknown types, an unscaled
+//!    numeric source against a float)
 //!    makes the `row_diff` result ERROR, naming the column; the other checks still run.
 //! 2. **Stream**: each side runs `COPY (SELECT key, timestamp, compare… FROM table WHERE
 //!    ts >= <start> AND ts < <end> [AND "_sdc_deleted_at" IS NULL] ORDER BY key [COLLATE
@@ -59,14 +61,15 @@ use datadiff_diff_core::{
 };
 use serde_json::{Map, Value as Json};
 
-use crate::connections::{Route, SideConfig};
-use crate::error::Error;
+use crate::connections::Route;
 use crate::progress::StreamProgress;
-use crate::side::{SideSession, one_line, unverified_tls};
-use crate::stream::{
+use datadiff_access::Error;
+use datadiff_access::SideConfig;
+use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
-use crate::table::{TableName, quote_ident};
+use datadiff_access::{SideSession, one_line, unverified_tls};
+use datadiff_access::{TableName, quote_ident};
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);

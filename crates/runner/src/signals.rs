@@ -1,10 +1,12 @@
-//! SIGTERM and SIGINT during an invocation: every in-flight attempt is recorded ERROR before
-//! the process exits by the signal (runs note §3.4, §3.6; SPEC §4).
+//! SIGTERM, SIGINT and SIGHUP during an invocation: every in-flight attempt is recorded ERROR
+//! before the process exits by the signal (runs note §3.4, §3.6; SPEC §4). SIGHUP (a closed
+//! terminal or SSH session) is datadiff's addition: upstream dies by it and leaves the attempt
+//! RUNNING for the stale sweep.
 //!
 //! Upstream installs its handlers around each attempt of its single thread. datadiff runs
 //! attempts on `--jobs` threads, with each side's statement on a thread of its own, so the
 //! handler itself does nothing but wake a watcher thread (through a pipe: `write` is one of
-//! the few things a signal handler may do). The watcher, on SIGTERM or SIGINT:
+//! the few things a signal handler may do). The watcher, on any of the three:
 //!
 //! 1. tells the invocation to start nothing more;
 //! 2. interrupts every in-flight attempt ([`InFlight::interrupt_all`]: running statements are
@@ -72,6 +74,7 @@ impl Interruption {
         match i32::from(self.signal.load(Ordering::SeqCst)) {
             libc::SIGTERM => Some(Signal::Term),
             libc::SIGINT => Some(Signal::Int),
+            libc::SIGHUP => Some(Signal::Hup),
             _ => None,
         }
     }
@@ -101,6 +104,7 @@ fn number(signal: Signal) -> libc::c_int {
     match signal {
         Signal::Term => libc::SIGTERM,
         Signal::Int => libc::SIGINT,
+        Signal::Hup => libc::SIGHUP,
     }
 }
 
@@ -143,11 +147,16 @@ mod errno {
 struct Previous {
     term: libc::sigaction,
     int: libc::sigaction,
+    hup: libc::sigaction,
 }
 
 impl Previous {
     fn of(&self, signal: libc::c_int) -> &libc::sigaction {
-        if signal == libc::SIGTERM { &self.term } else { &self.int }
+        match signal {
+            libc::SIGTERM => &self.term,
+            libc::SIGHUP => &self.hup,
+            _ => &self.int,
+        }
     }
 }
 
@@ -196,7 +205,7 @@ fn set_nonblocking(writer: &PipeWriter) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs `work` with SIGTERM and SIGINT handled as the module docs say; `interruption` is
+/// Runs `work` with SIGTERM, SIGINT and SIGHUP handled as the module docs say; `interruption` is
 /// what `work`'s workers watch. Returns `work`'s value, unless the signal's previous
 /// disposition ends the process first.
 ///
@@ -226,7 +235,16 @@ pub(crate) fn guarded<T>(watch: Watch<'_>, interruption: &Interruption, work: im
             return Err(Error::Signals { source });
         }
     };
-    let previous = Previous { term, int };
+    let hup = match install(libc::SIGHUP) {
+        Ok(previous) => previous,
+        Err(source) => {
+            restore(libc::SIGTERM, &term);
+            restore(libc::SIGINT, &int);
+            WAKE.store(-1, Ordering::SeqCst);
+            return Err(Error::Signals { source });
+        }
+    };
+    let previous = Previous { term, int, hup };
     let finished = AtomicBool::new(false);
     let value = std::thread::scope(|scope| {
         let watcher = Watcher { watch, interruption, finished: &finished, previous: &previous };
@@ -251,6 +269,7 @@ impl Drop for Ending<'_> {
         self.finished.store(true, Ordering::SeqCst);
         restore(libc::SIGTERM, &self.previous.term);
         restore(libc::SIGINT, &self.previous.int);
+        restore(libc::SIGHUP, &self.previous.hup);
         WAKE.store(-1, Ordering::SeqCst);
         // The pipe holds at most a few bytes: the stop byte always fits.
         let _ = self.writer.write_all(&[STOP]);
@@ -280,6 +299,7 @@ impl Watcher<'_> {
             let signal = match i32::from(byte[0]) {
                 libc::SIGTERM => Signal::Term,
                 libc::SIGINT => Signal::Int,
+                libc::SIGHUP => Signal::Hup,
                 _ => return,
             };
             self.handle(signal);

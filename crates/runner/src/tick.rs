@@ -5,11 +5,8 @@ use std::num::NonZeroUsize;
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, ScheduleOverview, Store, StoredDefinition, SweptRun};
-use datadiff_diff_core::{
-    MAX_CATCH_UP, RevisionHistory, Schedule, Signal, StartDecision, StartKind, StartRequest, decide_start, due_slots,
-};
+use datadiff_diff_core::{CheckTickPlan, MAX_CATCH_UP, Schedule, Signal, StartKind, TickFacts, TickStep};
 
-use crate::alerts::{Dispatcher, FailureAlertReport, WarningReport};
 use crate::clock::Clock;
 use crate::connections::Connections;
 use crate::error::{Error, chain};
@@ -117,7 +114,7 @@ impl TickContext {
         self
     }
 
-    /// Handle SIGTERM and SIGINT during each tick and remediation: in-flight attempts are
+    /// Handle SIGTERM, SIGINT and SIGHUP during each tick and remediation: in-flight attempts are
     /// recorded ERROR, then the process exits by the signal (see [`crate::signals`]). Off by
     /// default for embedding programs; the `datadiff` command turns it on.
     pub fn with_signal_handling(mut self, signals: bool) -> TickContext {
@@ -185,27 +182,6 @@ impl TickReport {
     pub fn has_failures(&self) -> bool {
         self.summaries.iter().any(|summary| summary.status.is_failure())
     }
-
-    /// The alerts after a tick, in upstream's order: pending source-index warnings (best
-    /// effort, each delivered at most once ever), then one failure alert per failed check;
-    /// times from the context's clock. The CLI calls the two [`Dispatcher`] methods itself, to
-    /// print the run table between them as upstream does; an embedding program can call this.
-    pub fn send_alerts(&self, context: &TickContext, dispatcher: &Dispatcher) -> TickAlerts {
-        let now = context.clock().now();
-        let index_warnings = dispatcher.send_index_warnings(context.store(), &self.summaries, now);
-        let failure_alerts = dispatcher.send_failure_alerts(&self.summaries, now);
-        TickAlerts { index_warnings, failure_alerts }
-    }
-}
-
-/// What [`TickReport::send_alerts`] sent.
-#[derive(Debug)]
-pub struct TickAlerts {
-    /// The source-index warnings (failures are logged and never change an exit code).
-    pub index_warnings: WarningReport,
-    /// The failure alerts ([`FailureAlertReport::undelivered_line`]: one no destination
-    /// accepted, which makes `run` exit 1).
-    pub failure_alerts: FailureAlertReport,
 }
 
 /// Runs one tick at `now` over `context`'s selection. `now` decides the slots, the sweep's
@@ -216,7 +192,8 @@ pub struct TickAlerts {
 /// pool is smaller than the jobs, or the signal handlers cannot be installed. Everything
 /// that goes wrong for one definition is in its summaries.
 ///
-/// For each definition, in [`Store::definitions`] order (target, tap, name):
+/// For each definition, in [`Store::definitions`] order (target, tap, name) — steps 2 to 5 are
+/// the pure [`CheckTickPlan`], which this tick executes:
 ///
 /// 1. an unschedulable definition (its cron has no fire time before `now`) is an ERROR
 ///    summary without slot or window, and the tick goes on; a definition on a route datadiff
@@ -242,7 +219,7 @@ pub struct TickAlerts {
 /// them have a stale attempt, a retry candidate, or a current slot not attempted yet, and
 /// calls the per-check operations only where they can change something. A current slot seen
 /// attempted is reported SKIPPED from the overview's newest attempt through diff-core's
-/// [`decide_start`] (the same rule the store applies under the lock), unless `--force` or a
+/// [`decide_start`](datadiff_diff_core::decide_start) (the same rule the store applies under the lock), unless `--force` or a
 /// sweep changed the picture, in which case the store decides.
 ///
 /// **Failures.** A backend failure while working on one definition is that definition's
@@ -374,63 +351,49 @@ struct CheckWork<'a> {
 }
 
 impl CheckWork<'_> {
+    /// Executes the definition's [`CheckTickPlan`]: the order of work is decided there.
     fn run(&mut self, schedule: &Schedule, current: DateTime<Utc>, overview: &ScheduleOverview) {
         let store = &self.context.store;
-        let check_id = self.definition.check_id;
-        // 1. The stale sweep, before the latest slot is used.
-        if overview.has_stale_attempt {
-            match store.sweep_stale(self.definition, self.now) {
-                Ok(swept) => self.tick.swept.extend(swept),
-                Err(error) => return self.failed(&backend("sweeping stale attempts")(error)),
-            }
-        }
-        let swept = !self.tick.swept.is_empty();
-        // 2. Due slots, computed before retries insert attempts of their own. The sweep
-        // changes statuses, never `scheduled_for`, so the overview's latest slot holds.
-        let due = due_slots(schedule, overview.latest_scheduled_for, current);
-        // 3. Retries of failed slots of earlier intervals (a swept attempt may be one now).
-        if overview.has_retry_candidate || swept {
-            let candidates = match store.retry_candidates(check_id, current, MAX_CATCH_UP) {
-                Ok(candidates) => candidates,
-                Err(error) => return self.failed(&backend("listing retry candidates")(error)),
-            };
-            for candidate in candidates {
-                if let Next::Stop = self.start(candidate.scheduled_for, StartKind::Retry { retry_before: current }) {
-                    return;
-                }
-            }
-        }
-        // 4. Due slots, oldest first.
-        let force = self.context.force;
-        for slot in due {
-            if let (false, false, true, Some(newest)) =
-                (force, swept, slot == overview.current_slot, &overview.current_slot_newest)
-                && let Some(skip) = self.known_skip(slot, newest)
-            {
-                self.tick.summaries.push(skip);
-                continue;
-            }
-            if let Next::Stop = self.start(slot, StartKind::Scheduled { force }) {
-                return;
-            }
-        }
-    }
-
-    /// The SKIPPED summary of an unforced start of a slot whose newest attempt is known,
-    /// decided by the rule the store applies under the lock.
-    fn known_skip(&self, slot: DateTime<Utc>, newest: &Attempt) -> Option<RunSummary> {
-        let facts = [newest.facts()];
-        let request = StartRequest {
-            kind: StartKind::Scheduled { force: false },
-            scheduled_for: slot,
-            slot_attempts: &facts,
-            history: RevisionHistory::default(),
-            full_scan_eligible: false,
-            window: self.definition.definition.window(slot)?,
+        let definition = &self.definition.definition;
+        let facts = TickFacts {
+            current,
+            latest_attempted: overview.latest_scheduled_for,
+            has_stale_attempt: overview.has_stale_attempt,
+            has_retry_candidate: overview.has_retry_candidate,
+            // The overview's newest attempt answers only for the slot it was read for.
+            current_slot_newest: (overview.current_slot == current)
+                .then(|| overview.current_slot_newest.as_ref().map(Attempt::facts))
+                .flatten(),
+            force: self.context.force,
         };
-        match decide_start(&request) {
-            StartDecision::Skip(skip) => Some(RunSummary::skipped(CheckIdentity::of(self.definition), slot, &skip)),
-            StartDecision::Start(_) => None,
+        let mut plan = CheckTickPlan::new(schedule, facts, |slot| definition.window(slot));
+        loop {
+            match plan.next_step() {
+                TickStep::Sweep => match store.sweep_stale(self.definition, self.now) {
+                    Ok(swept) => {
+                        plan.swept(!swept.is_empty());
+                        self.tick.swept.extend(swept);
+                    }
+                    Err(error) => return self.failed(&backend("sweeping stale attempts")(error)),
+                },
+                TickStep::ListRetries => {
+                    match store.retry_candidates(self.definition.check_id, current, MAX_CATCH_UP) {
+                        Ok(candidates) => {
+                            plan.retry_candidates(candidates.iter().map(|candidate| candidate.scheduled_for))
+                        }
+                        Err(error) => return self.failed(&backend("listing retry candidates")(error)),
+                    }
+                }
+                TickStep::Start { slot, kind } => {
+                    if let Next::Stop = self.start(slot, kind) {
+                        return;
+                    }
+                }
+                TickStep::Skip { slot, skip } => {
+                    self.tick.summaries.push(RunSummary::skipped(CheckIdentity::of(self.definition), slot, &skip));
+                }
+                TickStep::Done => return,
+            }
         }
     }
 

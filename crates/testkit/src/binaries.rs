@@ -73,3 +73,45 @@ fn debian_bindirs() -> Vec<PathBuf> {
     versions.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
     versions.into_iter().map(|(_, dir)| dir).collect()
 }
+
+/// The environment variable that names a directory holding `mariadb-install-db` and
+/// `mariadbd`.
+pub const MARIADB_BINDIR_ENV: &str = "DATADIFF_TEST_MARIADB_BINDIR";
+
+/// Where the MariaDB programs a throwaway server needs were found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MariaDbBinaries {
+    /// `mariadb-install-db`, which creates a data directory.
+    pub install_db: PathBuf,
+    /// `mariadbd`, the server.
+    pub server: PathBuf,
+}
+
+/// Finds `mariadb-install-db` and `mariadbd`: both in `$DATADIFF_TEST_MARIADB_BINDIR` when it
+/// is set (an explicit setting that does not work is an error); otherwise each on `PATH` or in
+/// `/usr/sbin`, `/usr/bin`, `/usr/local/sbin`, `/usr/local/bin` (Debian's `mariadb-server`
+/// puts the server in `/usr/sbin`, which a non-root `PATH` often lacks).
+pub fn find_mariadb_binaries() -> Result<MariaDbBinaries, Error> {
+    if let Some(dir) = std::env::var_os(MARIADB_BINDIR_ENV) {
+        let dir = PathBuf::from(dir);
+        let (install_db, server) = (dir.join("mariadb-install-db"), dir.join("mariadbd"));
+        if install_db.is_file() && server.is_file() {
+            return Ok(MariaDbBinaries { install_db, server });
+        }
+        return Err(Error::MariaDbBinariesNotFound { searched: format!("{MARIADB_BINDIR_ENV}={}", dir.display()) });
+    }
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("PATH").map(|path| std::env::split_paths(&path).collect()).unwrap_or_default();
+    for fixed in ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"] {
+        if !dirs.iter().any(|dir| dir == Path::new(fixed)) {
+            dirs.push(PathBuf::from(fixed));
+        }
+    }
+    let find = |name: &str| dirs.iter().map(|dir| dir.join(name)).find(|path| path.is_file());
+    match (find("mariadb-install-db"), find("mariadbd")) {
+        (Some(install_db), Some(server)) => Ok(MariaDbBinaries { install_db, server }),
+        _ => Err(Error::MariaDbBinariesNotFound {
+            searched: dirs.iter().map(|dir| dir.display().to_string()).collect::<Vec<_>>().join(", "),
+        }),
+    }
+}

@@ -3,11 +3,10 @@
 //! watchdog that notices.
 
 use std::io::Write;
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,6 +14,7 @@ use crate::binaries::find_bindir;
 use crate::error::Error;
 use crate::tls::Authority;
 use crate::user::{RunAs, run_as};
+use crate::watchdog::{Watchdog, free_port, random_hex, remove_dir_with_retries, tail};
 
 /// The superuser every cluster is created with.
 pub const SUPERUSER: &str = "postgres";
@@ -68,8 +68,8 @@ pub struct Cluster {
     run_as: Option<RunAs>,
     ca_certificate: Option<PathBuf>,
     next_database: AtomicU64,
-    /// The watchdog and the write end of its pipe; closing the pipe releases it.
-    watchdog: Mutex<Option<(Child, ChildStdin)>>,
+    /// The watchdog; releasing it closes its pipe.
+    watchdog: Mutex<Option<Watchdog>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -107,7 +107,7 @@ impl Cluster {
             watchdog: Mutex::new(None),
         };
         // From here on, dropping `cluster` cleans up whatever was created.
-        cluster.run_as = run_as(&cluster.dir)?;
+        cluster.run_as = run_as(&cluster.dir, &["postgres", "nobody"])?;
         cluster.spawn_watchdog()?;
         cluster.init(&options)?;
         cluster.start_server()?;
@@ -268,53 +268,27 @@ impl Cluster {
         self.chown(path)
     }
 
-    /// The watchdog: a shell in its own process group whose stdin is a pipe from us. When the
-    /// pipe closes — we dropped the cluster, or this process died — it stops any server still
-    /// running in the directory and removes the directory.
+    /// The watchdog: when this process drops the cluster or dies, it stops any server still
+    /// running in the directory (immediate shutdown, else `SIGKILL`) and removes the directory.
     fn spawn_watchdog(&self) -> Result<(), Error> {
         self.chown(&self.dir)?;
-        const SCRIPT: &str = r#"
-dir=$1; pg_ctl=$2
-while read -r _line; do :; done
+        const STOP: &str = r#"
+pg_ctl=$2
 if [ -f "$dir/data/postmaster.pid" ]; then
   "$pg_ctl" stop -D "$dir/data" -m immediate -w -t 60 >/dev/null 2>&1 || {
     pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null)
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
   }
 fi
-# Backends outlive a killed postmaster for a moment and may still write: retry until gone.
-for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30; do
-  rm -rf "$dir" 2>/dev/null
-  [ -e "$dir" ] || break
-  sleep 1
-done
+# Backends outlive a killed postmaster for a moment and may still write: the removal retries.
 "#;
-        let mut command = Command::new("/bin/sh");
-        command
-            .arg("-c")
-            .arg(SCRIPT)
-            .arg("datadiff-testkit-watchdog")
-            .arg(&self.dir)
-            .arg(self.bindir.join("pg_ctl"))
-            .current_dir("/")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            // Not in our process group: a Ctrl-C meant for the tests must not kill it first.
-            .process_group(0);
-        if let Some(RunAs { uid, gid }) = self.run_as {
-            command.uid(uid).gid(gid);
-        }
-        let mut child = command.spawn().map_err(Error::io("starting the cluster watchdog"))?;
-        let stdin = child.stdin.take().ok_or_else(|| Error::Io {
-            action: "opening the cluster watchdog's pipe".to_owned(),
-            source: std::io::Error::from(std::io::ErrorKind::BrokenPipe),
-        })?;
-        *self.lock_watchdog() = Some((child, stdin));
+        let pg_ctl = self.bindir.join("pg_ctl");
+        let watchdog = Watchdog::spawn(&self.dir, self.run_as, STOP, &[pg_ctl.as_os_str()])?;
+        *self.lock_watchdog() = Some(watchdog);
         Ok(())
     }
 
-    fn lock_watchdog(&self) -> std::sync::MutexGuard<'_, Option<(Child, ChildStdin)>> {
+    fn lock_watchdog(&self) -> std::sync::MutexGuard<'_, Option<Watchdog>> {
         self.watchdog.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -367,7 +341,7 @@ done
     fn start_server(&mut self) -> Result<(), Error> {
         let mut last_error = None;
         for _ in 0..5 {
-            let port = free_port()?;
+            let port = free_port(&[5432])?;
             match self.launch(port) {
                 Ok(()) => {
                     self.port = port;
@@ -399,16 +373,9 @@ impl Drop for Cluster {
         }
         // Never remove the directory under a live server: it would keep writing into it.
         // Files may still appear for a moment after a stop that failed; retry.
-        for _ in 0..30 {
-            let _ = std::fs::remove_dir_all(&self.dir);
-            if !self.dir.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_secs(1));
-        }
-        if let Some((mut child, stdin)) = self.lock_watchdog().take() {
-            drop(stdin);
-            let _ = child.wait();
+        remove_dir_with_retries(&self.dir);
+        if let Some(watchdog) = self.lock_watchdog().take() {
+            watchdog.release();
         }
     }
 }
@@ -466,28 +433,6 @@ impl<'c> Database<'c> {
     }
 }
 
-/// A port the kernel just handed out on 127.0.0.1 (never 5432).
-fn free_port() -> Result<u16, Error> {
-    loop {
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(Error::io("finding a free port"))?;
-        let port = listener.local_addr().map_err(Error::io("finding a free port"))?.port();
-        if port != 5432 {
-            return Ok(port);
-        }
-    }
-}
-
-fn random_hex(bytes: usize) -> Result<String, Error> {
-    let mut buffer = vec![0u8; bytes];
-    openssl::rand::rand_bytes(&mut buffer)?;
-    Ok(buffer.iter().map(|byte| format!("{byte:02x}")).collect())
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
 /// Quotes an SQL identifier.
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -520,11 +465,5 @@ mod tests {
     #[test]
     fn urls_percent_encode_credentials() {
         assert_eq!(percent_encode("p@ss:w/rd%"), "p%40ss%3Aw%2Frd%25");
-    }
-
-    #[test]
-    fn tail_keeps_the_last_lines() {
-        assert_eq!(tail("a\nb\nc", 2), "b\nc");
-        assert_eq!(tail("a", 5), "a");
     }
 }

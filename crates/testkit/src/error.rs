@@ -16,6 +16,16 @@ pub enum Error {
         /// Where we looked.
         searched: String,
     },
+    /// No MariaDB server binaries were found.
+    #[error(
+        "MariaDB server binaries (mariadb-install-db, mariadbd) not found (searched: {searched}); \
+         install them (Debian: `apt-get install mariadb-server`) or set DATADIFF_TEST_MARIADB_BINDIR \
+         to the directory holding both"
+    )]
+    MariaDbBinariesNotFound {
+        /// Where we looked.
+        searched: String,
+    },
     /// A file-system or process operation failed.
     #[error("{action}")]
     Io {
@@ -43,6 +53,26 @@ pub enum Error {
         /// The log's last lines.
         tail: String,
     },
+    /// The MariaDB server did not start; its error log says why.
+    #[error("the throwaway MariaDB server did not start; server log {log}: {tail}")]
+    MariaDbStart {
+        /// The server's error log.
+        log: PathBuf,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// A statement against the throwaway MariaDB server failed.
+    #[error("{action}")]
+    MySql {
+        /// What was being done.
+        action: String,
+        /// The cause.
+        #[source]
+        source: mysql::Error,
+    },
+    /// A privilege name for a grant is not a plain SQL keyword list (`SELECT`, `SHOW VIEW`).
+    #[error("not a privilege name: {0:?}")]
+    Privilege(String),
     /// A statement against the throwaway cluster failed.
     #[error("{action}")]
     Postgres {
@@ -61,6 +91,11 @@ impl Error {
     pub(crate) fn io(action: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
         let action = action.into();
         move |source| Error::Io { action, source }
+    }
+
+    pub(crate) fn my(action: impl Into<String>) -> impl FnOnce(mysql::Error) -> Error {
+        let action = action.into();
+        move |source| Error::MySql { action, source }
     }
 
     pub(crate) fn pg(action: impl Into<String>) -> impl FnOnce(postgres::Error) -> Error {

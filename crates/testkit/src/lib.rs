@@ -1,4 +1,4 @@
-//! Throwaway PostgreSQL clusters for datadiff's tests and its demo.
+//! Throwaway PostgreSQL clusters and MariaDB servers for datadiff's tests and its demo.
 //!
 //! A [`Cluster`] is `initdb`'d into a temporary directory from the locally installed server
 //! binaries (`$DATADIFF_TEST_PG_BINDIR`, `pg_config --bindir`, `PATH`, or Debian's
@@ -27,18 +27,48 @@
 //! [`Cluster::fresh_database`] each; tests that stop and restart a server start their own
 //! with [`Cluster::start`].
 //!
+//! # MariaDB
+//!
+//! A [`MariaDb`] server is made the same way from Debian's `mariadb-server` programs
+//! (`mariadb-install-db` and `mariadbd`, found in `$DATADIFF_TEST_MARIADB_BINDIR`, on `PATH`
+//! or in `/usr/sbin` and `/usr/bin`): a temporary directory with the `datadiff-testkit-`
+//! prefix, a free port on 127.0.0.1 (never 3306), its socket in that directory, password
+//! authentication over TCP, an unprivileged account (`mysql`, else `nobody`) when run as root,
+//! and the same watchdog. Without the programs, [`MariaDb::start`] fails with
+//! [`Error::MariaDbBinariesNotFound`], which says what to install; tests then fail loudly
+//! rather than skip.
+//!
+//! ```no_run
+//! use datadiff_testkit::shared_mariadb;
+//! use mysql::prelude::Queryable;
+//!
+//! let server = shared_mariadb();
+//! let database = server.fresh_database()?;
+//! database.create_user("reader", "reader-password", &["SELECT"])?;
+//! let mut client = database.client()?;
+//! client.query_drop("CREATE TABLE t (id bigint PRIMARY KEY)")?;
+//! let mut reader = mysql::Conn::new(database.opts_for("reader", "reader-password"))?;
+//! let rows: Option<i64> = reader.query_first("SELECT COUNT(*) FROM t")?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! This crate is not published: it is a normal dependency of the CLI because `datadiff demo`
 //! runs on a throwaway cluster too.
 
 mod binaries;
 mod cluster;
 mod error;
+mod mariadb;
 mod shared;
 mod tls;
 mod user;
+mod watchdog;
 
-pub use binaries::{BINDIR_ENV, find_bindir};
+pub use binaries::{BINDIR_ENV, MARIADB_BINDIR_ENV, MariaDbBinaries, find_bindir, find_mariadb_binaries};
 pub use cluster::{Cluster, ClusterOptions, DIR_PREFIX, Database, SUPERUSER, quote_ident, quote_literal};
 pub use error::Error;
-pub use shared::shared_cluster;
+pub use mariadb::{
+    MARIADB_SUPERUSER, MariaDb, MariaDbDatabase, MariaDbOptions, quote_mysql_ident, quote_mysql_literal,
+};
+pub use shared::{shared_cluster, shared_mariadb};
 pub use tls::write_unrelated_ca;

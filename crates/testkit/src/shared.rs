@@ -1,10 +1,13 @@
-//! The cluster shared by all tests of one test binary, started on first use.
+//! The cluster and the MariaDB server shared by all tests of one test binary, each started on
+//! first use.
 
 use std::sync::OnceLock;
 
 use crate::cluster::Cluster;
+use crate::mariadb::MariaDb;
 
 static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
+static SHARED_MARIADB: OnceLock<Result<MariaDb, String>> = OnceLock::new();
 
 /// The cluster shared by every test of this process, started on first use.
 ///
@@ -20,6 +23,25 @@ pub fn shared_cluster() -> &'static Cluster {
     match started {
         Ok(cluster) => cluster,
         Err(message) => panic!("cannot start the shared throwaway PostgreSQL cluster: {message}"),
+    }
+}
+
+/// The MariaDB server shared by every test of this process, started on first use; tests take
+/// a [`MariaDb::fresh_database`] each.
+///
+/// It is never dropped (it lives in a `static`); its watchdog removes it when the process
+/// exits.
+///
+/// # Panics
+///
+/// When the server cannot be started — for instance because the MariaDB server programs are
+/// not installed (the message says which package to install). Tests fail loudly rather than
+/// skip; programs call [`MariaDb::start`] and handle the error.
+pub fn shared_mariadb() -> &'static MariaDb {
+    let started = SHARED_MARIADB.get_or_init(|| MariaDb::start().map_err(|error| error_chain(&error)));
+    match started {
+        Ok(server) => server,
+        Err(message) => panic!("cannot start the shared throwaway MariaDB server: {message}"),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The OS user the server runs as: ourselves, or an unprivileged account when we are root
-//! (`initdb` and `postgres` refuse to run as root).
+//! (`initdb` and `postgres` refuse to run as root, and `mariadbd` should not run as root).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -13,21 +13,21 @@ pub(crate) struct RunAs {
     pub(crate) gid: u32,
 }
 
-/// Accounts tried, in order, when we are root.
-const UNPRIVILEGED: [&str; 2] = ["postgres", "nobody"];
-
-/// `None` when we are not root (run as ourselves); otherwise the first unprivileged account
-/// of [`UNPRIVILEGED`] found in `/etc/passwd`. `probe` is a file we just created: its owner
-/// is our effective uid (no `unsafe` `geteuid` call needed).
-pub(crate) fn run_as(probe: &Path) -> Result<Option<RunAs>, Error> {
+/// `None` when we are not root (run as ourselves); otherwise the first of `accounts` (tried in
+/// order, e.g. the server's own account then `nobody`) found in `/etc/passwd` with a uid other
+/// than 0. `probe` is a file we just created: its owner is our effective uid (no `unsafe`
+/// `geteuid` call needed).
+pub(crate) fn run_as(probe: &Path, accounts: &[&str]) -> Result<Option<RunAs>, Error> {
     let owner = std::fs::metadata(probe).map_err(Error::io(format!("reading {}", probe.display())))?.uid();
     if owner != 0 {
         return Ok(None);
     }
     let passwd = std::fs::read_to_string("/etc/passwd").map_err(Error::io("reading /etc/passwd"))?;
-    UNPRIVILEGED.iter().find_map(|name| lookup(&passwd, name)).map(Some).ok_or_else(|| Error::Io {
-        action: "running as root, but no unprivileged account (postgres or nobody) exists to run the server as"
-            .to_owned(),
+    accounts.iter().find_map(|name| lookup(&passwd, name)).map(Some).ok_or_else(|| Error::Io {
+        action: format!(
+            "running as root, but no unprivileged account ({}) exists to run the server as",
+            accounts.join(" or ")
+        ),
         source: std::io::Error::from(std::io::ErrorKind::NotFound),
     })
 }

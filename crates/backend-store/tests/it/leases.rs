@@ -375,3 +375,96 @@ fn the_sweep_also_retires_stale_attempts_of_superseded_revisions() {
     let other_tap = datadiff_backend_store::DefinitionFilter { tap: Some("u".into()), ..Default::default() };
     assert!(repo.store.sweep_superseded(&other_tap, at(23, 0)).unwrap().is_empty());
 }
+
+/// PipelineWise stores any `statement_timeout` (`88000w` is 53,222,400,000 s); 30 minutes plus
+/// four times that reaches back to 4720 BC, before PostgreSQL's first timestamp. Such a
+/// revision must neither fail the sweep nor the schedule overview of the others.
+#[test]
+fn a_stored_timeout_beyond_postgresqls_limit_does_not_stop_the_sweep_of_the_others() {
+    let repo = repo();
+    let mut huge = table("t", "huge");
+    huge.statement_timeout_seconds = 88_000 * 604_800;
+    let huge = repo.import_one(&huge, at(0, 0));
+    let normal = repo.import_one(&table("t", "normal"), at(0, 0));
+    let huge_attempt = repo.start(&huge, at(10, 0), scheduled(false), at(10, 0));
+    let normal_attempt = repo.start(&normal, at(10, 0), scheduled(false), at(10, 0));
+
+    // One query for every definition: it reads, and only the 60 s revision is stale at 10:35.
+    let overview = repo.store.schedule_overview(&[(&huge, at(10, 0)), (&normal, at(10, 0))], at(10, 35)).unwrap();
+    let stale: Vec<bool> = overview.iter().map(|entry| entry.has_stale_attempt).collect();
+    assert_eq!(stale, [false, true]);
+    assert!(repo.store.sweep_stale(&huge, at(10, 35)).unwrap().is_empty());
+    assert_eq!(sweep(&repo, normal.check_id, at(10, 35)), [normal_attempt.run_id]);
+    assert_eq!(repo.store.attempt(huge_attempt.run_id).unwrap().unwrap().status, RunStatus::Running);
+
+    // Its lease counts PostgreSQL's longest timeout (2,147,483 s): 30 min + 4 × that later it
+    // is swept like any other.
+    let lease = chrono::TimeDelta::minutes(30) + chrono::TimeDelta::seconds(4 * 2_147_483);
+    assert!(repo.store.sweep_stale(&huge, at(10, 0) + lease - chrono::TimeDelta::seconds(1)).unwrap().is_empty());
+    let swept = repo.store.sweep_stale(&huge, at(10, 0) + lease).unwrap();
+    assert_eq!(swept.iter().map(|swept| swept.attempt.run_id).collect::<Vec<_>>(), [huge_attempt.run_id]);
+
+    // A superseded revision with such a timeout is swept with the others too.
+    let stuck = repo.start(&huge, at(11, 0), scheduled(false), at(11, 0));
+    let old_normal = repo.start(&normal, at(11, 0), scheduled(false), at(11, 0));
+    let mut huge_again = table("t", "huge");
+    huge_again.statement_timeout_seconds = i64::MAX;
+    let mut normal_again = table("t", "normal");
+    normal_again.statement_timeout_seconds = 120;
+    repo.import(&[huge_again, normal_again], at(11, 5));
+    let filter = datadiff_backend_store::DefinitionFilter { tap: Some("t".into()), ..Default::default() };
+    let swept = repo.store.sweep_superseded(&filter, at(11, 35)).unwrap();
+    assert_eq!(swept.iter().map(|swept| swept.attempt.run_id).collect::<Vec<_>>(), [old_normal.run_id]);
+    assert_eq!(repo.store.attempt(stuck.run_id).unwrap().unwrap().status, RunStatus::Running);
+    let current = repo.store.definitions(&filter).unwrap();
+    let overview = repo.store.schedule_overview(&[(&current[0], at(12, 0)), (&current[1], at(12, 0))], at(12, 0));
+    assert_eq!(overview.unwrap().len(), 2, "an i64::MAX timeout reads too");
+}
+
+/// The bounds diff-core assumes, asked of a real server: `statement_timeout`'s maximum and
+/// the first timestamp the stale cutoff may bind.
+#[test]
+fn postgresql_accepts_the_bounds_datadiff_assumes() {
+    let repo = repo();
+    let mut sql = repo.sql();
+    let max_val: String =
+        sql.query_one("SELECT max_val FROM pg_settings WHERE name = 'statement_timeout'", &[]).unwrap().get(0);
+    assert_eq!(max_val, i32::MAX.to_string());
+    let longest = datadiff_diff_core::Duration::MAX_STATEMENT_TIMEOUT.seconds();
+    let set = |client: &mut postgres::Client, seconds: i64| {
+        client.query_one(&format!("SELECT set_config('statement_timeout', '{seconds}s', false)"), &[]).map(|_| ())
+    };
+    set(&mut sql, longest).unwrap();
+    let error = set(&mut sql, longest + 1).unwrap_err();
+    let message = error.as_db_error().map(|db| db.message().to_owned()).unwrap_or_default();
+    assert!(message.contains("statement_timeout"), "{error:?}");
+
+    let mut sql = repo.sql();
+    let first = datadiff_diff_core::stale_cutoff(DateTime::<Utc>::MIN_UTC, 60);
+    let shown: String = sql.query_one("SELECT ($1::timestamptz AT TIME ZONE 'UTC')::text", &[&first]).unwrap().get(0);
+    assert_eq!(shown, "4714-11-24 00:00:00 BC");
+    let before = first - chrono::TimeDelta::microseconds(1);
+    let error = sql.query_one("SELECT $1::timestamptz", &[&before]).unwrap_err();
+    let message = error.as_db_error().map(|db| db.message().to_owned()).unwrap_or_default();
+    assert_eq!(message, "timestamp out of range", "{error:?}");
+}
+
+/// A stored window reaching before PostgreSQL's first timestamp (another tool stored
+/// `window_start` = 400,000 weeks) fails that revision's start with a clear error, before any
+/// write; the others start.
+#[test]
+fn a_stored_window_before_postgresqls_first_timestamp_fails_only_its_own_start() {
+    let repo = repo();
+    let mut far = table("t", "far");
+    far.window_start_seconds = 400_000 * 604_800;
+    let far = repo.import_one(&far, at(0, 0));
+    let normal = repo.import_one(&table("t", "normal"), at(0, 0));
+    let error = repo.store.start_attempt(&far, at(10, 0), scheduled(false), at(10, 5)).unwrap_err();
+    assert!(
+        matches!(error, Error::WindowOutOfRange { check_id, scheduled_for } if check_id == far.check_id && scheduled_for == at(10, 0)),
+        "{error:?}"
+    );
+    assert_eq!(repo.count("SELECT * FROM public.dd_run_attempts"), 0);
+    repo.start(&normal, at(10, 0), scheduled(false), at(10, 5));
+    assert_eq!(repo.count("SELECT * FROM public.dd_run_attempts"), 1);
+}

@@ -156,7 +156,7 @@ fn prefer_ssl(cluster: &Cluster) -> bool {
         .password(&backend.config.password)
         .dbname(&backend.config.dbname)
         .ssl_mode(postgres::config::SslMode::Prefer);
-    let mut client = config.connect(datadiff_backend_store::LazyTls::new(counted_tls)).unwrap();
+    let mut client = config.connect(datadiff_access::LazyTls::new(counted_tls)).unwrap();
     client.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).unwrap().get(0)
 }
 

@@ -1,7 +1,7 @@
 //! `datadiff audit` end to end through `datadiff_cli::run` against throwaway clusters.
 
+use datadiff_access::Environment;
 use datadiff_cli::{Console, Exit, run};
-use datadiff_runner::Environment;
 use datadiff_testkit::{Database, SUPERUSER, shared_cluster};
 
 const TABLE: &str = "CREATE TABLE public.customers (id bigint PRIMARY KEY, email text, plan text, notes text);";
@@ -272,4 +272,80 @@ fn pgpassword_from_the_environment_authenticates_both_sides() {
     let outcome = datadiff_with(environment, &args);
     assert_eq!(outcome.exit, Exit::Success, "{}", outcome.stderr);
     assert!(!outcome.stderr.contains(cluster.superuser_password()));
+}
+
+#[test]
+fn an_audit_that_ends_without_a_report_removes_an_earlier_report_at_its_path() {
+    let pair = Pair::new(&format!("{TABLE}{}", rows(3)), &format!("{TABLE}{}", rows(3)));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cdc-parity-report.json");
+    let path_text = path.display().to_string();
+    let passed = || {
+        let outcome = pair.audit(&["--cutover-ready", "--report", &path_text]);
+        assert_eq!(outcome.exit, Exit::Success, "{}", outcome.stderr);
+        assert_eq!(json(&std::fs::read_to_string(&path).unwrap())["status"], "PASS");
+        // Written through a file of the same directory renamed over the report: nothing else
+        // is left there.
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+        assert_eq!(names, ["cdc-parity-report.json"]);
+    };
+
+    // An error: the replica now has a duplicate key.
+    passed();
+    pair.replica.client().unwrap().batch_execute("ALTER TABLE public.customers DROP CONSTRAINT customers_pkey; INSERT INTO public.customers VALUES (2, 'b', 'free', NULL)").unwrap();
+    let outcome = pair.audit(&["--cutover-ready", "--report", &path_text]);
+    assert_eq!(outcome.exit, Exit::Error);
+    assert!(outcome.stderr.contains("duplicate key 2"), "{}", outcome.stderr);
+    assert!(!path.exists(), "the earlier PASS report must not stand for this audit");
+
+    // A refusal before connecting.
+    pair.replica
+        .client()
+        .unwrap()
+        .batch_execute("DELETE FROM public.customers WHERE ctid = (SELECT max(ctid) FROM public.customers)")
+        .unwrap();
+    passed();
+    let outcome = pair.audit(&["--cutover-ready", "--max-rows", "0", "--report", &path_text]);
+    assert_eq!(outcome.exit, Exit::Error);
+    assert!(outcome.stderr.starts_with("refused: "), "{}", outcome.stderr);
+    assert!(!path.exists(), "the earlier PASS report must not stand for this audit");
+}
+
+#[test]
+fn the_verbose_log_reports_the_tls_each_connection_negotiated() {
+    // The shared cluster has no TLS: `sslmode=prefer` (the default) falls back to plaintext.
+    let pair = Pair::new(&format!("{TABLE}{}", rows(1)), &format!("{TABLE}{}", rows(1)));
+    let outcome = pair.audit(&["--cutover-ready", "-vv"]);
+    assert_eq!(outcome.exit, Exit::Success, "{}", outcome.stderr);
+    let connected: Vec<&str> = outcome.stderr.lines().filter(|line| line.contains("connected")).collect();
+    assert_eq!(connected.len(), 2, "{}", outcome.stderr);
+    assert!(connected.iter().all(|line| line.contains("tls=false")), "{}", outcome.stderr);
+
+    // A server with TLS: the same DSNs negotiate it.
+    let cluster = datadiff_testkit::Cluster::start_with(
+        datadiff_testkit::ClusterOptions::new().tls(&["localhost"], &["127.0.0.1"]),
+    )
+    .unwrap();
+    let source = cluster.fresh_database().unwrap();
+    let replica = cluster.fresh_database().unwrap();
+    for database in [&source, &replica] {
+        database.client().unwrap().batch_execute(&format!("{TABLE}{}", rows(1))).unwrap();
+    }
+    let url = |database: &Database<'_>| database.url(SUPERUSER, cluster.superuser_password());
+    let (source, replica) = (url(&source), url(&replica));
+    let outcome = datadiff(&[
+        "audit",
+        "--source",
+        &source,
+        "--replica",
+        &replica,
+        "--table",
+        "public.customers",
+        "--cutover-ready",
+        "-vv",
+    ]);
+    assert_eq!(outcome.exit, Exit::Success, "{}", outcome.stderr);
+    let connected: Vec<&str> = outcome.stderr.lines().filter(|line| line.contains("connected")).collect();
+    assert_eq!(connected.len(), 2, "{}", outcome.stderr);
+    assert!(connected.iter().all(|line| line.contains("tls=true")), "{}", outcome.stderr);
 }

@@ -1,7 +1,7 @@
 //! Arguments, help, version and usage errors.
 
+use datadiff_access::Environment;
 use datadiff_cli::{Console, Exit, run};
-use datadiff_runner::Environment;
 
 fn datadiff(args: &[&str]) -> (Exit, String, String) {
     let (console, captured) = Console::capture(Environment::default());

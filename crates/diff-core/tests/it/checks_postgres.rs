@@ -27,7 +27,7 @@ fn fresh() -> Result<(datadiff_testkit::Database<'static>, Client), Box<dyn std:
 }
 
 /// One table's columns from `information_schema.columns`.
-fn catalog(client: &mut Client, schema: &str, table: &str) -> Result<TableColumns, postgres::Error> {
+pub(crate) fn catalog(client: &mut Client, schema: &str, table: &str) -> Result<TableColumns, postgres::Error> {
     let rows = client.query(
         "SELECT column_name::text, data_type::text, udt_name::text, numeric_precision::int, \
                 numeric_scale::int, datetime_precision::int, is_nullable::text \
@@ -84,13 +84,13 @@ fn plan(client: &mut Client, definition: &CheckDefinition) -> Result<AggregatePl
     Ok(AggregatePlan::new(definition, &source, &target)?)
 }
 
-fn instant(text: &str) -> DateTime<Utc> {
+pub(crate) fn instant(text: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(text).map(|at| at.with_timezone(&Utc)).unwrap_or_default()
 }
 
 /// Runs one side's aggregate over `[start, end)` and decodes its row as the runner would: every
 /// metric read as text (the test's decoder), counts and sums as numerics, keys as integers.
-fn aggregate(
+pub(crate) fn aggregate(
     client: &mut Client,
     plan: &AggregatePlan,
     side: Side,

@@ -1,4 +1,6 @@
 //! Integration tests of the pure core through its public API.
 
+mod checks_mysql;
 mod checks_postgres;
 mod merge_properties;
+mod tick_properties;

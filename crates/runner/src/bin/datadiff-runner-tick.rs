@@ -21,9 +21,10 @@ use std::num::NonZeroUsize;
 use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
+use datadiff_access::Environment;
 use datadiff_backend_store::{BackendConfig, PoolOptions, Store};
 use datadiff_config::{DbConn, Secret};
-use datadiff_runner::{Clock, Connections, Environment, TickContext, tick};
+use datadiff_runner::{Clock, Connections, TickContext, tick};
 
 fn variable(name: &str) -> String {
     std::env::var(format!("DATADIFF_TICK_{name}")).unwrap_or_default()

@@ -1,7 +1,7 @@
 //! Failure alerts delivered to local HTTP servers and a log file: one alert per failed check,
 //! routing by tap, every destination tried, a timeout on every call, never a secret.
 
-use datadiff_runner::alerts::{AlertDelivery, DeliveryProblem, DestinationAttempt, FailureAlertReport};
+use datadiff_alerts::{AlertDelivery, DeliveryProblem, DestinationAttempt, FailureAlertReport};
 use datadiff_runner::{RunSummary, SummaryStatus};
 use serde_json::Value as Json;
 
@@ -296,8 +296,8 @@ fn passing_deferred_or_skipped_summaries_alert_nobody_and_no_destination_is_not_
 
 #[test]
 fn the_slack_api_url_comes_from_the_environment() {
-    use datadiff_runner::Environment;
-    use datadiff_runner::alerts::{DEFAULT_SLACK_API_URL, DispatchOptions, SLACK_API_URL_VARIABLE};
+    use datadiff_access::Environment;
+    use datadiff_alerts::{DEFAULT_SLACK_API_URL, DispatchOptions, SLACK_API_URL_VARIABLE};
 
     let slack = Server::start(Mode::Accept);
     let environment = Environment::from_pairs([(SLACK_API_URL_VARIABLE, format!("{}/api/", slack.url()))]);
@@ -307,8 +307,7 @@ fn the_slack_api_url_comes_from_the_environment() {
     assert_eq!(DispatchOptions::from_environment(&Environment::default()).slack_api_url, DEFAULT_SLACK_API_URL);
 
     let settings = settings(Some(&slack), None, None, None);
-    let dispatcher =
-        datadiff_runner::alerts::Dispatcher::from_settings(&settings, &[], std::path::Path::new("."), &options);
+    let dispatcher = datadiff_alerts::Dispatcher::from_settings(&settings, &[], std::path::Path::new("."), &options);
     let summaries = [failure(&identity(1, "postgres", "payments"), at(13, 0), 1)];
     assert_eq!(dispatcher.send_failure_alerts(&summaries, at(13, 5)).delivered(), 1);
     assert_eq!(slack.requests()[0].path, "/api/chat.postMessage");

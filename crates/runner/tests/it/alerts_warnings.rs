@@ -2,10 +2,10 @@
 //! is written iff a destination accepted, a delivered warning is never sent again, an
 //! undelivered one is tried again next invocation, routing by the latest enabled tap.
 
+use datadiff_alerts::{DeliveryProblem, WarningReport, WarningResult};
 use datadiff_backend_store::StoredDefinition;
 use datadiff_diff_core::CheckDefinition;
 use datadiff_preflight::PreflightStatus;
-use datadiff_runner::alerts::{DeliveryProblem, WarningReport, WarningResult};
 use datadiff_runner::{CheckIdentity, RunSummary};
 
 use crate::alerts_server::{Mode, Server, dispatcher, import_all, markers, observation, settings, tap};

@@ -449,3 +449,66 @@ fn sessions_compare_in_utc_whatever_the_databases_time_zone() {
     assert_eq!(result(&context.result_rows(run_id), "row_checksum").status, "PASS");
     assert_eq!(context.attempt_row(run_id).status, "PASS");
 }
+
+/// Installs, in `public` of `database`, functions and operators that shadow the built-ins the
+/// checks call (`CONCAT`, `MD5`, `ROUND`, `set_config`, `>=` on timestamps), each raising when
+/// called, and puts `public` before `pg_catalog` in the database's `search_path` (with an
+/// identical signature the earlier schema wins; `concat(text, text)` wins over the
+/// built-in's `VARIADIC "any"` wherever it is).
+pub(crate) fn shadow_builtins(database: &datadiff_testkit::Database<'_>) {
+    let raising = |signature: &str, returns: &str| {
+        format!(
+            "CREATE FUNCTION public.{signature} RETURNS {returns} LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'the shadowing public.{signature} was called'; END $$;"
+        )
+    };
+    let mut sql = [
+        raising("concat(a text, b text)", "text"),
+        raising("md5(a text)", "text"),
+        raising("round(a numeric, b integer)", "numeric"),
+        raising("set_config(a text, b text, c boolean)", "text"),
+        raising("shadow_ge(a timestamptz, b timestamptz)", "boolean"),
+        raising("shadow_ge(a timestamp, b timestamp)", "boolean"),
+        raising("shadow_lt(a timestamptz, b timestamptz)", "boolean"),
+        raising("shadow_lt(a timestamp, b timestamp)", "boolean"),
+    ]
+    .concat();
+    for (operator, function) in [(">=", "shadow_ge"), ("<", "shadow_lt")] {
+        for kind in ["timestamptz", "timestamp"] {
+            sql.push_str(&format!(
+                "CREATE OPERATOR public.{operator} (LEFTARG = {kind}, RIGHTARG = {kind}, FUNCTION = public.{function});"
+            ));
+        }
+    }
+    let name = datadiff_testkit::quote_ident(database.name());
+    sql.push_str(&format!("ALTER DATABASE {name} SET search_path = public, pg_catalog;"));
+    database.client().unwrap().batch_execute(&sql).unwrap();
+    // The shadows are live for a new session that keeps the database's search_path.
+    let error = database.client().unwrap().batch_execute("SELECT md5('x')").unwrap_err();
+    assert!(format!("{error:?}").contains("the shadowing public.md5"), "{error:?}");
+}
+
+#[test]
+fn functions_shadowed_on_the_databases_are_never_called() {
+    let with_row_diff = |context: &Context| {
+        let mut definition = context.definition();
+        definition.extensions.row_diff = Some(datadiff_diff_core::RowDiffSettings::default());
+        definition
+    };
+    let plain = Context::pipelinewise();
+    let expected = plain.result_rows(plain.run(&with_row_diff(&plain)).run_id.unwrap());
+    let shadowed = Context::pipelinewise();
+    shadow_builtins(&shadowed.source);
+    shadow_builtins(&shadowed.replica);
+    let summary = shadowed.run(&with_row_diff(&shadowed));
+    let run_id = summary.run_id.unwrap();
+    assert_eq!(shadowed.attempt_row(run_id).status, "PASS", "{summary:?}");
+    let rows = shadowed.result_rows(run_id);
+    let values = |rows: &[crate::context::ResultRow]| -> Vec<_> {
+        rows.iter()
+            .map(|row| (row.check_type.clone(), row.status.clone(), row.source_value.clone(), row.target_value.clone()))
+            .collect()
+    };
+    assert_eq!(values(&rows), values(&expected));
+    assert_eq!(rows.len(), 9, "every check and row_diff");
+}

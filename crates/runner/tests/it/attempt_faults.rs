@@ -5,9 +5,10 @@
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
+use datadiff_access::Environment;
 use datadiff_backend_store::BackendConfig;
 use datadiff_diff_core::{RunId, RunStatus, Signal};
-use datadiff_runner::{Clock, Connections, Environment, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
+use datadiff_runner::{Clock, Connections, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
 
 use crate::context::{Context, at, db_conn, scheduled, slot, wait_for_a_lock_wait};
 

@@ -5,10 +5,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, TimeZone, Utc};
+use datadiff_access::Environment;
 use datadiff_backend_store::{BackendConfig, DefinitionFilter, MigrateOptions, Store, StoredDefinition, SyncScope};
 use datadiff_config::{DbConn, Secret};
 use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, RunId, SourceType, StartKind, TargetType};
-use datadiff_runner::{Clock, Connections, Environment, ExecutionOptions, RunSummary, execute};
+use datadiff_runner::{Clock, Connections, ExecutionOptions, RunSummary, execute};
 use datadiff_testkit::{Database, SUPERUSER, shared_cluster};
 use serde_json::Value as Json;
 

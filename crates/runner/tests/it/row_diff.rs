@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use datadiff_access::Environment;
 use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, RowDiffSettings, RunId, SourceType, TargetType};
-use datadiff_runner::{Connections, Environment, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
+use datadiff_runner::{Connections, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
 use datadiff_testkit::{Cluster, ClusterOptions, SUPERUSER};
 use serde_json::{Value as Json, json};
 
@@ -438,4 +439,62 @@ fn an_encrypted_side_streams_over_tls_and_a_plain_side_without() {
         result(&rows, "row_diff").target_value,
         json!({"rows": "2", "missing": "0", "extra": "0", "changed": "0"})
     );
+}
+
+/// The drift fixture's items with a `due date` column and `extra` more integer columns on
+/// both sides, all compared; the target's key 4 has a changed note.
+fn failing_aggregate_context(
+    key_type: &str,
+    keys: [&'static str; 2],
+    due: &str,
+    extra: usize,
+) -> (Context, CheckDefinition) {
+    let rows = |note: &'static str| [(keys[0], "12:00:00", "10.00", "'same'"), (keys[1], "12:30:00", "40.00", note)];
+    let context = Context::new(&items_sql(key_type, &rows("'old'")), &items_sql(key_type, &rows("'new'")));
+    let added: Vec<String> = (1..=extra).map(|n| format!("c{n}")).collect();
+    let mut alter = format!("ALTER TABLE public.items ADD COLUMN due date DEFAULT '{due}'");
+    for column in &added {
+        alter.push_str(&format!(", ADD COLUMN {column} integer DEFAULT 0"));
+    }
+    for database in [&context.source, &context.replica] {
+        database.client().unwrap().batch_execute(&alter).unwrap();
+    }
+    let mut definition = items_definition(&context);
+    let compared: Vec<String> = ["amount", "note", "due"].iter().map(|name| name.to_string()).chain(added).collect();
+    definition.source_compare_columns = compared.clone();
+    definition.target_compare_columns = compared;
+    (context, definition)
+}
+
+#[test]
+fn a_failed_aggregate_query_keeps_the_row_diff_result_and_its_evidence() {
+    let bigint = ["1", "4"];
+    let uuid = ["'00000000-0000-4000-8000-000000000001'", "'00000000-0000-4000-8000-000000000004'"];
+    let cases = [
+        // row_checksum over 99 compare columns: CONCAT gets 101 arguments.
+        ("bigint", bigint, "2026-08-01", 96, CheckType::RowChecksum, "cannot pass more than 100 arguments"),
+        // A date beyond the timestamp range, which row_checksum hashes dates as.
+        ("bigint", bigint, "300000-01-01", 0, CheckType::RowChecksum, "out of range"),
+        // min_key on a uuid key: PostgreSQL has no min(uuid).
+        ("uuid", uuid, "2026-08-01", 0, CheckType::MinKey, "min(uuid)"),
+    ];
+    for (key_type, keys, due, extra, check, cause) in cases {
+        let (context, mut definition) = failing_aggregate_context(key_type, keys, due, extra);
+        assert_eq!(definition.source_compare_columns.len(), 3 + extra);
+        definition.checks = vec![CheckType::RowCount, check];
+        let summary = context.run(&definition);
+        let run_id = summary.run_id.unwrap();
+        let attempt = context.attempt_row(run_id);
+        assert_eq!(attempt.status, "ERROR", "{check}: ERROR beats FAIL");
+        let error = attempt.error.unwrap();
+        assert!(error.contains("aggregate query failed") && error.contains(cause), "{check}: {error}");
+        assert!(error.ends_with("; row_diff FAIL"), "{check}: {error}");
+        let rows = context.result_rows(run_id);
+        assert_eq!(rows.len(), 1, "{check}: only row_diff has a result: {rows:?}");
+        let row_diff = result(&rows, "row_diff");
+        assert_eq!(row_diff.status, "FAIL");
+        assert_eq!(row_diff.target_value, json!({"rows": "2", "missing": "0", "extra": "0", "changed": "1"}));
+        let key = keys[1].trim_matches('\'');
+        assert_eq!(differences(&context, run_id), vec![difference(1, "CHANGED", json!({"k": key}), &["note"])]);
+    }
 }

@@ -150,6 +150,82 @@ fn an_unscaled_numeric_against_a_float_needs_declared_scales() {
     assert_eq!(context.attempt_row(run_id).status, "ERROR");
 }
 
+/// A floating-point source: `whole`, `price` and `big` are `double precision`, `ratio` is
+/// `real`. Rows 1–4 hold values a narrower replica type cannot keep; 5 and 6 hold values it
+/// keeps exactly.
+const FLOAT_SOURCE_SQL: &str = r#"
+CREATE TABLE public.readings (
+    id bigint PRIMARY KEY,
+    updated_at timestamptz NOT NULL,
+    whole double precision,
+    price double precision,
+    big double precision,
+    ratio real
+);
+CREATE INDEX readings_updated_at_idx ON public.readings (updated_at);
+INSERT INTO public.readings VALUES
+    (1, '2026-07-22 12:01:00+00', 3.7, 1.004, 16777217, 0.125),
+    (2, '2026-07-22 12:02:00+00', 3.2, 0.1, 0.5, 0.1),
+    (3, '2026-07-22 12:03:00+00', -0.4, 1.5, 16777216, 0.25),
+    (4, '2026-07-22 12:04:00+00', 2.5, 19.99, -2.25, 1),
+    (5, '2026-07-22 12:05:00+00', 4, -0.0, 0.1, 0.5),
+    (6, '2026-07-22 12:06:00+00', 16777217, 123456.78, NULL, NULL);
+"#;
+
+/// The replica with narrower types: `integer`, `numeric(12,2)`, `real`, `numeric(12,2)`.
+/// Rows 1–4 hold what the narrowing rounds to (4/3/0/3 for 3.7/3.2/-0.4/2.5, 1.00 for
+/// 1.004, 16777216 for 16777217, 0.13 for 0.125); 5 and 6 hold the source's values.
+const NARROW_REPLICA_SQL: &str = r#"
+CREATE TABLE public.readings (
+    id bigint,
+    updated_at timestamptz,
+    whole integer,
+    price numeric(12,2),
+    big real,
+    ratio numeric(12,2)
+);
+INSERT INTO public.readings VALUES
+    (1, '2026-07-22 12:01:00+00', 4, 1.00, 16777216, 0.13),
+    (2, '2026-07-22 12:02:00+00', 3, 0.10, 0.5, 0.10),
+    (3, '2026-07-22 12:03:00+00', 0, 1.50, 16777216, 0.25),
+    (4, '2026-07-22 12:04:00+00', 3, 19.99, -2.25, 1.00),
+    (5, '2026-07-22 12:05:00+00', 4, 0.00, 0.1, 0.50),
+    (6, '2026-07-22 12:06:00+00', 16777217, 123456.78, NULL, NULL);
+"#;
+
+#[test]
+fn a_narrower_replica_of_a_float_source_is_changed_where_it_lost_digits() {
+    let context = Context::new(FLOAT_SOURCE_SQL, NARROW_REPLICA_SQL);
+    let mut definition = items_definition(&context);
+    definition.full_check_name = CheckDefinition::full_check_name_of("postgres", "payments", "public", "readings");
+    definition.source_table = "readings".into();
+    definition.target_table = "readings".into();
+    definition.source_key_column = "id".into();
+    definition.target_key_column = "id".into();
+    definition.source_compare_columns = ["whole", "price", "big", "ratio"].map(String::from).to_vec();
+    definition.target_compare_columns = definition.source_compare_columns.clone();
+    let summary = context.run(&definition);
+    assert_eq!(summary.status, SummaryStatus::Fail, "{summary:?}");
+    let run_id = summary.run_id.unwrap();
+    assert_eq!(
+        result(&context.result_rows(run_id), "row_diff").target_value,
+        json!({"rows": "6", "missing": "0", "extra": "0", "changed": "5"})
+    );
+    // The replica is the lossy side: its rounding is a change. Only what the source's own
+    // type cannot tell apart is equal: 0.1 against 0.10, 4 against 4.0, -0 against 0. A
+    // real keeps 0.5 exactly but not the double 0.1 (row 5's `big`).
+    assert_eq!(
+        differences(&context, run_id),
+        vec![
+            difference(1, "CHANGED", json!({"id": "1"}), &["whole", "price", "big", "ratio"]),
+            difference(2, "CHANGED", json!({"id": "2"}), &["whole"]),
+            difference(3, "CHANGED", json!({"id": "3"}), &["whole"]),
+            difference(4, "CHANGED", json!({"id": "4"}), &["whole"]),
+            difference(5, "CHANGED", json!({"id": "5"}), &["big"]),
+        ]
+    );
+}
+
 /// A subscriber that keeps every field of every event and span, at every level.
 #[derive(Clone, Default)]
 struct Capture(Arc<Mutex<String>>);

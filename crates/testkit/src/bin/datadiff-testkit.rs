@@ -1,15 +1,19 @@
-//! Starts a throwaway PostgreSQL cluster and keeps it until stdin closes or the process is
-//! killed, printing how to connect. For trying things by hand, and for the test that checks
-//! a killed holder leaves nothing behind.
+//! Starts a throwaway PostgreSQL cluster (or, with `--mariadb`, a MariaDB server) and keeps it
+//! until stdin closes or the process is killed, printing how to connect. For trying things by
+//! hand, and for the tests that check a killed holder leaves nothing behind.
 //!
-//! Prints `dir=…`, `port=…`, `postmaster_pid=…`, `url=…` and then `ready`, one per line.
+//! Prints `dir=…`, `port=…`, `postmaster_pid=…`, `url=…` and then `ready`, one per line; with
+//! `--mariadb`, `dir=…`, `port=…`, `server_pid=…`, `socket=…` and `ready`.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use datadiff_testkit::{Cluster, SUPERUSER};
+use datadiff_testkit::{Cluster, MariaDb, SUPERUSER};
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("--mariadb") {
+        return mariadb();
+    }
     let cluster = match Cluster::start() {
         Ok(cluster) => cluster,
         Err(error) => {
@@ -31,11 +35,41 @@ fn main() -> ExitCode {
     if printed.is_err() {
         return ExitCode::from(1);
     }
-    // Hold the cluster until stdin closes (Ctrl-D) or we are killed.
+    hold();
+    ExitCode::SUCCESS
+}
+
+fn mariadb() -> ExitCode {
+    let server = match MariaDb::start() {
+        Ok(server) => server,
+        Err(error) => {
+            eprintln!("datadiff-testkit: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let printed = writeln!(
+        out,
+        "dir={}\nport={}\nserver_pid={}\nsocket={}\nready",
+        server.dir().display(),
+        server.port(),
+        server.server_pid().unwrap_or_default(),
+        server.socket().display()
+    )
+    .and_then(|()| out.flush());
+    drop(out);
+    if printed.is_err() {
+        return ExitCode::from(1);
+    }
+    hold();
+    ExitCode::SUCCESS
+}
+
+/// Holds the server until stdin closes (Ctrl-D) or we are killed.
+fn hold() {
     for line in std::io::stdin().lock().lines() {
         if line.is_err() {
             break;
         }
     }
-    ExitCode::SUCCESS
 }

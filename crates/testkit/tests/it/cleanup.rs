@@ -7,7 +7,7 @@ use datadiff_testkit::Cluster;
 
 /// Polls `condition` until it holds or a generous deadline passes (an eventual-state check,
 /// not a timing assertion).
-fn eventually(mut condition: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(mut condition: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         if condition() {
@@ -18,7 +18,7 @@ fn eventually(mut condition: impl FnMut() -> bool) -> bool {
     condition()
 }
 
-fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     // A zombie is not alive: its resources are gone and only its exit status remains.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),

@@ -1,5 +1,7 @@
-//! Integration tests of the throwaway clusters against the real server binaries.
+//! Integration tests of the throwaway clusters and MariaDB servers against the real server
+//! binaries.
 
 mod cleanup;
 mod clusters;
+mod mariadb;
 mod tls;

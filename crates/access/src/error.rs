@@ -1,0 +1,251 @@
+//! The access layer's error type: every way talking to a source or replica database can go
+//! wrong — parsing a connection string, connecting, TLS, a statement, the catalog, a stream.
+//!
+//! Errors name what identifies the problem (the role, the table, the column, the key) and
+//! keep the cause with `#[source]`; `Display` says one layer and never repeats the cause.
+//! No variant carries a row value, a DSN or a password.
+
+use std::path::PathBuf;
+
+/// An error of source or replica access.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A connection string could not be parsed. The DSN itself is never shown: it may hold
+    /// a password.
+    #[error("the {role} connection string is not a valid libpq DSN (URI or key=value)")]
+    Dsn {
+        /// Which connection (`source`, `replica`, ...).
+        role: String,
+        /// The parser's complaint (names the parameter, never its value).
+        #[source]
+        source: postgres::Error,
+    },
+    /// A connection string asks for something this version does not support.
+    #[error("the {role} connection string: {problem}")]
+    DsnUnsupported {
+        /// Which connection.
+        role: String,
+        /// What is not supported.
+        problem: String,
+    },
+    /// The password file exists but could not be read.
+    #[error("cannot read the password file {}", path.display())]
+    Passfile {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// TLS could not be set up.
+    #[error("cannot set up TLS for the {role} connection")]
+    Tls {
+        /// Which connection.
+        role: String,
+        /// OpenSSL's error.
+        #[source]
+        source: openssl::error::ErrorStack,
+    },
+    /// The root certificate file could not be loaded.
+    #[error("cannot load the root certificates {} for the {role} connection", path.display())]
+    RootCertificate {
+        /// Which connection.
+        role: String,
+        /// The `sslrootcert` file.
+        path: PathBuf,
+        /// OpenSSL's error.
+        #[source]
+        source: openssl::error::ErrorStack,
+    },
+    /// Connecting failed (refused, timed out, authentication failed...).
+    #[error("cannot connect to the {role} database")]
+    Connect {
+        /// Which connection.
+        role: String,
+        /// The driver's error.
+        #[source]
+        source: postgres::Error,
+    },
+    /// Connecting (TCP, TLS and authentication together) took longer than the connect
+    /// timeout.
+    #[error("cannot connect to the {role} database: no answer within the {seconds} s connect timeout")]
+    ConnectTimeout {
+        /// Which connection.
+        role: String,
+        /// The timeout.
+        seconds: f64,
+    },
+    /// The connecting thread could not be started.
+    #[error("cannot start a thread to connect to the {role} database")]
+    ConnectThread {
+        /// Which connection.
+        role: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A statement failed.
+    #[error("{action} failed on the {role} database")]
+    Query {
+        /// Which connection.
+        role: String,
+        /// What was being done, e.g. `counting rows of public.orders`.
+        action: String,
+        /// The driver's error.
+        #[source]
+        source: postgres::Error,
+    },
+    /// A table named on the command line does not exist (or is not visible to the role).
+    #[error("table {table} does not exist on the {role} database (or the role cannot see it)")]
+    TableNotFound {
+        /// Which connection.
+        role: String,
+        /// The table, as `schema.table`.
+        table: String,
+    },
+    /// A column named on the command line is not in a table.
+    #[error("column {column} does not exist in {table} on the {role} database")]
+    ColumnNotFound {
+        /// Which connection.
+        role: String,
+        /// The table.
+        table: String,
+        /// The missing column.
+        column: String,
+    },
+    /// A column's type has no canonical comparison (json, arrays, intervals, ...).
+    #[error("column {column} has type {type_name} on the {role} database, which datadiff cannot compare")]
+    UnsupportedType {
+        /// Which connection.
+        role: String,
+        /// The column.
+        column: String,
+        /// The type as `format_type` prints it.
+        type_name: String,
+    },
+    /// The two sides of a column pair have types that do not compare.
+    #[error("column {column} cannot be compared: {source_type} on the source, {target_type} on the {target_role}")]
+    IncompatibleTypes {
+        /// The column.
+        column: String,
+        /// What the target side is called (`target`, `replica`).
+        target_role: String,
+        /// The source column's type.
+        source_type: String,
+        /// The target column's type.
+        target_type: String,
+    },
+    /// An exact numeric without a declared scale is compared against a floating-point column.
+    #[error("column {column} needs declared numeric scales to compare numeric with floating point")]
+    NeedsScale {
+        /// The column.
+        column: String,
+    },
+    /// The key column's type is not an integer, uuid or text type on both sides.
+    #[error(
+        "key column {column} must be of one integer, uuid or text type family on both sides \
+         ({source_type} on the source, {target_type} on the {target_role})"
+    )]
+    KeyType {
+        /// The key column.
+        column: String,
+        /// What the target side is called.
+        target_role: String,
+        /// The source key's type.
+        source_type: String,
+        /// The target key's type.
+        target_type: String,
+    },
+    /// A row's key is NULL.
+    #[error("the {role} stream has a NULL key in column {column}")]
+    NullKey {
+        /// Which connection.
+        role: String,
+        /// The key column.
+        column: String,
+    },
+    /// A streamed row could not be decoded (the message never contains the value).
+    #[error("cannot decode column {column} of the {role} stream: {problem}")]
+    Decode {
+        /// Which connection.
+        role: String,
+        /// The column (or `COPY header`).
+        column: String,
+        /// What was wrong, without the value.
+        problem: String,
+    },
+    /// Reading a COPY stream failed.
+    #[error("reading the {role} stream failed")]
+    Stream {
+        /// Which connection.
+        role: String,
+        /// The I/O error of the COPY reader (wraps the driver's error).
+        #[source]
+        source: std::io::Error,
+    },
+    /// A reader could not open its own connection to the server (before authentication).
+    #[error("cannot connect the {role} stream")]
+    StreamConnect {
+        /// Which connection.
+        role: String,
+        /// The socket or TLS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A reader thread stopped without saying why (it panicked).
+    #[error("the {role} reader thread stopped unexpectedly")]
+    ReaderLost {
+        /// Which connection.
+        role: String,
+    },
+    /// A key arrived twice on one side.
+    #[error("duplicate key {key} in {table} on the {role} database: the key column must be unique")]
+    DuplicateKey {
+        /// Which connection.
+        role: String,
+        /// The table.
+        table: String,
+        /// The duplicated key.
+        key: String,
+    },
+    /// A key arrived after a greater one: the database does not order keys as the merge does.
+    #[error("{table} on the {role} database is not in key order: {key} arrived after {previous}")]
+    OutOfOrder {
+        /// Which connection.
+        role: String,
+        /// The table.
+        table: String,
+        /// The key before.
+        previous: String,
+        /// The smaller key after it.
+        key: String,
+    },
+    /// The merge stopped for a reason not listed above.
+    #[error("the merge stopped: {message}")]
+    Merge {
+        /// The merge's message (keys and sides only).
+        message: String,
+    },
+}
+
+impl Error {
+    /// A closure turning a driver error into [`Error::Query`] for `role` doing `action`.
+    pub fn query(role: &str, action: impl Into<String>) -> impl FnOnce(postgres::Error) -> Error {
+        let role = role.to_owned();
+        let action = action.into();
+        move |source| Error::Query { role, action, source }
+    }
+}
+
+/// `error` and its causes on one line, joined by `: ` (a summary's reason, a log field).
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

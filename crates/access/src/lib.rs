@@ -1,0 +1,68 @@
+//! Source and replica access for datadiff: how it reaches the databases it compares.
+//!
+//! A synchronous API over PostgreSQL (tokio stays private inside, as `postgres` sits over
+//! `tokio-postgres`); every session is read-only and every connection has a deadline.
+//!
+//! # Overview
+//!
+//! * [`Dsn`] parses libpq-style connection strings (URI or key=value) with libpq's fallbacks
+//!   (`PGPASSWORD`, the password file [`passfile_lookup`], `PGHOST`…), read from an
+//!   [`Environment`] captured once.
+//! * [`SslMode`], [`TlsSettings`] and [`RootCertificates`]: libpq's `sslmode` rules, decided in
+//!   one place ([`tls`]); [`LazyTls`] builds an unverified TLS context only for a server that
+//!   accepts TLS.
+//! * [`Session`] is a read-only session with the audit's settings ([`SessionSettings`]);
+//!   [`DatabaseIdentity`] tells whether two sessions reach the same database.
+//! * [`SideSession`] is one side of a scheduled attempt, set up as PipelineWise sets it up
+//!   (UTC, a transaction-local `statement_timeout`), from a [`SideConfig`]; it reads the
+//!   catalog ([`table_columns`]), the `MIN` of a timestamp and one aggregate row of canonical
+//!   values.
+//! * [`stream`] holds the ordered row streams: catalog column types, per-column decoders to
+//!   canonical values, and [`stream::RowStream`], a reader thread per side streaming binary
+//!   `COPY` in key order into the merge core with flat memory.
+//! * [`TableName`] is a `schema.table` with quoting.
+//!
+//! ```no_run
+//! use datadiff_access::{Dsn, Environment, Session, SessionSettings};
+//!
+//! let environment = Environment::process();
+//! let dsn = Dsn::parse("source", "postgresql://auditor@source.internal/app", &environment)?;
+//! let mut session = Session::connect(&dsn, SessionSettings::audit())?;
+//! let identity = session.identity()?;
+//! println!("{} on cluster {}", identity.database, identity.system_identifier);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What it does not do
+//!
+//! It keeps no records (that is `datadiff-backend-store`) and decides nothing about checks
+//! (that is `datadiff-diff-core`): it connects, reads the catalog and streams rows. Only
+//! PostgreSQL is spoken so far; the interface — catalog facts, one aggregate query, an
+//! ordered row stream — is what a second database kind plugs into.
+
+mod dsn;
+mod environment;
+mod error;
+mod lazy_tls;
+mod passfile;
+mod session;
+mod side;
+pub mod stream;
+mod table;
+pub mod tls;
+
+pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
+pub use environment::Environment;
+pub use error::{Error, chain};
+pub use lazy_tls::{LazyTls, LazyTlsConnect};
+pub use passfile::{PassfileQuery, lookup as passfile_lookup};
+pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
+pub use side::{SideCanceller, SideConfig, SideSession, one_line, table_columns, unverified_tls};
+pub use table::{TableName, TableNameError, quote_ident, split_identifiers};
+pub use tls::{RootCertificates, SslMode, TlsSettings};
+
+/// Splits a comma-separated list of column names (double quotes allowed around a name that
+/// contains a comma); `None` when a quote is unterminated.
+pub fn parse_column_list(text: &str) -> Option<Vec<String>> {
+    table::split_identifiers(text, ',')
+}

@@ -1,0 +1,367 @@
+//! One side of an attempt: a read-only session on the source or the target, set up as
+//! PipelineWise sets it up (config note §5.3), and the few statements an attempt runs there.
+//!
+//! * **Connecting** has one deadline for the whole connection — TCP, TLS and authentication
+//!   — as libpq's `connect_timeout` has. rust-postgres applies its `connect_timeout` to the
+//!   TCP connect only, so a server that accepts and never answers would hang the attempt; the
+//!   connection is therefore made on a helper thread and abandoned at the deadline (the
+//!   helper ends when the server answers or closes the socket — PostgreSQL closes it after
+//!   `authentication_timeout` — or with the process).
+//! * **The transaction**: `BEGIN READ ONLY`, then `set_config('search_path', 'pg_catalog',
+//!   true)`, `set_config('TimeZone', 'UTC', true)` and `set_config('statement_timeout',
+//!   '<N>s', true)`, transaction-local as upstream's; the catalog read, the preflight, the
+//!   `MIN` and the aggregate query all run inside it, under that timeout. It is rolled back
+//!   at the end (a read-only transaction has nothing to commit).
+//! * **`search_path` is `pg_catalog`** (beyond upstream, which keeps the role's): the
+//!   aggregate SQL calls `CONCAT`, `MD5`, `ROUND`, `TO_CHAR` and operators unqualified, and a
+//!   `public.concat(text, text)` or a schema earlier in the role's path would otherwise run
+//!   inside this session and decide the result. Every table the queries name is
+//!   schema-qualified, so the results are unchanged; `set_config` itself is called
+//!   qualified, since it runs before the path is pinned.
+//! * **Values** of the aggregate row are decoded from PostgreSQL's binary format by result
+//!   type into canonical [`Value`]s, so a `numeric` checksum keeps every digit and a naive
+//!   `timestamp` reads as UTC.
+//!
+//! Failure texts are one line: a server error contributes its primary message only (never
+//! its DETAIL, which can quote row values), other failures their description.
+
+use std::sync::{OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use datadiff_diff_core::{Bounds, CatalogColumn, CheckType, Side, TableColumns, Value};
+use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+use postgres::types::{FromSql, ToSql, Type};
+use postgres::{CancelToken, Client};
+use postgres_openssl::MakeTlsConnector;
+
+use crate::LazyTls;
+use crate::stream::{Decoder, Family};
+
+/// One side's connection settings (`Debug` redacts the password, as [`postgres::Config`]
+/// does).
+#[derive(Debug, Clone)]
+pub struct SideConfig {
+    /// Which side.
+    pub side: Side,
+    /// The driver settings (host, port, user, password, dbname, `application_name`, `sslmode`).
+    pub config: postgres::Config,
+    /// `host:port/dbname`, for messages.
+    pub address: String,
+    /// The whole connection's deadline (TCP, TLS and authentication).
+    pub connect_timeout: Duration,
+}
+
+/// A connected side inside its read-only transaction.
+pub struct SideSession {
+    side: Side,
+    client: Client,
+    tls: LazyTls,
+}
+
+impl std::fmt::Debug for SideSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SideSession").field("side", &self.side).finish_non_exhaustive()
+    }
+}
+
+/// Cancels a side's running statement from another thread.
+#[derive(Clone)]
+pub struct SideCanceller {
+    token: CancelToken,
+    tls: LazyTls,
+}
+
+impl SideCanceller {
+    /// Asks the server to cancel whatever the session runs; best effort.
+    pub fn cancel(&self) {
+        if let Err(error) = self.token.cancel_query(self.tls) {
+            tracing::debug!(error = %one_line(&error), "cancelling a query failed");
+        }
+    }
+}
+
+impl SideSession {
+    /// Connects within the side's deadline and opens the read-only transaction with UTC and
+    /// `statement_timeout`.
+    pub fn open(config: &SideConfig, statement_timeout: Duration) -> Result<SideSession, String> {
+        let side = config.side;
+        let cannot_connect =
+            |reason: String| format!("cannot connect to the {side} database {}: {reason}", config.address);
+        let tls = LazyTls::new(tls_connector);
+        let client = connect_within(&config.config, tls, config.connect_timeout).map_err(cannot_connect)?;
+        let mut session = SideSession { side, client, tls };
+        let seconds = statement_timeout.as_secs().max(1);
+        session
+            .client
+            .batch_execute(&format!(
+                "BEGIN READ ONLY; SELECT pg_catalog.set_config('search_path', 'pg_catalog', true); \
+                 SELECT pg_catalog.set_config('TimeZone', 'UTC', true); \
+                 SELECT pg_catalog.set_config('statement_timeout', '{seconds}s', true)"
+            ))
+            .map_err(|error| session.failure("starting the read-only transaction", &error))?;
+        tracing::debug!(side = %side, address = %config.address, "side session open");
+        Ok(session)
+    }
+
+    /// Which side it is.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// The client, inside the transaction (for the preflight).
+    pub fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    /// A handle cancelling this session's running statement.
+    pub fn canceller(&self) -> SideCanceller {
+        SideCanceller { token: self.client.cancel_token(), tls: self.tls }
+    }
+
+    /// `<side> <action> failed: <message>`.
+    pub fn failure(&self, action: &str, error: &postgres::Error) -> String {
+        format!("{} {action} failed: {}", self.side, one_line(error))
+    }
+
+    /// The columns of `schema.table` ([`table_columns`]).
+    pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, String> {
+        table_columns(&mut self.client, schema, table).map_err(|error| self.failure("catalog read", &error))
+    }
+
+    /// `MIN(ts) … WHERE ts < $1` with `cutoff` bound as the column wants it; `None` when no
+    /// row has a timestamp before the cutoff.
+    pub fn minimum(&mut self, sql: &str, cutoff: DateTime<Utc>, naive: bool) -> Result<Option<DateTime<Utc>>, String> {
+        let bound = Bound::of(cutoff, naive);
+        let row = self.client.query_one(sql, &[bound.param()]).map_err(|error| self.failure("MIN query", &error))?;
+        let field = row.try_get::<_, Raw<'_>>(0).map_err(|error| self.failure("MIN query", &error))?;
+        let Some(bytes) = field.0 else {
+            return Ok(None);
+        };
+        match Decoder::Timestamp.decode(bytes) {
+            Ok(Value::Timestamp(micros)) => DateTime::from_timestamp_micros(micros)
+                .map(Some)
+                .ok_or_else(|| format!("{} MIN query returned a timestamp out of range", self.side)),
+            Ok(_) | Err(_) => Err(format!("{} MIN query returned an unreadable timestamp", self.side)),
+        }
+    }
+
+    /// Runs the side's aggregate query over `bounds` (the start must be resolved) and decodes
+    /// its one row, one canonical value per metric, with the query's wall time in seconds.
+    pub fn aggregate(
+        &mut self,
+        sql: &str,
+        bounds: Bounds,
+        naive: bool,
+        metrics: &[CheckType],
+    ) -> Result<(Vec<Value>, f64), String> {
+        let Some(start) = bounds.start else {
+            return Err(format!("{} aggregate query has no window start", self.side));
+        };
+        let (start, end) = (Bound::of(start, naive), Bound::of(bounds.end, naive));
+        let started = Instant::now();
+        let row = self
+            .client
+            .query_one(sql, &[start.param(), end.param()])
+            .map_err(|error| self.failure("aggregate query", &error))?;
+        let seconds = started.elapsed().as_secs_f64();
+        if row.len() != metrics.len() {
+            return Err(format!(
+                "{} aggregate query returned {} columns, {} expected",
+                self.side,
+                row.len(),
+                metrics.len()
+            ));
+        }
+        let mut values = Vec::with_capacity(metrics.len());
+        for (index, check) in metrics.iter().enumerate() {
+            let field = row.try_get::<_, Raw<'_>>(index).map_err(|error| self.failure("aggregate query", &error))?;
+            let value = match field.0 {
+                None => Value::Null,
+                Some(bytes) => decode_aggregate(row.columns()[index].type_(), bytes)
+                    .map_err(|problem| format!("{} aggregate value of {check} cannot be read: {problem}", self.side))?,
+            };
+            values.push(value);
+        }
+        Ok((values, seconds))
+    }
+
+    /// Ends the transaction (rolls back) and closes the connection; best effort.
+    pub fn close(mut self) {
+        if let Err(error) = self.client.batch_execute("ROLLBACK") {
+            tracing::debug!(side = %self.side, error = %one_line(&error), "rollback failed");
+        }
+    }
+}
+
+/// A window bound as the timestamp column wants it: `timestamptz` for an aware column,
+/// naive UTC wall time for `timestamp without time zone`.
+enum Bound {
+    Aware(DateTime<Utc>),
+    Naive(NaiveDateTime),
+}
+
+impl Bound {
+    fn of(instant: DateTime<Utc>, naive: bool) -> Bound {
+        if naive { Bound::Naive(instant.naive_utc()) } else { Bound::Aware(instant) }
+    }
+
+    fn param(&self) -> &(dyn ToSql + Sync) {
+        match self {
+            Bound::Aware(instant) => instant,
+            Bound::Naive(instant) => instant,
+        }
+    }
+}
+
+/// A field's raw binary value, whatever its type (`None` for NULL).
+struct Raw<'a>(Option<&'a [u8]>);
+
+impl<'a> FromSql<'a> for Raw<'a> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Raw<'a>, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(Some(raw)))
+    }
+
+    fn from_sql_null(_: &Type) -> Result<Raw<'a>, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(None))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// Decodes one aggregate value by its result type, as PipelineWise's driver would hand it to
+/// `canonical_value`: counts and sums as numbers, a `char(n)` key with its padding (psycopg2
+/// keeps it), enums by label, naive timestamps as UTC.
+fn decode_aggregate(ty: &Type, bytes: &[u8]) -> Result<Value, String> {
+    let is_enum = matches!(ty.kind(), postgres::types::Kind::Enum(_));
+    let decoder = match Family::of(ty.oid(), -1, is_enum) {
+        Family::Integer => Decoder::Int,
+        Family::Numeric { .. } => Decoder::Numeric,
+        Family::Float4 | Family::Float8 => Decoder::Float,
+        Family::Text | Family::Char | Family::Enum => Decoder::Text,
+        Family::Bool => Decoder::Bool,
+        Family::Date => Decoder::Date,
+        Family::Time => Decoder::Time,
+        Family::Timestamp | Family::TimestampTz => Decoder::Timestamp,
+        Family::Uuid => Decoder::Uuid,
+        Family::Bytes => Decoder::Bytes,
+        Family::Unsupported => return Err(format!("type {} is not supported", ty.name())),
+    };
+    decoder.decode(bytes)
+}
+
+/// The columns of `schema.table` from `information_schema.columns`, matched by exact name, in
+/// column order, as an attempt reads them (`doctor` reads them the same way). A table the role
+/// cannot see has no columns (the key column is then reported missing, as upstream reports
+/// it).
+pub fn table_columns(client: &mut Client, schema: &str, table: &str) -> Result<TableColumns, postgres::Error> {
+    let rows = client.query(
+        "SELECT column_name::text, data_type::text, udt_name::text, numeric_precision::int, \
+                numeric_scale::int, datetime_precision::int, is_nullable::text \
+           FROM information_schema.columns \
+          WHERE table_schema = $1 AND table_name = $2 \
+          ORDER BY ordinal_position",
+        &[&schema, &table],
+    )?;
+    let columns = rows
+        .iter()
+        .map(|row| {
+            Ok(CatalogColumn {
+                name: row.try_get(0)?,
+                data_type: row.try_get(1)?,
+                udt_name: row.try_get(2)?,
+                numeric_precision: row.try_get(3)?,
+                numeric_scale: row.try_get(4)?,
+                datetime_precision: row.try_get(5)?,
+                nullable: row.try_get::<_, Option<String>>(6)?.as_deref() == Some("YES"),
+            })
+        })
+        .collect::<Result<Vec<_>, postgres::Error>>()?;
+    Ok(TableColumns::new(schema, table, columns))
+}
+
+/// Connects on a helper thread and waits at most `deadline` for the whole connection.
+fn connect_within(config: &postgres::Config, tls: LazyTls, deadline: Duration) -> Result<Client, String> {
+    let (sender, receiver) = mpsc::sync_channel(1);
+    let config = config.clone();
+    std::thread::Builder::new()
+        .name("datadiff-connect".into())
+        .spawn(move || {
+            // A late connection finds the receiver gone and is dropped (closed) here.
+            let _ = sender.send(config.connect(tls));
+        })
+        .map_err(|error| format!("cannot start a connection thread: {error}"))?;
+    match receiver.recv_timeout(deadline) {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(error)) => Err(one_line(&error)),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            Err(format!("no answer within the connect timeout of {} s", deadline.as_secs_f64()))
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err("the connection thread stopped unexpectedly".to_owned()),
+    }
+}
+
+/// libpq's `prefer` and `require`: encrypt when (or because) asked, without verifying the
+/// server certificate. Sessions take it through [`LazyTls`]: nothing is built for a server
+/// that declines TLS.
+fn tls_connector() -> Result<MakeTlsConnector, String> {
+    unverified_tls().map(MakeTlsConnector::new)
+}
+
+/// The TLS context of the side sessions and `row_diff` streams (libpq's `prefer` and
+/// `require`: the certificate is not verified), made once per process and only when a server
+/// accepts TLS: building one loads the system's CA bundle, 20–35 ms of CPU. The context is
+/// immutable; each connection still has its own TLS session.
+pub fn unverified_tls() -> Result<SslConnector, String> {
+    static TLS: OnceLock<Result<SslConnector, String>> = OnceLock::new();
+    TLS.get_or_init(|| {
+        let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(|error| error.to_string())?;
+        builder.set_verify(SslVerifyMode::NONE);
+        Ok(builder.build())
+    })
+    .clone()
+}
+
+/// A driver error in one line: a server error's primary message only, else the error's own
+/// description (which names the cause, never a password).
+pub fn one_line(error: &postgres::Error) -> String {
+    let text = match error.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => error.to_string(),
+    };
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregate_values_decode_by_result_type() {
+        assert_eq!(decode_aggregate(&Type::INT8, &4i64.to_be_bytes()), Ok(Value::Int(4)));
+        // numeric 181442033815354: ndigits 4, weight 3, sign +, dscale 0, groups 181 4420 3381 5354.
+        let mut numeric = Vec::new();
+        for word in [4u16, 3, 0, 0, 181, 4420, 3381, 5354] {
+            numeric.extend_from_slice(&word.to_be_bytes());
+        }
+        let value = decode_aggregate(&Type::NUMERIC, &numeric).unwrap();
+        assert_eq!(value.canonical_text().as_deref(), Some("181442033815354"));
+        assert_eq!(decode_aggregate(&Type::BPCHAR, b"ab  "), Ok(Value::text("ab  ")), "padding kept");
+        let noon = 1_784_721_600_000_000i64 - 946_684_800_000_000;
+        let timestamp = decode_aggregate(&Type::TIMESTAMP, &noon.to_be_bytes()).unwrap();
+        assert_eq!(timestamp.canonical_text().as_deref(), Some("2026-07-22T12:00:00Z"));
+        assert!(decode_aggregate(&Type::JSONB, b"\x01{}").unwrap_err().contains("jsonb"));
+    }
+
+    #[test]
+    fn driver_errors_are_one_line() {
+        // A configuration error is a non-server error: its description, on one line.
+        let config = "host=/nonexistent port=1 user=x connect_timeout=1".parse::<postgres::Config>().unwrap();
+        let Err(error) = config.connect(postgres::NoTls) else { panic!("connected to a socket that does not exist") };
+        let text = one_line(&error);
+        assert!(!text.contains('\n'));
+        assert!(text.starts_with("error connecting to server"), "{text}");
+    }
+}

@@ -1,0 +1,35 @@
+//! The audit's error type: a refusal, or what went wrong talking to the databases or writing
+//! the report.
+
+use std::path::PathBuf;
+
+use crate::refusal::Refusal;
+
+/// An error of the parity audit.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The audit refused to run or to go on (exit 2, no report): see [`Refusal`].
+    #[error("{0}")]
+    Refused(Refusal),
+    /// Talking to the source or the replica failed.
+    #[error(transparent)]
+    Access(#[from] datadiff_access::Error),
+    /// Writing the report failed.
+    #[error("cannot write the report to {}", path.display())]
+    WriteReport {
+        /// The report file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// True when the audit refused (a precondition, a limit, CDC metadata, the same
+    /// database, the row limit during the scan), as opposed to failing.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, Error::Refused(_))
+    }
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the parity audit against throwaway PostgreSQL clusters.
+
+mod audit;
+mod memory;
+mod support;
