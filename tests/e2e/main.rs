@@ -5,9 +5,11 @@
 mod alerts;
 mod config;
 mod demo;
+mod deploy;
 mod doctor;
 mod import;
 mod list;
+mod metrics;
 mod migrate;
 mod pipe;
 mod readme;

@@ -23,7 +23,9 @@ use postgres::config::Host;
 use crate::environment::Environment;
 use crate::error::Error;
 use crate::passfile::{self, PassfileQuery};
-use crate::tls::{RootCertificates, SslMode, TlsSettings};
+use datadiff_diff_core::SslMode;
+
+use crate::tls::{RootCertificates, TlsSettings};
 
 /// The connect timeout when the DSN sets none (the seed's 10 seconds).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,12 +49,18 @@ impl Dsn {
         let mut config = postgres::Config::from_str(&rest).map_err(invalid)?;
         let taken = |name: &str| taken.iter().rev().find(|(key, _)| key == name).map(|(_, value)| value.as_str());
         let mode_text = taken("sslmode").or_else(|| environment.get("PGSSLMODE")).unwrap_or("prefer");
-        let mode: SslMode = mode_text.parse().map_err(|_| Error::DsnUnsupported {
-            role: role.to_owned(),
-            problem: format!(
-                "sslmode {mode_text:?} is not supported: use disable, prefer, require, verify-ca or verify-full"
-            ),
-        })?;
+        // `allow` (plaintext first) is refused: an audit must not silently downgrade.
+        let mode = match mode_text.parse::<SslMode>() {
+            Ok(SslMode::Allow) | Err(_) => {
+                return Err(Error::DsnUnsupported {
+                    role: role.to_owned(),
+                    problem: format!(
+                        "sslmode {mode_text:?} is not supported: use disable, prefer, require, verify-ca or verify-full"
+                    ),
+                });
+            }
+            Ok(mode) => mode,
+        };
         let roots = match taken("sslrootcert").or_else(|| environment.get("PGSSLROOTCERT")) {
             Some("system") => RootCertificates::System,
             Some(path) => RootCertificates::File(PathBuf::from(path)),
@@ -64,7 +72,7 @@ impl Dsn {
         };
         config.ssl_mode(match mode {
             SslMode::Disable => postgres::config::SslMode::Disable,
-            SslMode::Prefer => postgres::config::SslMode::Prefer,
+            SslMode::Allow | SslMode::Prefer => postgres::config::SslMode::Prefer,
             SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => postgres::config::SslMode::Require,
         });
         let tls = TlsSettings { mode, roots };

@@ -8,7 +8,7 @@
 //! * [`Dsn`] parses libpq-style connection strings (URI or key=value) with libpq's fallbacks
 //!   (`PGPASSWORD`, the password file [`passfile_lookup`], `PGHOST`…), read from an
 //!   [`Environment`] captured once.
-//! * [`SslMode`], [`TlsSettings`] and [`RootCertificates`]: libpq's `sslmode` rules, decided in
+//! * [`TlsSettings`] and [`RootCertificates`]: libpq's `sslmode` rules ([`datadiff_diff_core::SslMode`]), decided in
 //!   one place ([`tls`]); [`LazyTls`] builds an unverified TLS context only for a server that
 //!   accepts TLS.
 //! * [`Session`] is a read-only session with the audit's settings ([`SessionSettings`]);
@@ -58,8 +58,8 @@ pub use lazy_tls::{LazyTls, LazyTlsConnect};
 pub use passfile::{PassfileQuery, lookup as passfile_lookup};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
 pub use side::{SideCanceller, SideConfig, SideSession, one_line, table_columns, unverified_tls};
-pub use table::{TableName, TableNameError, quote_ident, split_identifiers};
-pub use tls::{RootCertificates, SslMode, TlsSettings};
+pub use table::{TableName, TableNameError, split_identifiers};
+pub use tls::{RootCertificates, TlsSettings};
 
 /// Splits a comma-separated list of column names (double quotes allowed around a name that
 /// contains a comma); `None` when a quote is unterminated.

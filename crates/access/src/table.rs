@@ -26,7 +26,7 @@ impl TableName {
 
     /// The name quoted for SQL: `"schema"."table"`.
     pub fn quoted(&self) -> String {
-        format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.name))
+        format!("{}.{}", datadiff_diff_core::quoted_ident(&self.schema), datadiff_diff_core::quoted_ident(&self.name))
     }
 }
 
@@ -99,11 +99,6 @@ pub fn split_identifiers(text: &str, separator: char) -> Option<Vec<String>> {
             }
         }
     }
-}
-
-/// Quotes an SQL identifier.
-pub fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 #[cfg(test)]

@@ -23,9 +23,7 @@ use postgres_openssl::MakeTlsConnector;
 
 use crate::error::Error;
 
-/// libpq's `sslmode` values datadiff supports for sessions: the configuration's own type,
-/// parsed and printed in libpq's spelling.
-pub use datadiff_config::SslMode;
+use datadiff_diff_core::SslMode;
 
 /// Where trusted root certificates come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +50,7 @@ impl TlsSettings {
     /// root certificate configured).
     pub fn verifies(&self) -> bool {
         match self.mode {
-            SslMode::Disable | SslMode::Prefer => false,
+            SslMode::Disable | SslMode::Allow | SslMode::Prefer => false,
             SslMode::Require => self.roots != RootCertificates::Unset,
             SslMode::VerifyCa | SslMode::VerifyFull => true,
         }

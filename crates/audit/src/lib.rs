@@ -49,7 +49,8 @@ use datadiff_access::Error as AccessError;
 pub use crate::error::Error;
 use datadiff_access::stream::{self, ColumnType, Decoder, KeyDecoder, RowQuery, RowStream, StreamOptions};
 use datadiff_access::{Session, SessionSettings};
-use datadiff_access::{TableName, quote_ident, split_identifiers};
+use datadiff_access::{TableName, split_identifiers};
+use datadiff_diff_core::quoted_ident;
 
 /// The replica's CDC metadata: a table with an LSN and a deleted flag per row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,8 +371,8 @@ struct Inventory {
 }
 
 fn invalid_predicate(metadata: &CdcMetadata) -> String {
-    let lsn = quote_ident(&metadata.lsn_column);
-    let deleted = quote_ident(&metadata.deleted_column);
+    let lsn = quoted_ident(&metadata.lsn_column);
+    let deleted = quoted_ident(&metadata.deleted_column);
     format!("{lsn} IS NULL OR {lsn} < 0 OR {deleted} IS NULL")
 }
 
@@ -392,7 +393,7 @@ fn inventory(source: &mut Session, replica: &mut Session, options: &AuditOptions
         let replica = match &options.metadata {
             None => count(replica, options.replica_table()).map(|rows| (rows, 0, 0)),
             Some(metadata) => {
-                let deleted = quote_ident(&metadata.deleted_column);
+                let deleted = quoted_ident(&metadata.deleted_column);
                 let sql = format!(
                     "SELECT count(*) FILTER (WHERE NOT {deleted})::bigint, count(*) FILTER (WHERE {deleted})::bigint, \
                      count(*) FILTER (WHERE {})::bigint FROM {}",

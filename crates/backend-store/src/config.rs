@@ -2,8 +2,9 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
+
+use datadiff_diff_core::SslMode;
 
 use crate::error::Error;
 
@@ -12,74 +13,6 @@ pub const DEFAULT_PORT: u16 = 5432;
 
 /// The default connect timeout (upstream's `connect_timeout` default of 10 seconds).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// libpq's `sslmode`, with libpq's meaning.
-///
-/// | mode | TLS | server certificate | host name |
-/// |---|---|---|---|
-/// | `disable` | never | — | — |
-/// | `allow` | only if the server refuses a plaintext login | not checked | not checked |
-/// | `prefer` (the default when unset) | when the server offers it, else plaintext | not checked | not checked |
-/// | `require` | always | not checked — unless `sslrootcert` is set, then as `verify-ca` (libpq's rule for a root certificate file) | not checked |
-/// | `verify-ca` | always | chains to the root certificates | not checked |
-/// | `verify-full` | always | chains to the root certificates | must match the configured host |
-///
-/// Root certificates for the verifying modes: the `sslrootcert` file when set (only those
-/// certificates are trusted); otherwise `~/.postgresql/root.crt` when it exists, as libpq;
-/// otherwise the system's trust store. libpq would refuse to connect in that last case;
-/// datadiff trusts the system store instead, as libpq 16 does for `sslrootcert=system`
-/// (which datadiff also accepts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SslMode {
-    /// Never TLS.
-    Disable,
-    /// Plaintext first; TLS only when the server refuses a plaintext login.
-    Allow,
-    /// TLS when the server offers it, without verification; else plaintext.
-    Prefer,
-    /// TLS always, without verification (unless `sslrootcert` is set).
-    Require,
-    /// TLS, the certificate must chain to a trusted root.
-    VerifyCa,
-    /// TLS, trusted chain and matching host name.
-    VerifyFull,
-}
-
-impl SslMode {
-    /// The libpq spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SslMode::Disable => "disable",
-            SslMode::Allow => "allow",
-            SslMode::Prefer => "prefer",
-            SslMode::Require => "require",
-            SslMode::VerifyCa => "verify-ca",
-            SslMode::VerifyFull => "verify-full",
-        }
-    }
-}
-
-impl FromStr for SslMode {
-    type Err = Error;
-
-    fn from_str(text: &str) -> Result<SslMode, Error> {
-        Ok(match text {
-            "disable" => SslMode::Disable,
-            "allow" => SslMode::Allow,
-            "prefer" => SslMode::Prefer,
-            "require" => SslMode::Require,
-            "verify-ca" => SslMode::VerifyCa,
-            "verify-full" => SslMode::VerifyFull,
-            other => return Err(Error::InvalidSslMode(other.to_owned())),
-        })
-    }
-}
-
-impl fmt::Display for SslMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// How to reach the backend: upstream's `backend_db` keys (config note §5.1) plus datadiff's
 /// `sslrootcert` (from `datadiff.yml`) and an optional statement timeout.
@@ -120,7 +53,23 @@ pub struct BackendConfig {
     pub ddl_user: String,
     /// The DDL role's password. Required.
     pub ddl_password: String,
-    /// libpq `sslmode`; `None` means libpq's default, `prefer`. Applies to both roles.
+    /// libpq `sslmode` of both roles' sessions, with libpq's meaning; `None` is libpq's
+    /// default, `prefer`.
+    ///
+    /// | mode | TLS | server certificate | host name |
+    /// |---|---|---|---|
+    /// | `disable` | never | — | — |
+    /// | `allow` | only if the server refuses a plaintext login | not checked | not checked |
+    /// | `prefer` (the default when unset) | when the server offers it, else plaintext | not checked | not checked |
+    /// | `require` | always | not checked — unless `sslrootcert` is set, then as `verify-ca` (libpq's rule for a root certificate file) | not checked |
+    /// | `verify-ca` | always | chains to the root certificates | not checked |
+    /// | `verify-full` | always | chains to the root certificates | must match the configured host |
+    ///
+    /// Root certificates for the verifying modes: the `sslrootcert` file when set (only those
+    /// certificates are trusted); otherwise `~/.postgresql/root.crt` when it exists, as libpq;
+    /// otherwise the system's trust store. libpq would refuse to connect in that last case;
+    /// datadiff trusts the system store instead, as libpq 16 does for `sslrootcert=system`
+    /// (which datadiff also accepts).
     pub sslmode: Option<SslMode>,
     /// Root certificates for verifying the server (`datadiff.yml`); `system` means the
     /// system trust store.
@@ -262,23 +211,5 @@ mod tests {
         assert!(!text.contains("ddl-pw-2"), "{text}");
         assert!(text.contains("<redacted>"));
         assert!(text.contains("ddl"));
-    }
-
-    #[test]
-    fn sslmode_spellings_round_trip() {
-        for mode in [
-            SslMode::Disable,
-            SslMode::Allow,
-            SslMode::Prefer,
-            SslMode::Require,
-            SslMode::VerifyCa,
-            SslMode::VerifyFull,
-        ] {
-            assert_eq!(mode.as_str().parse::<SslMode>().unwrap(), mode);
-        }
-        assert_eq!("verify-full".parse::<SslMode>().unwrap(), SslMode::VerifyFull);
-        let error = "verify_full".parse::<SslMode>().unwrap_err();
-        assert!(matches!(&error, Error::InvalidSslMode(text) if text == "verify_full"));
-        assert!(error.to_string().starts_with("backend sslmode"));
     }
 }

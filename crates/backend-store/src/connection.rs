@@ -19,7 +19,9 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use postgres_openssl::MakeTlsConnector;
 
-use crate::config::{BackendConfig, SslMode};
+use datadiff_diff_core::SslMode;
+
+use crate::config::BackendConfig;
 use crate::error::Error;
 use datadiff_access::LazyTls;
 

@@ -21,10 +21,6 @@ pub enum Error {
     #[error("backend_db is missing required fields: {}", .0.join(", "))]
     MissingFields(Vec<&'static str>),
 
-    /// An `sslmode` that libpq does not know.
-    #[error("backend sslmode {0:?} is not one of disable, allow, prefer, require, verify-ca, verify-full")]
-    InvalidSslMode(String),
-
     /// A migration target that is not `base`, `001`–`004` or `head`.
     #[error("backend migration target {0:?} is not one of base, 001, 002, 003, 004, head")]
     InvalidTarget(String),
@@ -349,7 +345,6 @@ impl Error {
         matches!(
             self,
             Error::MissingFields(_)
-                | Error::InvalidSslMode(_)
                 | Error::InvalidTarget(_)
                 | Error::RootCertificate { .. }
                 | Error::DropExtensionsNeedsLowerTarget

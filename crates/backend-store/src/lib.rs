@@ -5,7 +5,7 @@
 //! # Overview
 //!
 //! * [`BackendConfig`] — upstream's `backend_db` settings (two roles, `sslmode`, timeouts)
-//!   plus datadiff's `sslrootcert`; `Debug` redacts passwords. [`SslMode`] has libpq's
+//!   plus datadiff's `sslrootcert`; `Debug` redacts passwords. [`SslMode`](datadiff_diff_core::SslMode) has libpq's
 //!   meaning, implemented with OpenSSL (see its docs for exactly what each mode checks).
 //! * [`Store`] — an opened backend: an r2d2 pool of application-role sessions (UTC,
 //!   upstream's `application_name`), a single DDL-role session for migrations,
@@ -67,7 +67,8 @@
 //! ```no_run
 //! use std::path::Path;
 //!
-//! use datadiff_backend_store::{BackendConfig, MigrateOptions, SslMode, Store};
+//! use datadiff_backend_store::{BackendConfig, MigrateOptions, Store};
+//! use datadiff_diff_core::SslMode;
 //!
 //! let config = BackendConfig {
 //!     host: "backend.example.com".into(),
@@ -199,7 +200,7 @@
 //!   chain when `sslrootcert` is given; without `sslrootcert` the verifying modes use
 //!   `~/.postgresql/root.crt` when present, else the system trust store (where libpq would
 //!   refuse). `prefer` does not retry in plaintext after a failed TLS handshake (libpq does).
-//!   See [`SslMode`].
+//!   See [`BackendConfig::sslmode`].
 //! * **Timeouts**: `connect_timeout` (default 10 s) applies to both roles (upstream: the
 //!   application role only); `statement_timeout` only to application sessions.
 //! * **Schema gate** ([`SchemaStatus::gate`]): an older, newer or unknown version is refused
@@ -280,7 +281,7 @@ mod warning;
 pub use attempt::{Attempt, Remediation, RetryCandidate, StartOutcome};
 pub use catalog::{Catalog, CatalogDifference, CatalogScope};
 pub use completion::{Completion, Finished};
-pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, SslMode};
+pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT};
 pub use connection::{APPLICATION_NAME, Role};
 pub use definition::{CheckListing, DefinitionFilter, StoredDefinition, SyncReport, SyncScope, TapSelection};
 pub use error::Error;
@@ -292,8 +293,8 @@ pub use overview::ScheduleOverview;
 pub use pool::{ConnectionManager, PoolConnectError};
 pub use preflight::{NewPreflight, PreflightStatus};
 pub use report::{
-    DailyReportRow, FailureReportRow, LagOffender, LagProblem, LagVerdict, RemediationReportRow, WatermarkReportRow,
-    WatermarkStatus,
+    DailyReportRow, FailureReportRow, LagOffender, LagProblem, LagVerdict, LastAttempt, MetricsRow,
+    RemediationReportRow, WatermarkReportRow, WatermarkStatus,
 };
 pub use result::{Difference, StoredDifference};
 pub use status::{AppliedExtension, SchemaStatus, UpstreamState};

@@ -373,7 +373,7 @@ pub fn migrate(
         return Ok(MigrationReport { after: before.clone(), before, steps });
     }
 
-    let role = quote_ident(application_role);
+    let role = datadiff_diff_core::quoted_ident(application_role);
     let mut catalog_checked = false;
     for step in &steps {
         tracing::info!(%step, "applying backend migration step");
@@ -491,11 +491,6 @@ fn check_upstream_catalog(transaction: &mut Transaction<'_>, application_role: &
 
 fn with_role(sql: &str, quoted_role: &str) -> String {
     sql.replace(APP_ROLE_PLACEHOLDER, quoted_role)
-}
-
-/// An SQL identifier in double quotes, embedded quotes doubled.
-pub(crate) fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 #[cfg(test)]
@@ -691,8 +686,8 @@ mod tests {
     #[test]
     fn the_role_placeholder_becomes_a_quoted_identifier() {
         let sql = "GRANT SELECT ON t TO {{app_role}};";
-        assert_eq!(with_role(sql, &quote_ident("app")), "GRANT SELECT ON t TO \"app\";");
-        assert_eq!(with_role(sql, &quote_ident("we\"ird")), "GRANT SELECT ON t TO \"we\"\"ird\";");
+        assert_eq!(with_role(sql, &datadiff_diff_core::quoted_ident("app")), "GRANT SELECT ON t TO \"app\";");
+        assert_eq!(with_role(sql, &datadiff_diff_core::quoted_ident("we\"ird")), "GRANT SELECT ON t TO \"we\"\"ird\";");
         for revision in Revision::ALL {
             assert!(!with_role(revision.up_sql(), "\"x\"").contains("{{"), "{revision}");
         }

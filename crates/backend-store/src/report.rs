@@ -1,6 +1,8 @@
 //! The reports of `datadiff report` (SPEC §8): the columns and meaning of the four
 //! reporting queries of PipelineWise's backend page (watermarks, daily results, unresolved
-//! failures, remediations), in datadiff's own SQL, and the `--max-lag` verdict.
+//! failures, remediations), in datadiff's own SQL, the `--max-lag` verdict, and the rows of
+//! `report metrics` (the watermark report plus each definition's latest attempt and open
+//! failures).
 //!
 //! The one deliberate difference: the watermark lag is computed from the `now` given (the
 //! CLI's `--at`, or the current time), not from the server's `CURRENT_TIMESTAMP`, so a
@@ -8,10 +10,12 @@
 //! the remediation report, which upstream leaves unordered, is ordered by failure time,
 //! name, failed run and remediation attempt.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use datadiff_diff_core::{CheckId, ResultStatus, RunId, RunStatus, TriggerType};
+use postgres::{GenericClient, IsolationLevel};
 use uuid::Uuid;
 
 use crate::error::Error;
@@ -197,6 +201,40 @@ pub struct RemediationReportRow {
     pub recovered: bool,
 }
 
+/// The newest attempt of a definition (by start, then attempt number), whatever its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastAttempt {
+    /// Its run id.
+    pub run_id: RunId,
+    /// RUNNING, PASS, FAIL, ERROR or DEFERRED.
+    pub status: RunStatus,
+    /// Why it was started.
+    pub trigger_type: TriggerType,
+    /// `started_at`.
+    pub started_at: DateTime<Utc>,
+    /// `finished_at` (NULL while RUNNING).
+    pub finished_at: Option<DateTime<Utc>>,
+    /// `now - coalesce(finished_at, started_at)`: how long ago it finished, or started while it
+    /// runs (negative when `now` is before it).
+    pub age: TimeDelta,
+}
+
+/// A row of `report metrics`: one per current definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsRow {
+    /// The definition's watermark, as [`Store::watermark_report`] has it.
+    pub watermark: WatermarkReportRow,
+    /// `target_id`.
+    pub target_id: String,
+    /// `tap_id`.
+    pub tap_id: String,
+    /// The newest attempt of this revision; `None` before its first.
+    pub last_attempt: Option<LastAttempt>,
+    /// Slots of this revision whose state is FAIL or ERROR: the unresolved failures
+    /// `report failures` lists (one slot each).
+    pub open_failures: i64,
+}
+
 /// Why a current definition fails `report watermarks --max-lag`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LagProblem {
@@ -272,6 +310,50 @@ impl LagVerdict {
     }
 }
 
+/// The watermark report's query on `client` (a pooled session or a snapshot).
+fn watermark_rows(client: &mut impl GenericClient, now: DateTime<Utc>) -> Result<Vec<WatermarkReportRow>, Error> {
+    let rows = client
+        .query(
+            "SELECT def.check_id, def.full_check_name, def.revision, def.source_database, def.source_schema, \
+                    def.source_table, def.target_database, def.target_schema, def.target_table, \
+                    coalesce(wm.verified_status, 'NOT_RUN') AS verified_status, \
+                    wm.verified_start, wm.verified_end, wm.furthest_observed_end, \
+                    round(extract(epoch FROM ($1::timestamptz - wm.verified_end)) * 1000000)::bigint \
+                        AS lag_microseconds, \
+                    wm.blocking_run_id, wm.last_evaluated_run_id, wm.updated_at, wm.reason \
+               FROM public.dd_check_definitions def \
+               LEFT OUTER JOIN public.dd_watermark_state wm USING (check_id) \
+              WHERE def.is_current \
+              ORDER BY def.target_id, def.tap_id, def.source_schema, def.source_table, def.full_check_name",
+            &[&now],
+        )
+        .map_err(Error::query("reading the watermark report"))?;
+    rows.iter()
+        .map(|row| {
+            Ok(WatermarkReportRow {
+                check_id: CheckId::new(get(row, "check_id")?),
+                full_check_name: get(row, "full_check_name")?,
+                revision: get(row, "revision")?,
+                source_database: get(row, "source_database")?,
+                source_schema: get(row, "source_schema")?,
+                source_table: get(row, "source_table")?,
+                target_database: get(row, "target_database")?,
+                target_schema: get(row, "target_schema")?,
+                target_table: get(row, "target_table")?,
+                verified_status: get::<String>(row, "verified_status")?.parse()?,
+                verified_start: get(row, "verified_start")?,
+                verified_end: get(row, "verified_end")?,
+                furthest_observed_end: get(row, "furthest_observed_end")?,
+                verification_lag: get::<Option<i64>>(row, "lag_microseconds")?.map(TimeDelta::microseconds),
+                blocking_run_id: run_id(get(row, "blocking_run_id")?),
+                last_evaluated_run_id: run_id(get(row, "last_evaluated_run_id")?),
+                watermark_updated_at: get(row, "updated_at")?,
+                reason: get(row, "reason")?,
+            })
+        })
+        .collect()
+}
+
 fn run_id(value: Option<Uuid>) -> Option<RunId> {
     value.map(RunId::new)
 }
@@ -280,45 +362,71 @@ impl Store {
     /// The watermark of every current definition, ordered by target, tap, source schema and
     /// table; the lag is measured from `now`.
     pub fn watermark_report(&self, now: DateTime<Utc>) -> Result<Vec<WatermarkReportRow>, Error> {
-        let rows = self
-            .connection()?
+        watermark_rows(&mut *self.connection()?, now)
+    }
+
+    /// The rows of `report metrics`: [`Store::watermark_report`] at `now`, with each current
+    /// definition's target and tap ids, its latest attempt and its open failures, read in one
+    /// read-only snapshot; in the watermark report's order.
+    pub fn metrics_report(&self, now: DateTime<Utc>) -> Result<Vec<MetricsRow>, Error> {
+        let mut connection = self.connection()?;
+        let mut transaction = connection
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(Error::query("starting the metrics snapshot"))?;
+        let watermarks = watermark_rows(&mut transaction, now)?;
+        let activity = transaction
             .query(
-                "SELECT def.check_id, def.full_check_name, def.revision, def.source_database, def.source_schema, \
-                        def.source_table, def.target_database, def.target_schema, def.target_table, \
-                        coalesce(wm.verified_status, 'NOT_RUN') AS verified_status, \
-                        wm.verified_start, wm.verified_end, wm.furthest_observed_end, \
-                        round(extract(epoch FROM ($1::timestamptz - wm.verified_end)) * 1000000)::bigint \
-                            AS lag_microseconds, \
-                        wm.blocking_run_id, wm.last_evaluated_run_id, wm.updated_at, wm.reason \
+                "SELECT def.check_id, def.target_id, def.tap_id, latest.run_id, latest.status, latest.trigger_type, \
+                        latest.started_at, latest.finished_at, \
+                        round(extract(epoch FROM ($1::timestamptz - coalesce(latest.finished_at, latest.started_at))) \
+                            * 1000000)::bigint AS age_microseconds, \
+                        (SELECT count(*) FROM public.dd_run_slot_state slot \
+                          WHERE slot.check_id = def.check_id AND slot.status = ANY (ARRAY['FAIL', 'ERROR'])) \
+                            AS open_failures \
                    FROM public.dd_check_definitions def \
-                   LEFT OUTER JOIN public.dd_watermark_state wm USING (check_id) \
-                  WHERE def.is_current \
-                  ORDER BY def.target_id, def.tap_id, def.source_schema, def.source_table, def.full_check_name",
+                   LEFT OUTER JOIN LATERAL ( \
+                        SELECT att.run_id, att.status, att.trigger_type, att.started_at, att.finished_at \
+                          FROM public.dd_run_attempts att \
+                         WHERE att.check_id = def.check_id \
+                         ORDER BY att.started_at DESC, att.attempt DESC, att.run_id DESC \
+                         LIMIT 1) latest ON true \
+                  WHERE def.is_current",
                 &[&now],
             )
-            .map_err(Error::query("reading the watermark report"))?;
-        rows.iter()
-            .map(|row| {
-                Ok(WatermarkReportRow {
-                    check_id: CheckId::new(get(row, "check_id")?),
-                    full_check_name: get(row, "full_check_name")?,
-                    revision: get(row, "revision")?,
-                    source_database: get(row, "source_database")?,
-                    source_schema: get(row, "source_schema")?,
-                    source_table: get(row, "source_table")?,
-                    target_database: get(row, "target_database")?,
-                    target_schema: get(row, "target_schema")?,
-                    target_table: get(row, "target_table")?,
-                    verified_status: get::<String>(row, "verified_status")?.parse()?,
-                    verified_start: get(row, "verified_start")?,
-                    verified_end: get(row, "verified_end")?,
-                    furthest_observed_end: get(row, "furthest_observed_end")?,
-                    verification_lag: get::<Option<i64>>(row, "lag_microseconds")?.map(TimeDelta::microseconds),
-                    blocking_run_id: run_id(get(row, "blocking_run_id")?),
-                    last_evaluated_run_id: run_id(get(row, "last_evaluated_run_id")?),
-                    watermark_updated_at: get(row, "updated_at")?,
-                    reason: get(row, "reason")?,
-                })
+            .map_err(Error::query("reading the metrics report"))?;
+        let mut by_check = HashMap::with_capacity(activity.len());
+        for row in &activity {
+            let last_attempt = match get::<Option<Uuid>>(row, "run_id")? {
+                None => None,
+                Some(run) => Some(LastAttempt {
+                    run_id: RunId::new(run),
+                    status: parse("dd_run_attempts.status", get(row, "status")?)?,
+                    trigger_type: parse("dd_run_attempts.trigger_type", get(row, "trigger_type")?)?,
+                    started_at: get(row, "started_at")?,
+                    finished_at: get(row, "finished_at")?,
+                    age: TimeDelta::microseconds(get(row, "age_microseconds")?),
+                }),
+            };
+            let entry: (String, String, Option<LastAttempt>, i64) =
+                (get(row, "target_id")?, get(row, "tap_id")?, last_attempt, get(row, "open_failures")?);
+            by_check.insert(get::<Uuid>(row, "check_id")?, entry);
+        }
+        transaction.commit().map_err(Error::query("ending the metrics snapshot"))?;
+        watermarks
+            .into_iter()
+            .map(|watermark| {
+                let Some((target_id, tap_id, last_attempt, open_failures)) = by_check.remove(&watermark.check_id.get())
+                else {
+                    // The same snapshot answered both queries: a current definition is in both.
+                    return Err(Error::UnexpectedValue {
+                        column: "dd_check_definitions.check_id",
+                        value: watermark.check_id.to_string(),
+                    });
+                };
+                Ok(MetricsRow { watermark, target_id, tap_id, last_attempt, open_failures })
             })
             .collect()
     }

@@ -44,7 +44,7 @@
 //! | `rerun_data_diff_check` (`rerun`) | `--run-id ID`, `--remediation-ref REF`, `--at TIME`, `--output-format table\|json` | upstream's rerun table | 0 (PASS, DEFERRED, SKIPPED after a lost lease); 1 FAIL/ERROR or a RUNNING slot; 2 unknown or non-failed run, empty reference |
 //! | `migrate` | `--status` \| `--to base\|001…004 [--drop-extensions]` | the schema, or the steps applied | 0, 2 |
 //! | `doctor` | `--output-format table\|json` | findings: scope, check, OK/WARN/FAIL/SKIP, detail | 0; 1 a FAIL finding; 2 |
-//! | `report` | `watermarks [--max-lag DURATION]`, `daily`, `failures`, `remediations`, `differences --run-id ID`; `--output-format table\|json\|csv`, `--at TIME` | the report | 0; 1 `--max-lag` failed; 2 |
+//! | `report` | `watermarks [--max-lag DURATION]`, `daily`, `failures`, `remediations`, `differences --run-id ID`, `metrics [--output FILE]` (Prometheus text format; see `report.rs`); `--output-format table\|json\|csv`, `--at TIME` | the report | 0; 1 `--max-lag` failed; 2 |
 //! | `audit` | see the README | the JSON report | 0 PASS, 1 BLOCK, 2 |
 //! | `demo` | `--keep` | the story on a throwaway cluster: each command and its output, the watermark events; with `--keep`, how to connect | 0; 2 no server binaries (one line saying what to install) or a step that did not end as the story expects |
 //!

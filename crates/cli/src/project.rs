@@ -78,15 +78,10 @@ pub(crate) fn backend_settings(project: &Project) -> anyhow::Result<&BackendSett
 /// `pool_size` application sessions.
 pub(crate) fn open_backend(project: &Project, pool_size: u32) -> anyhow::Result<Store> {
     let settings = backend_settings(project)?;
-    // Opened through the runner, which bounds the whole login by the connect timeout. A
-    // bigger pool (`--jobs`) is opened once the backend is known to answer.
-    let store = datadiff_runner::open_backend(datadiff_runner::backend_config(settings)).map_err(unwrap_backend)?;
-    if pool_size <= PoolOptions::default().max_size {
-        return Ok(store);
-    }
-    let config = store.config().clone();
-    drop(store);
-    Store::open_with(config, PoolOptions { max_size: pool_size, ..PoolOptions::default() }).map_err(anyhow::Error::new)
+    // Opened once, through the runner, which bounds the whole login by the connect timeout;
+    // `--jobs N` needs a pool of N sessions.
+    let pool = PoolOptions { max_size: pool_size.max(PoolOptions::default().max_size), ..PoolOptions::default() };
+    datadiff_runner::open_backend_with(datadiff_runner::backend_config(settings), pool).map_err(unwrap_backend)
 }
 
 /// Opens the backend and passes the schema gate (SPEC §3): every command but

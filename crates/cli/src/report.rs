@@ -1,11 +1,38 @@
 //! `datadiff report`: the four reporting queries of PipelineWise's backend page, a run's
-//! `row_diff` evidence, and the `--max-lag` monitoring verdict (SPEC §8).
+//! `row_diff` evidence, the `--max-lag` monitoring verdict (SPEC §8), and `report metrics`,
+//! the same state in the Prometheus text exposition format.
+//!
+//! # `report metrics`
+//!
+//! One gauge family per fact, one sample per current definition, labelled `target`, `tap`,
+//! `schema` and `table` (the source schema and table: the parts of `full_check_name`):
+//!
+//! | metric | value |
+//! |---|---|
+//! | `datadiff_report_timestamp_seconds` | when the report was taken (`--at` or now), unix seconds, no labels |
+//! | `datadiff_verified_end_timestamp_seconds` | the verified end (absent before the first evaluated attempt) |
+//! | `datadiff_verification_lag_seconds` | `--at` (or now) minus the verified end (absent likewise) |
+//! | `datadiff_verified_status{status}` | 1 for the watermark's status, 0 for the others of CONTIGUOUS, BLOCKED, NOT_RUN |
+//! | `datadiff_last_attempt_status{status}` | 1 for the newest attempt's status, 0 for the others of RUNNING, PASS, FAIL, ERROR, DEFERRED (all 0 before the first) |
+//! | `datadiff_last_attempt_timestamp_seconds` | when the newest attempt finished (started, while it runs) |
+//! | `datadiff_last_attempt_age_seconds` | `--at` (or now) minus that |
+//! | `datadiff_open_failures` | slots whose state is FAIL or ERROR (what `report failures` lists) |
+//!
+//! Label values are escaped as the format requires (`\\`, `\"`, `\n`). With `--output FILE`
+//! the text goes to a temporary file beside FILE (`.FILE.<pid>.tmp`, which node_exporter's
+//! textfile collector ignores: it reads `*.prom`), is synced and renamed over FILE, so a
+//! scrape never sees half a file; when the backend cannot be read the old file stays and
+//! `datadiff_report_timestamp_seconds` shows its age. Without `--output`, stdout.
+//! `--output-format` does not apply (JSON or CSV is a usage error).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use chrono::{DateTime, TimeDelta, Utc};
 use clap::{Args, Subcommand};
-use datadiff_backend_store::{LagProblem, LagVerdict, Store};
-use datadiff_diff_core::RunId;
+use datadiff_backend_store::{LagProblem, LagVerdict, MetricsRow, Store, WatermarkStatus};
+use datadiff_diff_core::{RunId, RunStatus};
 use serde_json::{Value as Json, json};
 
 use crate::console::Console;
@@ -15,7 +42,7 @@ use crate::project::{ProjectArgs, open_gated};
 use crate::timestamp;
 
 /// Print a report from the backend: watermarks, daily results, unresolved failures,
-/// remediations, or a run's row differences.
+/// remediations, a run's row differences, or Prometheus metrics.
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
     #[command(flatten)]
@@ -46,6 +73,19 @@ enum ReportKind {
     Remediations(PlainArgs),
     /// The row differences (keys and column names) a run's row_diff recorded.
     Differences(DifferencesArgs),
+    /// Watermarks, latest attempts and open failures as Prometheus metrics (text format).
+    Metrics(MetricsArgs),
+}
+
+/// `report metrics`.
+#[derive(Debug, Args)]
+struct MetricsArgs {
+    /// Write to this file atomically (a temporary file beside it, renamed over it) instead of
+    /// stdout: e.g. /var/lib/node_exporter/textfile_collector/datadiff.prom.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    verbosity: crate::logging::Verbosity,
 }
 
 /// `report watermarks`.
@@ -85,6 +125,7 @@ impl ReportArgs {
                 args.verbosity.count()
             }
             ReportKind::Differences(args) => args.verbosity.count(),
+            ReportKind::Metrics(args) => args.verbosity.count(),
         };
         self.verbosity.count().saturating_add(inner)
     }
@@ -97,10 +138,21 @@ fn parse_max_lag(text: &str) -> Result<TimeDelta, String> {
 
 /// Reads the report and prints it.
 pub(crate) fn run(args: &ReportArgs, console: &mut Console) -> anyhow::Result<Exit> {
+    if let (ReportKind::Metrics(_), ReportFormat::Json | ReportFormat::Csv) = (&args.report, args.output_format) {
+        anyhow::bail!("report metrics prints the Prometheus text format: --output-format does not apply to it");
+    }
     let project = args.project.load(console)?;
     let store = open_gated(&project, 1)?;
     let now = args.at.unwrap_or_else(Utc::now);
     let (name, listing, mut extra, verdict) = match &args.report {
+        ReportKind::Metrics(metrics) => {
+            let text = metrics_text(&store.metrics_report(now)?, now);
+            match &metrics.output {
+                Some(path) => write_atomically(path, &text)?,
+                None => console.stdout().write_all(text.as_bytes()).context("writing to stdout")?,
+            }
+            return Ok(Exit::Success);
+        }
         ReportKind::Watermarks(watermarks) => {
             let rows = store.watermark_report(now)?;
             let verdict = watermarks.max_lag.map(|max_lag| LagVerdict::judge(&rows, max_lag));
@@ -336,6 +388,129 @@ fn difference_listing(store: &Store, run_id: RunId) -> anyhow::Result<Listing> {
     Ok(listing)
 }
 
+/// The Prometheus text exposition format (version 0.0.4) of the metrics rows at `now`.
+fn metrics_text(rows: &[MetricsRow], now: DateTime<Utc>) -> String {
+    let mut text = String::new();
+    let mut family = |name: &str, help: &str, samples: &mut dyn Iterator<Item = (String, f64)>| {
+        text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        for (labels, value) in samples {
+            text.push_str(&format!("{name}{labels} {value}\n"));
+        }
+    };
+    let labels = |row: &MetricsRow, extra: Option<&str>| {
+        let mut pairs = vec![
+            ("target", row.target_id.as_str()),
+            ("tap", row.tap_id.as_str()),
+            ("schema", row.watermark.source_schema.as_str()),
+            ("table", row.watermark.source_table.as_str()),
+        ];
+        if let Some(status) = extra {
+            pairs.push(("status", status));
+        }
+        let inner: Vec<String> =
+            pairs.iter().map(|(name, value)| format!("{name}=\"{}\"", escape_label_value(value))).collect();
+        format!("{{{}}}", inner.join(","))
+    };
+    family(
+        "datadiff_report_timestamp_seconds",
+        "When this report was taken (--at or now), unix seconds.",
+        &mut std::iter::once((String::new(), unix_seconds(now))),
+    );
+    family(
+        "datadiff_verified_end_timestamp_seconds",
+        "End of the verified interval of the check's current definition, unix seconds.",
+        &mut rows.iter().filter_map(|row| Some((labels(row, None), unix_seconds(row.watermark.verified_end?)))),
+    );
+    family(
+        "datadiff_verification_lag_seconds",
+        "Seconds from the verified end to the report time (--at or now).",
+        &mut rows.iter().filter_map(|row| Some((labels(row, None), seconds(row.watermark.verification_lag?)))),
+    );
+    const VERIFIED: [WatermarkStatus; 3] =
+        [WatermarkStatus::Contiguous, WatermarkStatus::Blocked, WatermarkStatus::NotRun];
+    family(
+        "datadiff_verified_status",
+        "1 for the watermark's verified status (CONTIGUOUS, BLOCKED, NOT_RUN), 0 for the others.",
+        &mut rows.iter().flat_map(|row| {
+            VERIFIED.iter().map(move |status| {
+                (labels(row, Some(status.as_str())), f64::from(u8::from(row.watermark.verified_status == *status)))
+            })
+        }),
+    );
+    const ATTEMPT: [RunStatus; 5] =
+        [RunStatus::Running, RunStatus::Pass, RunStatus::Fail, RunStatus::Error, RunStatus::Deferred];
+    family(
+        "datadiff_last_attempt_status",
+        "1 for the status of the check's newest attempt, 0 for the others (all 0 before the first).",
+        &mut rows.iter().flat_map(|row| {
+            let current = row.last_attempt.as_ref().map(|attempt| attempt.status);
+            ATTEMPT
+                .iter()
+                .map(move |status| (labels(row, Some(status.as_str())), f64::from(u8::from(current == Some(*status)))))
+        }),
+    );
+    family(
+        "datadiff_last_attempt_timestamp_seconds",
+        "When the check's newest attempt finished (started, while it runs), unix seconds.",
+        &mut rows.iter().filter_map(|row| {
+            let attempt = row.last_attempt.as_ref()?;
+            Some((labels(row, None), unix_seconds(attempt.finished_at.unwrap_or(attempt.started_at))))
+        }),
+    );
+    family(
+        "datadiff_last_attempt_age_seconds",
+        "Seconds from the newest attempt's finish (start, while it runs) to the report time.",
+        &mut rows.iter().filter_map(|row| Some((labels(row, None), seconds(row.last_attempt.as_ref()?.age)))),
+    );
+    family(
+        "datadiff_open_failures",
+        "Slots of the check's current definition whose state is FAIL or ERROR (report failures).",
+        &mut rows.iter().map(|row| (labels(row, None), row.open_failures as f64)),
+    );
+    text
+}
+
+/// A label value as the exposition format writes it: backslash, double quote and line feed
+/// escaped.
+fn escape_label_value(value: &str) -> String {
+    let mut escaped = String::with_capacity(value.len());
+    for character in value.chars() {
+        match character {
+            '\\' => escaped.push_str("\\\\"),
+            '"' => escaped.push_str("\\\""),
+            '\n' => escaped.push_str("\\n"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
+}
+
+/// Unix seconds, with microseconds as a fraction.
+fn unix_seconds(instant: DateTime<Utc>) -> f64 {
+    instant.timestamp_micros() as f64 / 1e6
+}
+
+/// Writes `text` to `path` the textfile collector's way: a temporary file in the same
+/// directory, synced, then renamed over `path`.
+fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let name = path
+        .file_name()
+        .with_context(|| format!("--output {}: not a file name", path.display()))?
+        .to_string_lossy()
+        .into_owned();
+    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.with_context(|| format!("writing the metrics to {}", path.display()))
+}
+
 /// Whole and fractional seconds of a lag (JSON's `verification_lag_seconds`).
 fn seconds(lag: TimeDelta) -> f64 {
     lag.num_microseconds().map_or(lag.num_seconds() as f64, |micros| micros as f64 / 1e6)
@@ -414,6 +589,78 @@ mod tests {
         assert_eq!(lag_text(-TimeDelta::minutes(5)), "-00:05:00");
         assert_eq!(lag_text(TimeDelta::milliseconds(1_500)), "00:00:01.500000");
         assert_eq!(seconds(TimeDelta::milliseconds(1_500)), 1.5);
+    }
+
+    #[test]
+    fn metrics_render_one_family_per_fact_with_escaped_labels() {
+        use chrono::TimeZone;
+        use datadiff_backend_store::{LastAttempt, WatermarkReportRow};
+        use datadiff_diff_core::{CheckId, TriggerType};
+
+        let at = |hour, minute| Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap();
+        let watermark = WatermarkReportRow {
+            check_id: CheckId::new(uuid::Uuid::from_u128(1)),
+            full_check_name: "wh/pay/public/we\"ird".into(),
+            revision: 3,
+            source_database: "pay".into(),
+            source_schema: "public".into(),
+            source_table: "we\"ird".into(),
+            target_database: "wh".into(),
+            target_schema: "replicated".into(),
+            target_table: "we\"ird".into(),
+            verified_status: WatermarkStatus::Blocked,
+            verified_start: Some(at(10, 0)),
+            verified_end: Some(at(11, 0)),
+            furthest_observed_end: Some(at(13, 0)),
+            verification_lag: Some(TimeDelta::minutes(150) + TimeDelta::milliseconds(500)),
+            blocking_run_id: None,
+            last_evaluated_run_id: None,
+            watermark_updated_at: None,
+            reason: None,
+        };
+        let row = MetricsRow {
+            watermark,
+            target_id: "wh".into(),
+            tap_id: "pay".into(),
+            last_attempt: Some(LastAttempt {
+                run_id: RunId::new(uuid::Uuid::from_u128(2)),
+                status: RunStatus::Running,
+                trigger_type: TriggerType::Scheduled,
+                started_at: at(13, 1),
+                finished_at: None,
+                age: TimeDelta::minutes(29),
+            }),
+            open_failures: 2,
+        };
+        let text = metrics_text(&[row], at(13, 30));
+        let labels = r#"target="wh",tap="pay",schema="public",table="we\"ird""#;
+        for line in [
+            "# TYPE datadiff_verified_status gauge".to_owned(),
+            "datadiff_report_timestamp_seconds 1784727000".to_owned(),
+            format!("datadiff_verified_end_timestamp_seconds{{{labels}}} 1784718000"),
+            format!("datadiff_verification_lag_seconds{{{labels}}} 9000.5"),
+            format!("datadiff_verified_status{{{labels},status=\"BLOCKED\"}} 1"),
+            format!("datadiff_verified_status{{{labels},status=\"CONTIGUOUS\"}} 0"),
+            format!("datadiff_last_attempt_status{{{labels},status=\"RUNNING\"}} 1"),
+            format!("datadiff_last_attempt_status{{{labels},status=\"PASS\"}} 0"),
+            format!("datadiff_last_attempt_timestamp_seconds{{{labels}}} 1784725260"),
+            format!("datadiff_last_attempt_age_seconds{{{labels}}} 1740"),
+            format!("datadiff_open_failures{{{labels}}} 2"),
+        ] {
+            assert!(text.lines().any(|candidate| candidate == line), "{line:?} missing from:\n{text}");
+        }
+        assert_eq!(text.matches("# HELP ").count(), 8);
+        assert!(text.ends_with('\n'));
+        // Without current checks: the families' HELP and TYPE lines and the report time only.
+        let empty = metrics_text(&[], at(13, 30));
+        let samples: Vec<&str> = empty.lines().filter(|line| !line.starts_with('#')).collect();
+        assert_eq!(samples, ["datadiff_report_timestamp_seconds 1784727000"]);
+    }
+
+    #[test]
+    fn label_values_escape_backslash_quote_and_line_feed() {
+        assert_eq!(escape_label_value("plain_table"), "plain_table");
+        assert_eq!(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
     }
 
     #[test]

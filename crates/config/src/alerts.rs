@@ -74,7 +74,8 @@ impl AlertSettings {
             if document.mapping(slack, &path).is_some() {
                 let token = document.optional_text(slack, &path, "token").filter(|t| !t.is_empty());
                 if token.is_none() {
-                    document.problem(&path, Some(slack.line), "slack alert handler needs a token");
+                    let message = document.with_unset_fields("slack alert handler needs a token", slack, &["token"]);
+                    document.problem(&path, Some(slack.line), message);
                 }
                 settings.slack = token.map(|token| SlackSettings {
                     token: Secret::new(token),
@@ -92,11 +93,14 @@ impl AlertSettings {
                     (Some(base_url), Some(routing_key)) => {
                         settings.victorops = Some(VictorOpsSettings { base_url: Secret::new(base_url), routing_key });
                     }
-                    _ => document.problem(
-                        &path,
-                        Some(victorops.line),
-                        "victorops alert handler needs base_url and routing_key",
-                    ),
+                    _ => {
+                        let message = document.with_unset_fields(
+                            "victorops alert handler needs base_url and routing_key",
+                            victorops,
+                            &["base_url", "routing_key"],
+                        );
+                        document.problem(&path, Some(victorops.line), message);
+                    }
                 }
             }
         }
@@ -125,7 +129,10 @@ impl AlertSettings {
                 document.reject_unknown_keys(webhook, &path, &["url"]);
                 match document.optional_str(webhook, &path, "url").filter(|u| !u.is_empty()) {
                     Some(url) => self.webhook = Some(WebhookSettings { url: Secret::new(url) }),
-                    None => document.problem(&path, Some(webhook.line), "webhook needs a url"),
+                    None => {
+                        let message = document.with_unset_fields("webhook needs a url", webhook, &["url"]);
+                        document.problem(&path, Some(webhook.line), message);
+                    }
                 }
             }
         }
@@ -135,7 +142,10 @@ impl AlertSettings {
                 document.reject_unknown_keys(log, &path, &["path"]);
                 match document.optional_str(log, &path, "path").filter(|p| !p.is_empty()) {
                     Some(file) => self.log = Some(LogSettings { path: PathBuf::from(file) }),
-                    None => document.problem(&path, Some(log.line), "log needs a path"),
+                    None => {
+                        let message = document.with_unset_fields("log needs a path", log, &["path"]);
+                        document.problem(&path, Some(log.line), message);
+                    }
                 }
             }
         }

@@ -1,66 +1,11 @@
 //! The backend database settings: `config.yml`'s `backend_db` plus `sslrootcert` from
 //! `datadiff.yml` (config note §5.1, SPEC §3).
 
-use std::fmt;
-use std::str::FromStr;
+use datadiff_diff_core::SslMode;
 
 use crate::Secret;
 use crate::document::{Document, join};
 use crate::yaml::Node;
-
-/// libpq's `sslmode` values datadiff supports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SslMode {
-    /// `disable`.
-    Disable,
-    /// `prefer` (libpq's default when unset).
-    Prefer,
-    /// `require`.
-    Require,
-    /// `verify-ca`.
-    VerifyCa,
-    /// `verify-full`.
-    VerifyFull,
-}
-
-impl SslMode {
-    /// The libpq spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SslMode::Disable => "disable",
-            SslMode::Prefer => "prefer",
-            SslMode::Require => "require",
-            SslMode::VerifyCa => "verify-ca",
-            SslMode::VerifyFull => "verify-full",
-        }
-    }
-}
-
-/// A text that is not a supported `sslmode`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("sslmode must be one of disable, prefer, require, verify-ca, verify-full; got '{0}'")]
-pub struct UnknownSslMode(pub String);
-
-impl FromStr for SslMode {
-    type Err = UnknownSslMode;
-
-    fn from_str(text: &str) -> Result<SslMode, UnknownSslMode> {
-        match text {
-            "disable" => Ok(SslMode::Disable),
-            "prefer" => Ok(SslMode::Prefer),
-            "require" => Ok(SslMode::Require),
-            "verify-ca" => Ok(SslMode::VerifyCa),
-            "verify-full" => Ok(SslMode::VerifyFull),
-            other => Err(UnknownSslMode(other.to_owned())),
-        }
-    }
-}
-
-impl fmt::Display for SslMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// `backend_db`: where definitions, attempts and coverage live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +53,12 @@ impl BackendSettings {
         let text =
             |document: &mut Document, key: &str| document.optional_text(node, path, key).filter(|t| !t.is_empty());
         let values: Vec<Option<String>> = REQUIRED.iter().map(|key| text(document, key)).collect();
-        let missing: Vec<&str> = REQUIRED.iter().zip(&values).filter(|(_, v)| v.is_none()).map(|(k, _)| *k).collect();
+        let missing: Vec<String> = REQUIRED
+            .iter()
+            .zip(&values)
+            .filter(|(_, v)| v.is_none())
+            .map(|(key, _)| document.missing_field(key, node.get(key)))
+            .collect();
         if !missing.is_empty() {
             document.problem(
                 path,

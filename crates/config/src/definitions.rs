@@ -200,10 +200,10 @@ pub(crate) fn table_definition(
     // 1. Timing after the merge (an empty value counts as missing).
     let truthy =
         |s: &Option<Setting<'_>>| s.as_ref().is_some_and(|s| !s.node.is_null() && s.node.scalar_text() != Some(""));
-    let missing: Vec<&str> = [("frequency", &frequency), ("window_start", &window_start)]
+    let missing: Vec<String> = [("frequency", &frequency), ("window_start", &window_start)]
         .into_iter()
         .filter(|(_, s)| !truthy(s))
-        .map(|(k, _)| k)
+        .map(|(key, s)| document.missing_field(key, s.as_ref().map(|s| s.node)))
         .collect();
     if !missing.is_empty() {
         document.problem(

@@ -9,6 +9,8 @@ pub(crate) struct Document {
     pub(crate) problems: Vec<Problem>,
     /// Findings that do not stop the load (PipelineWise accepts them), worded as problems.
     pub(crate) warnings: Vec<Problem>,
+    /// `(line, name)`: an unset `env_var` rendered as the empty string on that line.
+    pub(crate) unset_lines: Vec<(usize, String)>,
 }
 
 /// `parent.key`, or `key` at the root.
@@ -18,7 +20,45 @@ pub(crate) fn join(parent: &str, key: &str) -> String {
 
 impl Document {
     pub(crate) fn new(file: impl Into<String>) -> Document {
-        Document { file: file.into(), problems: Vec::new(), warnings: Vec::new() }
+        Document { file: file.into(), problems: Vec::new(), warnings: Vec::new(), unset_lines: Vec::new() }
+    }
+
+    /// The unset variables the value `value` was rendered from (`env_var X is unset`, `env_var
+    /// X, Y are unset`), for a message about an empty value; `None` when it did not come from
+    /// an unset variable.
+    pub(crate) fn unset_note(&self, value: Option<&Node>) -> Option<String> {
+        let value = value?;
+        let names: Vec<&str> =
+            self.unset_lines.iter().filter(|(line, _)| *line == value.line).map(|(_, name)| name.as_str()).collect();
+        match names.as_slice() {
+            [] => None,
+            [name] => Some(format!("env_var {name} is unset")),
+            names => Some(format!("env_var {} are unset", names.join(", "))),
+        }
+    }
+
+    /// How a "missing" message names the field `key` whose (empty) value is `value`: the key,
+    /// followed by the unset variables the value was rendered from (`password (env_var
+    /// DATADIFF_APP_PASSWORD is unset)`), so the message names the fix when an empty value
+    /// came from the environment.
+    pub(crate) fn missing_field(&self, key: &str, value: Option<&Node>) -> String {
+        match self.unset_note(value) {
+            Some(note) => format!("{key} ({note})"),
+            None => key.to_owned(),
+        }
+    }
+
+    /// `message`, followed by the fields among `keys` of `node` whose empty values came from
+    /// unset variables (`: token (env_var SLACK_TOKEN is unset)`). Variables are located by
+    /// line: two empty fields of one flow mapping line are both given every name of the line.
+    pub(crate) fn with_unset_fields(&self, message: &str, node: &Node, keys: &[&str]) -> String {
+        let notes: Vec<String> = keys
+            .iter()
+            .filter(|key| node.get(key).is_some_and(|value| value.scalar_text() == Some("")))
+            .filter(|key| self.unset_note(node.get(key)).is_some())
+            .map(|key| self.missing_field(key, node.get(key)))
+            .collect();
+        if notes.is_empty() { message.to_owned() } else { format!("{message}: {}", notes.join(", ")) }
     }
 
     /// Records a problem at `path`, on `line`.

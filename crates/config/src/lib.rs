@@ -14,7 +14,8 @@
 //! * [`Secret`]: passwords and tokens; `Debug` and `Display` print `***`.
 //!
 //! Each file is rendered with Jinja (`{{ env_var['NAME'] }}`; an unset variable renders as an
-//! empty string and is named in [`Project::warnings`]), decrypted when it is a whole-file
+//! empty string and is named in [`Project::warnings`], and in every "missing required field"
+//! problem its empty value causes: `password (env_var DATADIFF_APP_PASSWORD is unset)`), decrypted when it is a whole-file
 //! ansible vault, then parsed as YAML 1.1 the way PyYAML reads it (see `yaml.rs`: booleans
 //! `yes/no/on/off`, merge keys, `!vault |` values; duplicate keys are an error). Keys of
 //! PipelineWise's that datadiff does not use are accepted; unknown keys inside `data_diff`,
@@ -103,7 +104,7 @@ mod vault;
 mod yaml;
 
 pub use alerts::{AlertSettings, LogSettings, SlackSettings, VictorOpsSettings, WebhookSettings};
-pub use backend::{BackendSettings, SslMode, UnknownSslMode};
+pub use backend::BackendSettings;
 pub use connection::{DbConn, Endpoint};
 pub use error::{Error, Problem};
 pub use project::{LoadOptions, Project, Tap, Target, load, load_with};

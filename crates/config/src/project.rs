@@ -176,6 +176,10 @@ fn read_file(
         ));
     }
     let mut text = rendered.text;
+    if !vault::is_vault_text(&text) {
+        // The lines of the rendered text are the composed YAML's lines.
+        document.unset_lines = rendered.unset_lines;
+    }
     if vault::is_vault_text(&text) {
         let Some(secret) = secret else {
             document.problem("", Some(1), "the file is vault-encrypted: pass its password with --secret FILE");
@@ -376,11 +380,11 @@ fn root_string(document: &mut Document, root: &Node, key: &str) -> Option<String
         Some(value) => match value.as_str() {
             Some(text) if !text.is_empty() => Some(text.to_owned()),
             _ => {
-                document.problem(
-                    key,
-                    Some(value.line),
-                    format!("{key} must be a non-empty string, got {}", value.type_name()),
-                );
+                let mut message = format!("{key} must be a non-empty string, got {}", value.type_name());
+                if let Some(note) = document.unset_note(Some(value)) {
+                    message.push_str(&format!(" ({note})"));
+                }
+                document.problem(key, Some(value.line), message);
                 None
             }
         },

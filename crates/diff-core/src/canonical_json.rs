@@ -1,5 +1,8 @@
 //! JSON bytes exactly as Python's `json.dumps(value, sort_keys=True, separators=(",", ":"))`
-//! writes them, which is how PipelineWise serialises a definition before hashing it.
+//! writes them, which is how PipelineWise serialises a definition before hashing it — and,
+//! with Python's default separators (`", "`, `": "`), the other payloads it hashes (the
+//! metadata-only preflight scope; [`python_json_with`]). The workspace's one Python-style
+//! JSON encoder.
 //!
 //! That means: object keys sorted by code point (UTF-8 byte order is the same order), no
 //! whitespace, and `ensure_ascii`: every character outside printable ASCII (space to `~`) is
@@ -17,14 +20,44 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+/// The two separator styles PipelineWise hashes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PythonSeparators {
+    /// `separators=(",", ":")`.
+    Compact,
+    /// Python's defaults, `", "` and `": "`.
+    Default,
+}
+
+impl PythonSeparators {
+    fn item(self) -> &'static str {
+        match self {
+            PythonSeparators::Compact => ",",
+            PythonSeparators::Default => ", ",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            PythonSeparators::Compact => ":",
+            PythonSeparators::Default => ": ",
+        }
+    }
+}
+
 /// Writes `value` as Python's `json.dumps(value, sort_keys=True, separators=(",", ":"))`.
 pub fn python_json(value: &Value) -> String {
+    python_json_with(value, PythonSeparators::Compact)
+}
+
+/// Writes `value` as Python's `json.dumps(value, sort_keys=True)` with `separators`.
+pub fn python_json_with(value: &Value, separators: PythonSeparators) -> String {
     let mut out = String::new();
-    write_value(&mut out, value);
+    write_value(&mut out, value, separators);
     out
 }
 
-fn write_value(out: &mut String, value: &Value) {
+fn write_value(out: &mut String, value: &Value, separators: PythonSeparators) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -43,9 +76,9 @@ fn write_value(out: &mut String, value: &Value) {
             out.push('[');
             for (index, item) in items.iter().enumerate() {
                 if index > 0 {
-                    out.push(',');
+                    out.push_str(separators.item());
                 }
-                write_value(out, item);
+                write_value(out, item, separators);
             }
             out.push(']');
         }
@@ -55,11 +88,11 @@ fn write_value(out: &mut String, value: &Value) {
             out.push('{');
             for (index, (key, item)) in entries.into_iter().enumerate() {
                 if index > 0 {
-                    out.push(',');
+                    out.push_str(separators.item());
                 }
                 write_string(out, key);
-                out.push(':');
-                write_value(out, item);
+                out.push_str(separators.key());
+                write_value(out, item, separators);
             }
             out.push('}');
         }
@@ -132,6 +165,17 @@ mod tests {
         // Expected bytes from Python 3.11: json.dumps(s, separators=(",", ":")).
         let text = "é€😀\t\n\r\u{8}\u{c}\u{1}\u{7f}\"\\/ ~";
         assert_eq!(python_json(&json!(text)), r#""\u00e9\u20ac\ud83d\ude00\t\n\r\b\f\u0001\u007f\"\\/ ~""#);
+    }
+
+    #[test]
+    fn default_separators_as_python_writes_them() {
+        let value = json!({"source_schema": "public", "columns": ["id", "n"]});
+        assert_eq!(
+            python_json_with(&value, PythonSeparators::Default),
+            r#"{"columns": ["id", "n"], "source_schema": "public"}"#
+        );
+        assert_eq!(python_json_with(&json!([]), PythonSeparators::Default), "[]");
+        assert_eq!(python_json_with(&json!(["a", "b"]), PythonSeparators::Compact), r#"["a","b"]"#);
     }
 
     #[test]

@@ -71,6 +71,7 @@ mod query;
 mod row;
 mod run;
 mod schedule;
+mod sslmode;
 mod summary;
 mod tick;
 mod time;
@@ -83,7 +84,7 @@ pub use attempt::{
     due_slots, is_retry_candidate, stale_cutoff,
 };
 pub use batches::Batches;
-pub use canonical_json::python_json;
+pub use canonical_json::{PythonSeparators, python_json, python_json_with};
 pub use check::{CheckType, UnknownCheckType};
 pub use checksum::{CHECKSUM_OFFSET, ChecksumColumn, ChecksumKind, ChecksumPlan, UnsupportedComparison};
 pub use column::{CatalogColumn, ColumnError, ColumnPair, ColumnPlan, ColumnSelection, TIMESTAMP_TYPES, TableColumns};
@@ -100,11 +101,12 @@ pub use outcome::{Outcome, Signal, aggregate_status, python_isoformat, results_e
 pub use plan::{AggregatePlan, PlanError};
 pub use query::{
     IdentifierError, MetricQuery, MinimumQuery, Placeholders, QueryError, SOFT_DELETE_COLUMN, qualified_table,
-    quote_ident,
+    quote_ident, quoted_ident,
 };
 pub use row::{DigestRow, Keyed, ValuesRow};
 pub use run::{CheckId, PreflightId, RunId, RunStatus, TriggerType, UnknownName};
 pub use schedule::{FiresAfter, GAP_HORIZON_YEARS, Gap, Schedule, ScheduleError, Window};
+pub use sslmode::{SslMode, UnknownSslMode};
 pub use summary::{ChangedFields, DifferenceKind, Example, Summary};
 pub use tick::{CheckTickPlan, TickFacts, TickStep};
 pub use value::{Float, Numeric, Value};

@@ -27,12 +27,19 @@ pub struct IdentifierError;
 
 /// Quotes a PostgreSQL identifier: wrapped in `"`, every `"` inside doubled (`order"items` →
 /// `"order""items"`). Always quoted, so the name is taken exactly, case and all. Empty names
-/// and names containing NUL are rejected.
+/// and names containing NUL are rejected, as upstream rejects them.
 pub fn quote_ident(name: &str) -> Result<String, IdentifierError> {
     if name.is_empty() || name.contains('\0') {
         return Err(IdentifierError);
     }
-    Ok(format!("\"{}\"", name.replace('"', "\"\"")))
+    Ok(quoted_ident(name))
+}
+
+/// Quotes a PostgreSQL identifier as [`quote_ident`] does, without refusing anything: for
+/// names the server itself reports or accepts (catalog rows, role names), where an empty or
+/// NUL-bearing name cannot occur — the server would reject the statement anyway.
+pub fn quoted_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// `"schema"."table"`.

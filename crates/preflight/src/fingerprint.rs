@@ -6,7 +6,7 @@ use std::str::FromStr;
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
-use crate::python_json::{ObjectWriter, Separators};
+use datadiff_diff_core::{PythonSeparators, python_json_with};
 
 /// The text hashed for a placeholder preflight (a run that failed before any was decided).
 const PLACEHOLDER_TEXT: &str = "preflight-not-built";
@@ -112,16 +112,14 @@ impl MetadataOnlyScope {
     /// The payload hashed for the fingerprint: Python's `json.dumps(payload, sort_keys=True)`
     /// with its default separators (`", "` and `": "`) and ASCII escapes.
     pub fn payload_json(&self) -> String {
-        let mut out = String::new();
-        // Keys in sorted order, as sort_keys=True writes them.
-        let mut object = ObjectWriter::open(&mut out, Separators::Default);
-        object.string_array("columns", self.columns.iter().map(String::as_str));
-        object.string("source_schema", &self.source_schema);
-        object.string("source_table", &self.source_table);
-        object.string("target_schema", &self.target_schema);
-        object.string("target_table", &self.target_table);
-        object.close();
-        out
+        let payload = serde_json::json!({
+            "columns": self.columns,
+            "source_schema": self.source_schema,
+            "source_table": self.source_table,
+            "target_schema": self.target_schema,
+            "target_table": self.target_table,
+        });
+        python_json_with(&payload, PythonSeparators::Default)
     }
 
     /// SHA-256 of [`MetadataOnlyScope::payload_json`].

@@ -135,13 +135,9 @@ fn count_rows(client: &mut impl GenericClient, table: &SourceTable<'_>, row_limi
 fn bounded_count_sql(table: &SourceTable<'_>) -> String {
     format!(
         "SELECT COUNT(*) AS table_rows FROM (SELECT 1 FROM {}.{} LIMIT $1) AS ppw_preflight_rows",
-        quote_identifier(table.schema),
-        quote_identifier(table.table)
+        datadiff_diff_core::quoted_ident(table.schema),
+        datadiff_diff_core::quoted_ident(table.table)
     )
-}
-
-fn quote_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// The text stored in the record's `error`. A server error contributes only its primary

@@ -69,7 +69,6 @@ mod facts;
 mod fingerprint;
 mod gatherer;
 mod index;
-mod python_json;
 mod record;
 mod status;
 mod warning;

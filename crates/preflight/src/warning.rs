@@ -4,7 +4,7 @@ use std::fmt;
 
 use uuid::Uuid;
 
-use crate::python_json::{Separators, write_string_array};
+use datadiff_diff_core::{PythonSeparators, python_json_with};
 
 /// The first element of the identity array, naming what the identity is for.
 const IDENTITY_TAG: &str = "pipelinewise.data_diff.index_warning";
@@ -32,21 +32,16 @@ impl IndexWarningIdentity<'_> {
     /// The hashed name: the compact JSON array (`,` and `:` separators, Python's ASCII
     /// escapes) of the tag and the six fields, in upstream's order.
     pub fn name(&self) -> String {
-        let mut out = String::new();
-        write_string_array(
-            &mut out,
-            [
-                IDENTITY_TAG,
-                self.tap_id,
-                self.source_type,
-                self.source_database,
-                self.source_schema,
-                self.source_table,
-                self.source_timestamp_column,
-            ],
-            Separators::Compact,
-        );
-        out
+        let identity = serde_json::json!([
+            IDENTITY_TAG,
+            self.tap_id,
+            self.source_type,
+            self.source_database,
+            self.source_schema,
+            self.source_table,
+            self.source_timestamp_column,
+        ]);
+        python_json_with(&identity, PythonSeparators::Compact)
     }
 
     /// UUID v5 of [`IndexWarningIdentity::name`] in the URL namespace — the id upstream

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use datadiff_backend_store::{BackendConfig, Error as StoreError, SslMode, Store};
+use datadiff_backend_store::{BackendConfig, Error as StoreError, PoolOptions, Store};
 use datadiff_config::BackendSettings;
 
 use crate::error::Error;
@@ -20,13 +20,7 @@ pub fn backend_config(settings: &BackendSettings) -> BackendConfig {
         dbname: settings.dbname.clone(),
         ddl_user: settings.ddl_user.clone(),
         ddl_password: settings.ddl_password.expose().to_owned(),
-        sslmode: settings.sslmode.map(|mode| match mode {
-            datadiff_config::SslMode::Disable => SslMode::Disable,
-            datadiff_config::SslMode::Prefer => SslMode::Prefer,
-            datadiff_config::SslMode::Require => SslMode::Require,
-            datadiff_config::SslMode::VerifyCa => SslMode::VerifyCa,
-            datadiff_config::SslMode::VerifyFull => SslMode::VerifyFull,
-        }),
+        sslmode: settings.sslmode,
         sslrootcert: settings.sslrootcert.clone(),
         connect_timeout: Duration::from_secs(u64::from(settings.connect_timeout)),
         ..BackendConfig::default()
@@ -37,8 +31,13 @@ pub fn backend_config(settings: &BackendSettings) -> BackendConfig {
 /// and authentication together, as libpq's `connect_timeout` — with [`Error::BackendTimeout`].
 /// Every other failure is [`Error::Backend`] with the store's typed error as its source.
 pub fn open_backend(config: BackendConfig) -> Result<Store, Error> {
+    open_backend_with(config, PoolOptions::default())
+}
+
+/// [`open_backend`] with a pool of its own size (`--jobs N` needs N sessions): opened once.
+pub fn open_backend_with(config: BackendConfig, pool: PoolOptions) -> Result<Store, Error> {
     let address = format!("{}:{}/{}", config.host, config.port, config.dbname);
-    Store::open(config).map_err(|source| match source {
+    Store::open_with(config, pool).map_err(|source| match source {
         StoreError::ConnectTimeout { timeout, .. } => Error::BackendTimeout { address, timeout },
         source => Error::Backend { action: "opening the backend".to_owned(), source },
     })
@@ -63,7 +62,7 @@ mod tests {
             ddl_user: "owner".into(),
             ddl_password: Secret::new("owner-pw"),
             connect_timeout: 7,
-            sslmode: Some(datadiff_config::SslMode::VerifyFull),
+            sslmode: Some(datadiff_diff_core::SslMode::VerifyFull),
             sslrootcert: Some(PathBuf::from("/etc/ca.pem")),
         };
         let config = backend_config(&settings);
@@ -73,7 +72,7 @@ mod tests {
         );
         assert_eq!((config.user.as_str(), config.password.as_str()), ("app", "app-pw"));
         assert_eq!((config.ddl_user.as_str(), config.ddl_password.as_str()), ("owner", "owner-pw"));
-        assert_eq!(config.sslmode, Some(SslMode::VerifyFull));
+        assert_eq!(config.sslmode, Some(datadiff_diff_core::SslMode::VerifyFull));
         assert_eq!(config.sslrootcert, Some(PathBuf::from("/etc/ca.pem")));
         assert_eq!(config.connect_timeout, Duration::from_secs(7));
         assert_eq!(config.application_name, "pipelinewise-data-diff");

@@ -180,7 +180,7 @@ mod summary;
 mod tick;
 mod workers;
 
-pub use backend::{backend_config, open_backend};
+pub use backend::{backend_config, open_backend, open_backend_with};
 pub use clock::Clock;
 pub use connections::{Connections, MAX_CONNECT_TIMEOUT, SOURCE_APPLICATION_NAME, TARGET_APPLICATION_NAME};
 pub use error::Error;

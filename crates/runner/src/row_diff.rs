@@ -65,11 +65,12 @@ use crate::connections::Route;
 use crate::progress::StreamProgress;
 use datadiff_access::Error;
 use datadiff_access::SideConfig;
+use datadiff_access::TableName;
 use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
 use datadiff_access::{SideSession, one_line, unverified_tls};
-use datadiff_access::{TableName, quote_ident};
+use datadiff_diff_core::quoted_ident;
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
@@ -101,10 +102,10 @@ struct SidePlan {
 impl SidePlan {
     /// The streaming query, with `bounds` as the two window bounds of its `WHERE`.
     fn query(&self, bounds: [&str; 2]) -> RowQuery {
-        let timestamp = quote_ident(&self.timestamp_column);
+        let timestamp = quoted_ident(&self.timestamp_column);
         let mut filter = format!("{timestamp} >= {} AND {timestamp} < {}", bounds[0], bounds[1]);
         if let Some(column) = &self.soft_delete_column {
-            filter.push_str(&format!(" AND {} IS NULL", quote_ident(column)));
+            filter.push_str(&format!(" AND {} IS NULL", quoted_ident(column)));
         }
         RowQuery::for_table(&self.table, &self.key_column, self.key, self.columns.clone(), Some(&filter))
     }

@@ -48,7 +48,8 @@ use crate::stream::copy::{CopyParser, Flow, Tuple};
 use crate::stream::decoder::{Decoder, KeyDecoder};
 use crate::stream::encoded::{BatchWriter, EncodedRow};
 use crate::stream::endpoint::{Endpoint, StopSignal};
-use crate::table::{TableName, quote_ident};
+use crate::table::TableName;
+use datadiff_diff_core::quoted_ident;
 
 /// What one side streams: a `SELECT` of the key then the compared columns, ordered by key,
 /// and the decoder of each field.
@@ -84,10 +85,10 @@ impl RowQuery {
         columns: Vec<(String, Decoder)>,
         filter: Option<&str>,
     ) -> RowQuery {
-        let mut select = format!("SELECT {}", quote_ident(key_column));
+        let mut select = format!("SELECT {}", quoted_ident(key_column));
         for (name, _) in &columns {
             select.push_str(", ");
-            select.push_str(&quote_ident(name));
+            select.push_str(&quoted_ident(name));
         }
         select.push_str(" FROM ");
         select.push_str(&table.quoted());
@@ -96,7 +97,7 @@ impl RowQuery {
             select.push_str(filter);
         }
         select.push_str(" ORDER BY ");
-        select.push_str(&quote_ident(key_column));
+        select.push_str(&quoted_ident(key_column));
         if key.needs_c_collation() {
             select.push_str(" COLLATE \"C\"");
         }

@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, NaiveDate, TimeDelta, TimeZone, Utc};
 use datadiff_backend_store::{
-    DailyReportRow, Error, FailureReportRow, LagProblem, LagVerdict, RemediationReportRow, StoredDifference,
-    WatermarkReportRow, WatermarkStatus,
+    DailyReportRow, Error, FailureReportRow, LagProblem, LagVerdict, LastAttempt, RemediationReportRow,
+    StoredDifference, WatermarkReportRow, WatermarkStatus,
 };
 use datadiff_diff_core::{CheckId, DifferenceKind, ResultStatus, ResultType, RunId, RunStatus, TriggerType};
 use serde_json::json;
@@ -360,6 +360,40 @@ fn the_watermark_report_lists_current_definitions_with_lag_from_the_given_now() 
     // A replay in the past has a negative lag.
     let replay = repo.store.watermark_report(t(22, 11, 0)).unwrap();
     assert_eq!(replay[1].verification_lag, Some(TimeDelta::minutes(-60)));
+}
+
+#[test]
+fn the_metrics_report_adds_latest_attempts_and_open_failures_to_the_watermarks() {
+    let repo = repo();
+    seed(&repo);
+    let now = t(22, 14, 30);
+    let rows = repo.store.metrics_report(now).unwrap();
+    let watermarks: Vec<WatermarkReportRow> = rows.iter().map(|row| row.watermark.clone()).collect();
+    assert_eq!(watermarks, repo.store.watermark_report(now).unwrap(), "the watermark report's rows and order");
+    let summary: Vec<(&str, &str, i64)> =
+        rows.iter().map(|row| (row.target_id.as_str(), row.tap_id.as_str(), row.open_failures)).collect();
+    // users: the 11:00 ERROR and 12:00 FAIL slots; orders' ERROR slot is of its superseded
+    // revision.
+    assert_eq!(summary, [("postgres", "crm", 2), ("postgres", "pay", 0), ("postgres", "pay", 0)]);
+    // users: the DEFERRED attempt started at 13:01 is newer than the remediation started at
+    // 13:00 (still RUNNING); its age counts from its finish.
+    assert_eq!(
+        rows[0].last_attempt,
+        Some(LastAttempt {
+            run_id: run(7),
+            status: RunStatus::Deferred,
+            trigger_type: TriggerType::Scheduled,
+            started_at: t(22, 13, 1),
+            finished_at: Some(t(22, 13, 2)),
+            age: TimeDelta::minutes(88),
+        })
+    );
+    // orders: a RUNNING attempt's age counts from its start.
+    let orders = rows[1].last_attempt.as_ref().unwrap();
+    assert_eq!((orders.run_id, orders.status, orders.finished_at), (run(4), RunStatus::Running, None));
+    assert_eq!(orders.age, TimeDelta::minutes(89));
+    // refunds never ran.
+    assert_eq!(rows[2].last_attempt, None);
 }
 
 #[test]

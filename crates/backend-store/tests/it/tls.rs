@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use datadiff_backend_store::{BackendConfig, MigrateOptions, SslMode, Store};
+use datadiff_backend_store::{BackendConfig, MigrateOptions, Store};
+use datadiff_diff_core::SslMode;
 use datadiff_testkit::{Cluster, ClusterOptions, write_unrelated_ca};
 
 use crate::support::{backend, backend_on};

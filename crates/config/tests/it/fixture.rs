@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use datadiff_config::{LoadOptions, SslMode};
+use datadiff_config::LoadOptions;
+use datadiff_diff_core::SslMode;
 use datadiff_diff_core::{CheckType, SourceType, TargetType};
 
 fn fixture() -> datadiff_config::Project {

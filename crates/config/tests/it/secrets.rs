@@ -93,6 +93,68 @@ fn unset_environment_variables_render_empty_with_a_warning() {
 }
 
 #[test]
+fn missing_messages_name_the_unset_variables_behind_empty_fields() {
+    // The PipelineWise habit: passwords from the environment. Two unset, one set, one blank
+    // literal, one defaulted: only the unset ones are named, each beside its field.
+    let config = "backend_db:\n  host: localhost\n  user: app\n  \
+                  password: \"{{ env_var['DATADIFF_APP_PASSWORD'] }}\"\n  dbname: \"{{ env_var['BACKEND_PASSWORD'] }}\"\n  \
+                  ddl_user: ''\n  ddl_password: '{{ env_var[\"DD_DDL_PW\"] }}{{ env_var.DD_DDL_PW2 }}'\n";
+    let dir =
+        project(&[("config.yml", config), ("target_postgres.yml", TARGET), ("tap_payments.yml", &tap("", "", VALID))]);
+    let found = problems(&dir);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(
+        found[0].message,
+        "backend_db is missing required fields: password (env_var DATADIFF_APP_PASSWORD is unset), ddl_user, \
+         ddl_password (env_var DD_DDL_PW, DD_DDL_PW2 are unset)"
+    );
+    assert!(!found[0].to_string().contains("backend-pw"), "a set variable's value is never printed");
+
+    // An empty default of an unset variable still names it (that is where the empty came
+    // from); a literal empty value names nothing.
+    let config = "backend_db:\n  host: localhost\n  user: app\n  \
+                  password: \"{{ env_var['UNSET_PW'] | default('') }}\"\n  dbname: d\n  ddl_user: o\n  ddl_password: p\n";
+    let dir =
+        project(&[("config.yml", config), ("target_postgres.yml", TARGET), ("tap_payments.yml", &tap("", "", VALID))]);
+    assert_eq!(
+        problems(&dir)[0].message,
+        "backend_db is missing required fields: password (env_var UNSET_PW is unset)"
+    );
+}
+
+#[test]
+fn missing_timing_names_the_unset_variable_of_an_inherited_default() {
+    let valid = VALID.replace("frequency: '0 * * * *'\n", "");
+    let text = tap("frequency: \"{{ env_var['DD_FREQUENCY'] }}\"\n", "", &valid);
+    let dir = project(&[("config.yml", CONFIG), ("target_postgres.yml", TARGET), ("tap_payments.yml", &text)]);
+    let found = problems(&dir);
+    assert!(
+        found.iter().any(|problem| problem.message
+            == "Data-diff timing must be defined on the table or inherited from tap data_diff_defaults: \
+                frequency (env_var DD_FREQUENCY is unset)"),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn alert_and_identity_messages_name_unset_variables_too() {
+    let config = format!(
+        "{CONFIG}alert_handlers:\n  slack: {{token: \"{{{{ env_var['DD_SLACK_TOKEN'] }}}}\"}}\n  \
+         victorops: {{base_url: \"{{{{ env_var['SLACK_TOKEN'] }}}}\", routing_key: \"{{{{ env_var['DD_ROUTING'] }}}}\"}}\n"
+    );
+    let text = tap("", "", VALID).replace("id: payments", "id: \"{{ env_var['DD_TAP_ID'] }}\"");
+    let dir = project(&[("config.yml", &config), ("target_postgres.yml", TARGET), ("tap_payments.yml", &text)]);
+    let messages: Vec<String> = problems(&dir).into_iter().map(|problem| problem.message).collect();
+    for expected in [
+        "slack alert handler needs a token: token (env_var DD_SLACK_TOKEN is unset)",
+        "victorops alert handler needs base_url and routing_key: routing_key (env_var DD_ROUTING is unset)",
+        "id must be a non-empty string, got str (env_var DD_TAP_ID is unset)",
+    ] {
+        assert!(messages.iter().any(|message| message == expected), "{expected:?} not in {messages:#?}");
+    }
+}
+
+#[test]
 fn secrets_never_reach_problems() {
     let config = CONFIG.replace("password: app-pw", "password: app-pw\n  bogus: 1");
     let dir =

@@ -1,7 +1,7 @@
 //! backend_db, alert handlers, datadiff.yml, YAML 1.1 behaviour through the loader, and
 //! non-ASCII names hashed as Python does.
 
-use datadiff_config::SslMode;
+use datadiff_diff_core::SslMode;
 
 use crate::{CONFIG, TARGET, VALID, load_ok, problems, project, tap};
 
@@ -36,6 +36,10 @@ fn backend_sslmode_and_timeouts() {
     let found = problems(&project(&files(&config, &text, &[])));
     assert_eq!(found[0].path, "backend_db.sslmode");
     assert!(found[0].message.contains("verify-full"));
+    // libpq's `allow`, which the backend store speaks (plaintext, TLS when refused), is accepted.
+    let config = format!("{CONFIG}  sslmode: allow\n");
+    let backend = load_ok(&project(&files(&config, &text, &[]))).backend.unwrap_or_else(|| panic!("backend"));
+    assert_eq!(backend.sslmode, Some(SslMode::Allow));
 }
 
 #[test]
