@@ -3,10 +3,10 @@
 //! `format_data_diff_index_warning` produce for them.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
+use datadiff_diff_core::PreflightStatus;
 use datadiff_diff_core::{
     Bounds, CheckId, CheckResult, CheckType, ResultStatus, ResultType, RunId, SourceType, TriggerType,
 };
-use datadiff_preflight::PreflightStatus;
 use serde_json::{Value as Json, json};
 use uuid::Uuid;
 

@@ -44,7 +44,8 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Timelike, Utc};
-use datadiff_preflight::{DEFAULT_ROW_LIMIT, IndexWarningId, PreflightStatus};
+use datadiff_diff_core::PreflightStatus;
+use datadiff_preflight::{DEFAULT_ROW_LIMIT, IndexWarningId};
 
 use crate::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
 use crate::details::{Details, single_line, thousands, utc};

@@ -102,10 +102,8 @@
 //!
 //! ```no_run
 //! use chrono::{TimeZone, Utc};
-//! use datadiff_backend_store::{
-//!     BackendConfig, Completion, DefinitionFilter, NewPreflight, PreflightStatus, StartOutcome, Store,
-//! };
-//! use datadiff_diff_core::{MAX_CATCH_UP, RunStatus, StartKind, due_slots};
+//! use datadiff_backend_store::{BackendConfig, Completion, DefinitionFilter, NewPreflight, StartOutcome, Store};
+//! use datadiff_diff_core::{MAX_CATCH_UP, PreflightStatus, RunStatus, StartKind, due_slots};
 //!
 //! # fn compare(_: &datadiff_backend_store::Attempt) -> (RunStatus, NewPreflight) {
 //! #     let preflight = NewPreflight {
@@ -291,7 +289,7 @@ pub use migrate::{
 };
 pub use overview::ScheduleOverview;
 pub use pool::{ConnectionManager, PoolConnectError};
-pub use preflight::{NewPreflight, PreflightStatus};
+pub use preflight::NewPreflight;
 pub use report::{
     DailyReportRow, FailureReportRow, LagOffender, LagProblem, LagVerdict, LastAttempt, MetricsRow,
     RemediationReportRow, WatermarkReportRow, WatermarkStatus,

@@ -2,60 +2,17 @@
 //! lock (config note §3.6; runs note §3.1 T2).
 //!
 //! The store does not depend on `datadiff-preflight` (the store depends on the pure crates
-//! only): the runner fills a [`NewPreflight`] from its `PreflightRecord` (status text,
+//! only): the runner fills a [`NewPreflight`] from its `PreflightRecord` (the status, of the
+//! pure layer's vocabulary,
 //! fingerprint text, `index_metadata_json()`, `findings_json()`, and the three counts).
 
-use std::fmt;
-use std::str::FromStr;
-
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckId, PreflightId, RunId, RunStatus};
+use datadiff_diff_core::{CheckId, PreflightId, PreflightStatus, RunId, RunStatus};
 use uuid::Uuid;
 
 use crate::error::Error;
 use crate::rows::{get, parse};
 use crate::store::Store;
-
-/// `dd_preflight_log.status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PreflightStatus {
-    /// The source may be read.
-    Pass,
-    /// Too many rows without a usable index.
-    Blocked,
-    /// The preflight (or what came before it) failed.
-    Error,
-}
-
-impl PreflightStatus {
-    /// The stored text: `PASS`, `BLOCKED` or `ERROR`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PreflightStatus::Pass => "PASS",
-            PreflightStatus::Blocked => "BLOCKED",
-            PreflightStatus::Error => "ERROR",
-        }
-    }
-}
-
-impl FromStr for PreflightStatus {
-    type Err = Error;
-
-    fn from_str(text: &str) -> Result<PreflightStatus, Error> {
-        match text {
-            "PASS" => Ok(PreflightStatus::Pass),
-            "BLOCKED" => Ok(PreflightStatus::Blocked),
-            "ERROR" => Ok(PreflightStatus::Error),
-            _ => Err(Error::UnexpectedValue { column: "dd_preflight_log.status", value: text.to_owned() }),
-        }
-    }
-}
-
-impl fmt::Display for PreflightStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A `dd_preflight_log` row to write (its id, check and `checked_at` are the store's).
 #[derive(Debug, Clone, PartialEq)]
@@ -152,14 +109,6 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statuses_round_trip_their_stored_text() {
-        for status in [PreflightStatus::Pass, PreflightStatus::Blocked, PreflightStatus::Error] {
-            assert_eq!(status.as_str().parse::<PreflightStatus>().ok(), Some(status));
-        }
-        assert!("pass".parse::<PreflightStatus>().is_err());
-    }
 
     #[test]
     fn fingerprints_are_64_lowercase_hex_characters() {

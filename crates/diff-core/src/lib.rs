@@ -104,7 +104,7 @@ pub use query::{
     quote_ident, quoted_ident,
 };
 pub use row::{DigestRow, Keyed, ValuesRow};
-pub use run::{CheckId, PreflightId, RunId, RunStatus, TriggerType, UnknownName};
+pub use run::{CheckId, PreflightId, PreflightStatus, RunId, RunStatus, TriggerType, UnknownName};
 pub use schedule::{FiresAfter, GAP_HORIZON_YEARS, Gap, Schedule, ScheduleError, Window};
 pub use sslmode::{SslMode, UnknownSslMode};
 pub use summary::{ChangedFields, DifferenceKind, Example, Summary};

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::Side;
-use crate::run::RunStatus;
+use crate::run::{PreflightStatus, RunStatus};
 use crate::verdict::{CheckResult, ResultStatus};
 
 /// A terminating signal an attempt is recorded ERROR for before the process exits by it.
@@ -93,7 +93,7 @@ impl Outcome {
     /// metadata results computed before it; the error is the preflight's error, else its
     /// findings joined by `"; "`, else `"Source preflight <STATUS>"`.
     pub fn preflight_stopped(
-        preflight_status: &str,
+        preflight_status: PreflightStatus,
         preflight_error: Option<&str>,
         findings: &[String],
         metadata_results: Vec<CheckResult>,
@@ -228,13 +228,14 @@ mod tests {
     fn preflight_error_then_findings_then_status() {
         let schema = vec![result(CheckType::SchemaCompatibility, ResultStatus::Pass, None)];
         let findings = vec!["No usable source index".to_owned(), "Add a source index".to_owned()];
-        let with_error = Outcome::preflight_stopped("ERROR", Some("count timed out"), &findings, schema.clone());
+        let with_error =
+            Outcome::preflight_stopped(PreflightStatus::Error, Some("count timed out"), &findings, schema.clone());
         assert_eq!(with_error.status, RunStatus::Error);
         assert_eq!(with_error.error.as_deref(), Some("count timed out"));
         assert_eq!(with_error.results, schema, "metadata results are kept");
-        let blocked = Outcome::preflight_stopped("BLOCKED", None, &findings, Vec::new());
+        let blocked = Outcome::preflight_stopped(PreflightStatus::Blocked, None, &findings, Vec::new());
         assert_eq!(blocked.error.as_deref(), Some("No usable source index; Add a source index"));
-        let bare = Outcome::preflight_stopped("BLOCKED", Some(""), &[], Vec::new());
+        let bare = Outcome::preflight_stopped(PreflightStatus::Blocked, Some(""), &[], Vec::new());
         assert_eq!(bare.error.as_deref(), Some("Source preflight BLOCKED"));
     }
 

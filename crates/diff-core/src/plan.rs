@@ -29,6 +29,7 @@ use crate::column::{ColumnError, ColumnPlan, ColumnSelection, TableColumns};
 use crate::historical::{HistoricalStart, resolve_historical_start};
 use crate::outcome::Outcome;
 use crate::query::{MetricQuery, MinimumQuery, Placeholders, QueryError, SOFT_DELETE_COLUMN};
+use crate::run::PreflightStatus;
 use crate::verdict::{CheckResult, ResultType, in_declared_order};
 use crate::{CheckDefinition, CheckType, Side, Value};
 
@@ -300,7 +301,7 @@ impl AggregatePlan {
 
     /// The outcome of an attempt whose source preflight did not pass: ERROR, the metadata
     /// results kept (see [`Outcome::preflight_stopped`]).
-    pub fn preflight_stopped(&self, status: &str, error: Option<&str>, findings: &[String]) -> Outcome {
+    pub fn preflight_stopped(&self, status: PreflightStatus, error: Option<&str>, findings: &[String]) -> Outcome {
         Outcome::preflight_stopped(status, error, findings, self.metadata.clone())
     }
 
@@ -535,7 +536,7 @@ mod tests {
         let checks = [CheckType::SchemaCompatibility, CheckType::RowCount];
         let (source, target) = tables(vec![]);
         let plan = AggregatePlan::new(&definition(&checks, &["note"]), &source, &target).unwrap();
-        let stopped = plan.preflight_stopped("BLOCKED", None, &["No usable source index".to_owned()]);
+        let stopped = plan.preflight_stopped(PreflightStatus::Blocked, None, &["No usable source index".to_owned()]);
         assert_eq!((stopped.status, stopped.error.as_deref()), (RunStatus::Error, Some("No usable source index")));
         assert_eq!(stopped.results.len(), 1);
         let cutoff = chrono::DateTime::from_timestamp(1_784_725_200, 0).unwrap();

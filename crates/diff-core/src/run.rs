@@ -133,9 +133,40 @@ vocabulary!(
     }
 );
 
+vocabulary!(
+    /// The verdict of a source preflight (`dd_preflight_log.status`): decided by the
+    /// `datadiff-preflight` crate, persisted by the store, read by the attempt rules.
+    PreflightStatus, "preflight status", {
+        /// The source may be scanned: a usable leading timestamp index exists, the table is
+        /// small enough to scan without one, or the definition reads no data at all.
+        Pass => "PASS",
+        /// The source table has at least 100,000 rows and no usable leading timestamp index.
+        Blocked => "BLOCKED",
+        /// The facts could not be gathered (catalog lookup or count failed, malformed count),
+        /// or the run failed before a preflight was decided.
+        Error => "ERROR",
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn preflight_statuses_are_the_stored_texts() {
+        for (status, text) in
+            [(PreflightStatus::Pass, "PASS"), (PreflightStatus::Blocked, "BLOCKED"), (PreflightStatus::Error, "ERROR")]
+        {
+            assert_eq!((status.as_str(), status.to_string()), (text, text.to_owned()));
+            assert_eq!(text.parse::<PreflightStatus>(), Ok(status));
+        }
+        for text in ["pass", "Blocked", "", "SKIPPED"] {
+            assert_eq!(
+                text.parse::<PreflightStatus>(),
+                Err(UnknownName { vocabulary: "preflight status", text: text.to_owned() })
+            );
+        }
+    }
 
     #[test]
     fn statuses_and_triggers_round_trip_through_their_stored_text() {

@@ -9,12 +9,6 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A status text other than `PASS`, `BLOCKED` or `ERROR`.
-    #[error("unknown preflight status {text:?}")]
-    UnknownStatus {
-        /// The text that was read.
-        text: String,
-    },
     /// A fingerprint that is not 64 lowercase hexadecimal digits.
     #[error("query fingerprint {text:?} is not 64 lowercase hexadecimal digits")]
     InvalidFingerprint {

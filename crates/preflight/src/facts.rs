@@ -3,7 +3,7 @@
 use crate::fingerprint::QueryFingerprint;
 use crate::index::IndexFact;
 use crate::record::PreflightRecord;
-use crate::status::PreflightStatus;
+use datadiff_diff_core::PreflightStatus;
 
 /// The bound of the row count the runner uses, as upstream (`LIMIT 100000`).
 pub const DEFAULT_ROW_LIMIT: i64 = 100_000;

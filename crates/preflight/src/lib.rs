@@ -10,7 +10,7 @@
 //!   read-only transaction: every [`IndexFact`] of the table, and a bounded row count
 //!   ([`RowCount`]) only when no usable index leads with the timestamp column.
 //! * [`CatalogFacts::verdict`] (pure) turns facts into a [`PreflightRecord`]: a
-//!   [`PreflightStatus`] (PASS, BLOCKED, ERROR), upstream's findings texts, the evidence
+//!   [`PreflightStatus`](datadiff_diff_core::PreflightStatus) (PASS, BLOCKED, ERROR), upstream's findings texts, the evidence
 //!   (`index_metadata`, `has_leading_index`, `table_rows`, `row_limit`), the caller's
 //!   [`QueryFingerprint`], and the `index_warning` flag that drives warning alerts.
 //!   [`preflight`] is the two in one call, with [`DEFAULT_ROW_LIMIT`].
@@ -25,7 +25,8 @@
 //! panic or an `Err`: the run records it as evidence and stops before reading data.
 //!
 //! ```no_run
-//! use datadiff_preflight::{preflight, PreflightStatus, QueryFingerprint, SourceTable};
+//! use datadiff_diff_core::PreflightStatus;
+//! use datadiff_preflight::{preflight, QueryFingerprint, SourceTable};
 //!
 //! # fn main() -> Result<(), postgres::Error> {
 //! let mut source = postgres::Client::connect("host=replica dbname=payments user=reader", postgres::NoTls)?;
@@ -70,7 +71,6 @@ mod fingerprint;
 mod gatherer;
 mod index;
 mod record;
-mod status;
 mod warning;
 
 pub use error::Error;
@@ -79,5 +79,4 @@ pub use fingerprint::{MetadataOnlyScope, QueryFingerprint};
 pub use gatherer::{SourceTable, gather, preflight};
 pub use index::IndexFact;
 pub use record::PreflightRecord;
-pub use status::PreflightStatus;
 pub use warning::{IndexWarningId, IndexWarningIdentity};

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::fingerprint::{MetadataOnlyScope, QueryFingerprint};
 use crate::index::IndexFact;
-use crate::status::PreflightStatus;
+use datadiff_diff_core::PreflightStatus;
 
 /// The single finding of a metadata-only preflight.
 const METADATA_ONLY_FINDING: &str = "Metadata-only check; no source data query was executed";
@@ -14,7 +14,7 @@ const METADATA_ONLY_FINDING: &str = "Metadata-only check; no source data query w
 /// The fields map one to one onto `dd_preflight_log` columns (`preflight_id`, `check_id` and
 /// `checked_at` are the store's business), except [`PreflightRecord::index_warning`], which
 /// upstream never stores: it only decides whether a source-index warning is sent.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreflightRecord {
     /// `status`.
     pub status: PreflightStatus,

@@ -254,7 +254,7 @@ impl<'a> AttemptRun<'a> {
             datadiff_preflight::preflight(sides.source.client(), &table, QueryFingerprint::of_sql(&fingerprint_sql));
         self.record(&record)?;
         if !record.passed() {
-            return Ok(plan.preflight_stopped(record.status.as_str(), record.error.as_deref(), &record.findings));
+            return Ok(plan.preflight_stopped(record.status, record.error.as_deref(), &record.findings));
         }
         if self.registration.interrupted() {
             return Err(Stop::Failed("interrupted".to_owned()));
@@ -374,11 +374,7 @@ impl<'a> AttemptRun<'a> {
     /// Records `record` as this attempt's preflight (once).
     fn record(&mut self, record: &PreflightRecord) -> Result<(), WriteStop> {
         let preflight = NewPreflight {
-            status: match record.status {
-                datadiff_preflight::PreflightStatus::Pass => datadiff_backend_store::PreflightStatus::Pass,
-                datadiff_preflight::PreflightStatus::Blocked => datadiff_backend_store::PreflightStatus::Blocked,
-                datadiff_preflight::PreflightStatus::Error => datadiff_backend_store::PreflightStatus::Error,
-            },
+            status: record.status,
             query_fingerprint: record.query_fingerprint.as_str().to_owned(),
             index_metadata: record.index_metadata_json(),
             findings: record.findings_json(),

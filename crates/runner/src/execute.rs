@@ -2,10 +2,8 @@
 //! transition: the entry points the scheduler, `run`, `rerun` and embedding programs call.
 
 use chrono::{DateTime, Utc};
-use datadiff_backend_store::{
-    Attempt, Completion, NewPreflight, PreflightStatus, StartOutcome, Store, StoredDefinition,
-};
-use datadiff_diff_core::{Outcome, Signal, StartKind};
+use datadiff_backend_store::{Attempt, Completion, NewPreflight, StartOutcome, Store, StoredDefinition};
+use datadiff_diff_core::{Outcome, PreflightStatus, Signal, StartKind};
 use datadiff_preflight::PreflightRecord;
 
 use crate::attempt::AttemptRun;

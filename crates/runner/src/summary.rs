@@ -16,10 +16,11 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::StoredDefinition;
+use datadiff_diff_core::PreflightStatus;
 use datadiff_diff_core::{
     Bounds, CheckId, CheckResult, CheckType, ResultType, RunId, RunStatus, Skip, SourceType, TriggerType, UnknownName,
 };
-use datadiff_preflight::{IndexWarningIdentity, PreflightRecord, PreflightStatus, QueryFingerprint};
+use datadiff_preflight::{IndexWarningIdentity, PreflightRecord, QueryFingerprint};
 
 /// The status column of a summary: an attempt's stored status, or SKIPPED (never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -2,7 +2,8 @@
 //! is RUNNING; the stale sweep expires abandoned attempts (of superseded revisions too).
 
 use chrono::{DateTime, Utc};
-use datadiff_backend_store::{Completion, Difference, Error, NewPreflight, PreflightStatus};
+use datadiff_backend_store::{Completion, Difference, Error, NewPreflight};
+use datadiff_diff_core::PreflightStatus;
 use datadiff_diff_core::{
     CheckId, CheckResult, CheckType, DifferenceKind, PreflightId, ResultStatus, ResultType, RunId, RunStatus,
     STALE_SWEEP_ERROR, SkipReason, TriggerType,

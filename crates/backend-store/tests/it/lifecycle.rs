@@ -4,7 +4,8 @@
 //! giving the events INITIALIZE → INVALIDATE → ADVANCE → ADVANCE and state versions 1–4.
 
 use chrono::{DateTime, Utc};
-use datadiff_backend_store::{Completion, DefinitionFilter, NewPreflight, PreflightStatus, StartOutcome, SyncScope};
+use datadiff_backend_store::{Completion, DefinitionFilter, NewPreflight, StartOutcome, SyncScope};
+use datadiff_diff_core::PreflightStatus;
 use datadiff_diff_core::{
     Bounds, CheckDefinition, CheckId, CheckResult, CheckType, Extensions, ResultStatus, ResultType, RunId, RunStatus,
     SourceType, TargetType, TriggerType, due_slots,

@@ -14,9 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use datadiff_backend_store::{
-    Attempt, BackendConfig, Completion, Difference, Error, MigrateOptions, NewPreflight, PreflightStatus, Revision,
-    StartOutcome, Store, StoredDefinition, SyncScope, Target, migrate_backend,
+    Attempt, BackendConfig, Completion, Difference, Error, MigrateOptions, NewPreflight, Revision, StartOutcome, Store,
+    StoredDefinition, SyncScope, Target, migrate_backend,
 };
+use datadiff_diff_core::PreflightStatus;
 use datadiff_diff_core::{CheckResult, DifferenceKind, ResultStatus, ResultType, RunStatus, StartKind};
 use datadiff_testkit::{Database, quote_ident, shared_cluster};
 use datadiff_watermark::{Slot, SlotStatus, recompute};

@@ -1,6 +1,7 @@
 //! Failures while gathering become ERROR records that keep the evidence gathered so far.
 
-use datadiff_preflight::{PreflightStatus, QueryFingerprint, preflight};
+use datadiff_diff_core::PreflightStatus;
+use datadiff_preflight::{QueryFingerprint, preflight};
 use serde_json::json;
 
 use crate::{CHECK_SQL, PAYMENTS, TestResult, fresh, payments, run};

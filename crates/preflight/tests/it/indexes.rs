@@ -1,6 +1,7 @@
 //! Which indexes the gatherer sees, how it describes them, and which qualify.
 
-use datadiff_preflight::{PreflightStatus, QueryFingerprint, SourceTable};
+use datadiff_diff_core::PreflightStatus;
+use datadiff_preflight::{QueryFingerprint, SourceTable};
 use serde_json::json;
 
 use crate::{CHECK_SQL, PAYMENTS, TestResult, blocked_findings, fresh, payments, run};

@@ -353,7 +353,7 @@ fn a_missing_key_column_is_an_error_attempt_with_a_placeholder_preflight() {
     assert_eq!((preflight.has_leading_index, preflight.table_rows, preflight.row_limit), (None, None, None));
     assert!(context.result_rows(run_id).is_empty());
     assert_eq!(context.slot_state(run_id), Some(("ERROR".into(), Some(at(12, 0)), at(13, 0))));
-    assert_eq!(summary.preflight.map(|p| p.status), Some(datadiff_preflight::PreflightStatus::Error));
+    assert_eq!(summary.preflight.map(|p| p.status), Some(datadiff_diff_core::PreflightStatus::Error));
 }
 
 #[test]

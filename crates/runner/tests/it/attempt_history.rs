@@ -146,7 +146,7 @@ fn a_blocked_preflight_keeps_the_schema_result_and_reads_no_data() {
     let facts = summary.preflight.unwrap();
     assert_eq!(
         (facts.status, facts.table_rows, facts.index_warning),
-        (datadiff_preflight::PreflightStatus::Blocked, Some(100_000), false)
+        (datadiff_diff_core::PreflightStatus::Blocked, Some(100_000), false)
     );
 }
 
