@@ -21,6 +21,14 @@ fn a_passing_run_prints_upstreams_table_and_records_the_attempt_at_the_given_tim
         assert!(row.contains(cell), "{row}");
     }
     assert!(!outcome.stdout.contains("None"), "{}", outcome.stdout);
+    // As upstream: columns two spaces apart, the slot status blank on an executed row.
+    let slot_status = lines[0].find("  Slot status  ").expect("two spaces around the header") + 2;
+    assert_eq!(
+        row.get(slot_status..slot_status + "Slot status".len() + 2).map(str::trim),
+        Some(""),
+        "{}",
+        outcome.stdout
+    );
     let attempt = fixture
         .backend_sql()
         .query_one(
@@ -37,6 +45,8 @@ fn a_passing_run_prints_upstreams_table_and_records_the_attempt_at_the_given_tim
     // The same slot again: SKIPPED with the slot's status, exit 0, nothing written.
     let outcome = fixture.run(&["run", "--target", "postgres", "--tap", "payments", "--at", RUN_AT]);
     outcome.expect(0).stdout_has("SKIPPED").stdout_has("This cron slot has already been attempted");
+    let skipped = outcome.stdout.lines().find(|line| line.starts_with(CHECK)).expect("a row for the check");
+    assert_eq!(skipped.get(slot_status..slot_status + 4), Some("PASS"), "a skip shows the slot's status: {skipped}");
     assert_eq!(fixture.attempts().len(), 1);
 
     // A selection that matches nothing: a warning, no table, exit 0.

@@ -176,7 +176,7 @@ mod tests {
             kind: AlertKind::Failure,
             level: AlertLevel::Error,
             message: "FAIL data-diff payments/public.transfers — data mismatch".into(),
-            details: "tap_id           : payments".into(),
+            details: "tap_id            : payments".into(),
             next_action: "Repair the replica.".into(),
             subject: AlertSubject {
                 full_check_name: "postgres/payments/public/transfers".into(),
@@ -198,7 +198,7 @@ mod tests {
     fn plain_text_puts_the_next_action_after_the_details() {
         assert_eq!(
             alert().text(),
-            "FAIL data-diff payments/public.transfers — data mismatch\ntap_id           : payments\n\n\
+            "FAIL data-diff payments/public.transfers — data mismatch\ntap_id            : payments\n\n\
              Next action:\nRepair the replica."
         );
     }

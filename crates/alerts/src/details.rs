@@ -6,9 +6,9 @@
 
 use chrono::{DateTime, Timelike, Utc};
 
-/// Names are padded to this width: the longest names (`failure_statuses`,
-/// `timestamp_column`, `window_start_utc`) are 16 characters.
-const NAME_WIDTH: usize = 16;
+/// Names are padded to this width, then `: ` follows (upstream's `f'{name:<18}: {value}'`):
+/// the longest upstream name, `index_required_at`, is 17 characters.
+pub(crate) const NAME_WIDTH: usize = 18;
 
 /// The detail lines of one alert, in order.
 #[derive(Debug, Default)]
@@ -29,12 +29,16 @@ impl Details {
         }
     }
 
-    /// The lines, each `name` padded to a common width, ` : `, the single-line value.
+    /// The lines, each `name` padded to [`NAME_WIDTH`], `: `, the single-line value.
     pub(crate) fn render(&self) -> String {
-        let lines: Vec<String> =
-            self.lines.iter().map(|(name, value)| format!("{name:<NAME_WIDTH$} : {}", single_line(value))).collect();
+        let lines: Vec<String> = self.lines.iter().map(|(name, value)| line(name, &single_line(value))).collect();
         lines.join("\n")
     }
+}
+
+/// One `name: value` line, `name` padded to [`NAME_WIDTH`]; `value` is taken as it is.
+pub(crate) fn line(name: &str, value: &str) -> String {
+    format!("{name:<NAME_WIDTH$}: {value}")
 }
 
 /// A UTC time as alerts print it: `2026-07-22 13:00:00`, with microseconds
@@ -82,7 +86,7 @@ mod tests {
         details.push("tap_id", "payments");
         details.push_some("run_id", None::<String>);
         details.push("error_detail", "first\r\nsecond");
-        assert_eq!(details.render(), "tap_id           : payments\nerror_detail     : first\\r\\nsecond");
+        assert_eq!(details.render(), "tap_id            : payments\nerror_detail      : first\\r\\nsecond");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Failure alerts (runs note §5.1): FAIL and ERROR summaries grouped per check, one alert per
-//! group per invocation, laid out from the group's representative failure.
+//! group per invocation, laid out from the group's representative failure exactly as
+//! PipelineWise's formatter (`format_data_diff_alert`) lays it out.
 //!
 //! # Grouping
 //!
@@ -13,49 +14,62 @@
 //! the more urgent thing to show. A group of more than one failure adds its totals after
 //! `alert_utc_time`: `failed_windows` (distinct slots, or distinct bounds for summaries
 //! without a slot; left out when no window is known), `failed_attempts`, `failure_statuses`
-//! (`ERROR=n, FAIL=m`) and `shown_window : representative failure`, and prefixes the headline
+//! (`ERROR=n, FAIL=m`) and `shown_window: representative failure`, and prefixes the headline
 //! with `N failed windows; ` (`N failed attempts; ` when no window is known).
 //!
-//! # Layout
+//! # Layout (upstream's, byte for byte)
 //!
 //! The message is `<STATUS> data-diff <tap_id>/<schema>.<table> — <headline>` (the source
-//! schema and table), where the headline is `source index missing` for an ERROR whose
-//! preflight was BLOCKED, `check could not complete` for any other ERROR, `target has N
-//! fewer|more row(s)` for a FAIL whose `row_count` failed with a non-zero difference, and
-//! `data mismatch` otherwise.
+//! schema and table; the full check name when one of the three is empty), where the headline
+//! is `source index missing` for an ERROR whose preflight was BLOCKED, `check could not
+//! complete` for any other ERROR, `target has N fewer|more row(s)` for a FAIL whose
+//! `row_count` failed with a non-zero difference, and `data mismatch` otherwise.
 //!
-//! The details are aligned `name : value` lines, each present only when known:
-//! `alert_utc_time` (the invocation's time, to the second), the group totals, `tap_id`,
-//! `target_id`, `run_id`, `attempt` (`N (TRIGGER)`), `scheduled_utc`, `source_table` and
-//! `target_table` (`database.schema.table`), `timestamp_column` (with `(target: X)` when the
-//! target's is spelt differently), `window_start_utc` (`… (inclusive)`, or `unresolved
-//! (initial scan)` for a historical first run whose start was not found yet),
-//! `window_end_utc` (`… (exclusive)`), `query_seconds` (`source=x.xx, target=y.yy`),
-//! `failed_checks` (the FAIL and ERROR results in stored order) and `error_detail` (the
-//! stored error, at most 2,000 characters, then ` [error truncated]`). Times are UTC, as
-//! `2026-07-22 13:00:00` (microseconds only when not zero). Every value is kept on one line.
+//! The details are `name: value` lines, the name padded to 18 characters, each present only
+//! when known: `alert_utc_time` (the invocation's time, to the second), the group totals,
+//! `tap_id`, `target_id`, `run_id`, `attempt` (`N (TRIGGER)`), `scheduled_utc`,
+//! `source_table` and `target_table` (`database.schema.table`), `timestamp_column` (with
+//! `(target: X)` when the target's is spelt differently), `window_start_utc` (`…
+//! (inclusive)`, or `unresolved (initial scan)` for a historical first run whose start was not
+//! found yet), `window_end_utc` (`… (exclusive)`), `query_seconds` (`source=x.xx,
+//! target=y.yy`), `failed_checks` (the FAIL and ERROR results in stored order) and
+//! `error_detail`. Times are UTC, as `2026-07-22 13:00:00` (microseconds only when not zero).
+//! Every value but the error detail is kept on one line; the error detail keeps its line
+//! breaks (as upstream) and is cut after 2,000 characters with a line `[error truncated]`.
+//! For a BLOCKED preflight whose error is its findings joined by `; `, only the first finding
+//! is shown: the next action already gives the index advice.
 //!
 //! When `row_count` or `distinct_key_count` results hold two valid counts (non-negative
-//! integers), a count table follows after a blank line — datadiff's own layout:
+//! integers, in the forms Python's `Decimal` reads: digit strings of any length, JSON
+//! integers), a count table follows after a blank line:
 //!
 //! ```text
 //! Check               Source  Target  Difference
-//! ------------------  ------  ------  ----------
-//! row_count            1,204   1,201          -3
+//! row_count             1204    1201          -3
+//!
 //! Difference = target - source
 //! ```
 //!
 //! **Allow-list.** Only counts are shown: never a min or max key, a checksum, a schema
 //! compatibility value or a row value, whatever the results hold.
 //!
-//! # Next action (datadiff's wording; upstream's texts are not quoted by the sources)
+//! # Next action (upstream's sentences)
 //!
-//! A first sentence names what to fix — the missing source index for a BLOCKED preflight
-//! (said once, here, not repeated in the details), the replica for a FAIL, the reported error
-//! otherwise — and a second says how the window gets verified again: automatic retries for a
-//! current definition's attempt, `rerun_data_diff_check` for an inactive revision's, the next
-//! scheduled run (or `import_config` for an inactive revision) when no attempt exists.
+//! `- ` lines: what to fix (`Add a usable source index starting with <column>.` for a BLOCKED
+//! preflight, `Check replication lag and investigate the mismatch.` for a FAIL, `Resolve the
+//! reported error.` otherwise), then how the window gets verified again: automatic retries and
+//! `rerun_data_diff_check` for a current definition's attempt, `rerun_data_diff_check` alone
+//! for an inactive revision's, the next scheduled run (or running the check again) when no
+//! attempt exists.
+//!
+//! # datadiff's additions (extra lines only)
+//!
+//! When the attempt's `row_diff` extension found differences, the details end with one more
+//! line, `row_diff_counts   : missing=a, extra=b, changed=c`, and the next action with one
+//! more line naming `datadiff report differences --run-id <id>`. An alert of a definition
+//! without `row_diff` is exactly upstream's.
 
+use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Timelike, Utc};
@@ -64,11 +78,15 @@ use datadiff_diff_core::{CheckId, CheckType, ResultStatus, ResultType};
 use serde_json::Value as Json;
 
 use crate::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
-use crate::details::{Details, thousands, utc};
+use crate::details::{Details, line, single_line, utc};
 use datadiff_runner::{RunSummary, SummaryStatus};
 
 /// The longest `error_detail` shown, in characters.
 pub const MAX_ERROR_DETAIL_CHARS: usize = 2000;
+
+/// The longest count (in decimal digits) read from a result value; a longer one (only an
+/// absurd exponent such as `1e999999` makes one) is not a valid count.
+const MAX_COUNT_DIGITS: usize = 4096;
 
 /// The FAIL and ERROR summaries of one check in one invocation: one alert.
 #[derive(Debug, Clone)]
@@ -176,25 +194,143 @@ impl Totals {
     }
 }
 
-/// One line of the count table.
-struct CountRow {
-    check: &'static str,
-    source: u64,
-    target: u64,
-}
+/// A non-negative integer of any size, as its decimal digits without leading zeros.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Count(String);
 
-impl CountRow {
-    fn difference(&self) -> i128 {
-        i128::from(self.target) - i128::from(self.source)
+impl Count {
+    /// `digits` (ASCII digits, at least one) without its leading zeros.
+    fn of_digits(digits: &str) -> Count {
+        let trimmed = digits.trim_start_matches('0');
+        Count(if trimmed.is_empty() { "0".to_owned() } else { trimmed.to_owned() })
+    }
+
+    fn compare(&self, other: &Count) -> Ordering {
+        self.0.len().cmp(&other.0.len()).then_with(|| self.0.cmp(&other.0))
+    }
+
+    /// `self - smaller` for `smaller <= self`.
+    fn minus(&self, smaller: &Count) -> Count {
+        let mut out = Vec::with_capacity(self.0.len());
+        let mut borrow = 0u8;
+        let mut low = smaller.0.bytes().rev();
+        for digit in self.0.bytes().rev() {
+            let subtrahend = low.next().map_or(0, |b| b - b'0') + borrow;
+            let digit = digit - b'0';
+            let (value, next_borrow) =
+                if digit >= subtrahend { (digit - subtrahend, 0) } else { (digit + 10 - subtrahend, 1) };
+            out.push(b'0' + value);
+            borrow = next_borrow;
+        }
+        out.reverse();
+        Count::of_digits(std::str::from_utf8(&out).unwrap_or("0"))
     }
 }
 
-/// A stored count: a string of ASCII digits (the canonical form) or a non-negative JSON
-/// integer; anything else (negative, fractional, boolean, missing) is not a valid count.
-fn count(value: &Json) -> Option<u64> {
+/// `target - source`: its sign and magnitude.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Difference {
+    sign: Ordering,
+    magnitude: Count,
+}
+
+impl Difference {
+    fn between(source: &Count, target: &Count) -> Difference {
+        match target.compare(source) {
+            Ordering::Equal => Difference { sign: Ordering::Equal, magnitude: Count("0".to_owned()) },
+            Ordering::Greater => Difference { sign: Ordering::Greater, magnitude: target.minus(source) },
+            Ordering::Less => Difference { sign: Ordering::Less, magnitude: source.minus(target) },
+        }
+    }
+
+    fn text(&self) -> String {
+        match self.sign {
+            Ordering::Less => format!("-{}", self.magnitude.0),
+            _ => self.magnitude.0.clone(),
+        }
+    }
+}
+
+/// One line of the count table.
+struct CountRow {
+    check: CheckType,
+    source: Count,
+    target: Count,
+    difference: Difference,
+}
+
+/// ASCII digits, at least one.
+fn digits(text: &str) -> Option<&str> {
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())).then_some(text)
+}
+
+/// A string count as Python's `Decimal` reads it — surrounding whitespace and every
+/// underscore removed, then a sign, digits with a fraction, an exponent — kept only when it
+/// is a finite non-negative integer. (`Decimal` also reads non-ASCII decimal digits; they are
+/// not counts here.)
+fn decimal_count(text: &str) -> Option<Count> {
+    let text: String = text.trim().chars().filter(|&c| c != '_').collect();
+    let (negative, unsigned) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text.as_str()),
+    };
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
+        None => (unsigned, None),
+    };
+    let (whole, fraction) = match mantissa.find('.') {
+        Some(at) => (&mantissa[..at], &mantissa[at + 1..]),
+        None => (mantissa, ""),
+    };
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let whole = if whole.is_empty() { "" } else { digits(whole)? };
+    let fraction = if fraction.is_empty() { "" } else { digits(fraction)? };
+    let exponent: i64 = match exponent {
+        None => 0,
+        Some(exponent) => {
+            let (negative, magnitude) = match exponent.as_bytes().first() {
+                Some(b'-') => (true, &exponent[1..]),
+                Some(b'+') => (false, &exponent[1..]),
+                _ => (false, exponent),
+            };
+            let magnitude: i64 = digits(magnitude)?.parse().ok()?;
+            if negative { -magnitude } else { magnitude }
+        }
+    };
+    let all_digits = format!("{whole}{fraction}");
+    let scale = exponent.checked_sub(i64::try_from(fraction.len()).ok()?)?;
+    let significant = all_digits.trim_start_matches('0');
+    let count = if significant.is_empty() {
+        Count("0".to_owned())
+    } else if scale >= 0 {
+        let zeros = usize::try_from(scale).ok()?;
+        if significant.len().saturating_add(zeros) > MAX_COUNT_DIGITS {
+            return None;
+        }
+        Count(format!("{significant}{}", "0".repeat(zeros)))
+    } else {
+        let cut = usize::try_from(scale.unsigned_abs()).ok()?;
+        if cut > significant.len() || !significant[significant.len() - cut..].bytes().all(|b| b == b'0') {
+            return None;
+        }
+        Count::of_digits(&significant[..significant.len() - cut])
+    };
+    if negative && count.0 != "0" {
+        return None;
+    }
+    Some(count)
+}
+
+/// A stored count: a string `Decimal` reads as a non-negative integer, or a non-negative
+/// JSON integer; anything else (a fraction, a float, a boolean, a negative number, missing)
+/// is not a valid count.
+fn count(value: &Json) -> Option<Count> {
     match value {
-        Json::String(text) if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => text.parse().ok(),
-        Json::Number(number) => number.as_u64(),
+        Json::String(text) => decimal_count(text),
+        Json::Number(number) => number.as_u64().map(|n| Count(n.to_string())),
         _ => None,
     }
 }
@@ -210,49 +346,42 @@ fn count_rows(summary: &RunSummary) -> Vec<CountRow> {
                 ResultType::Check(check @ (CheckType::RowCount | CheckType::DistinctKeyCount)) => check,
                 _ => return None,
             };
-            Some(CountRow {
-                check: check.as_str(),
-                source: count(&result.source_value)?,
-                target: count(&result.target_value)?,
-            })
+            let source = count(&result.source_value)?;
+            let target = count(&result.target_value)?;
+            let difference = Difference::between(&source, &target);
+            Some(CountRow { check, source, target, difference })
         })
         .collect()
 }
 
+/// The count table: the header and one line per row, columns two spaces apart (the name
+/// left-aligned, the numbers right-aligned), a blank line, the legend.
 fn count_table(rows: &[CountRow]) -> String {
-    let header = ["Check", "Source", "Target", "Difference"];
-    let cells: Vec<[String; 4]> = rows
-        .iter()
-        .map(|row| {
-            [
-                row.check.to_owned(),
-                thousands(i128::from(row.source)),
-                thousands(i128::from(row.target)),
-                thousands(row.difference()),
-            ]
-        })
-        .collect();
-    let mut widths = header.map(str::len);
+    let mut cells: Vec<[String; 4]> = vec![["Check", "Source", "Target", "Difference"].map(str::to_owned)];
+    cells.extend(
+        rows.iter().map(|row| {
+            [row.check.as_str().to_owned(), row.source.0.clone(), row.target.0.clone(), row.difference.text()]
+        }),
+    );
+    let mut widths = [0usize; 4];
     for row in &cells {
         for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.len());
+            *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: [&str; 4]| {
-        format!(
-            "{:<w0$}  {:>w1$}  {:>w2$}  {:>w3$}",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
-        )
-    };
-    let mut lines = vec![line(header), line(widths.map(|w| "-".repeat(w)).each_ref().map(String::as_str))];
-    lines.extend(cells.iter().map(|row| line(row.each_ref().map(String::as_str))));
+    let mut lines: Vec<String> = cells
+        .iter()
+        .map(|[check, source, target, difference]| {
+            format!(
+                "{check:<w0$}  {source:>w1$}  {target:>w2$}  {difference:>w3$}",
+                w0 = widths[0],
+                w1 = widths[1],
+                w2 = widths[2],
+                w3 = widths[3]
+            )
+        })
+        .collect();
+    lines.push(String::new());
     lines.push("Difference = target - source".to_owned());
     lines.join("\n")
 }
@@ -265,23 +394,35 @@ fn headline(summary: &RunSummary, rows: &[CountRow]) -> String {
     if summary.status == SummaryStatus::Error {
         return if blocked(summary) { "source index missing" } else { "check could not complete" }.to_owned();
     }
-    let row_count_failed = summary
-        .result(ResultType::Check(CheckType::RowCount))
-        .is_some_and(|result| result.status == ResultStatus::Fail);
-    let difference = rows.iter().find(|row| row.check == CheckType::RowCount.as_str()).map(CountRow::difference);
-    match difference {
-        Some(difference) if row_count_failed && difference != 0 => {
-            let direction = if difference < 0 { "fewer" } else { "more" };
-            let rows = difference.unsigned_abs();
-            format!("target has {rows} {direction} row{}", if rows == 1 { "" } else { "s" })
+    let failed = |check: CheckType| {
+        summary
+            .results
+            .iter()
+            .any(|result| result.check_type == ResultType::Check(check) && result.status == ResultStatus::Fail)
+    };
+    for row in rows {
+        if row.check == CheckType::RowCount && failed(CheckType::RowCount) && row.difference.sign != Ordering::Equal {
+            let direction = if row.difference.sign == Ordering::Less { "fewer" } else { "more" };
+            let magnitude = &row.difference.magnitude.0;
+            return format!("target has {magnitude} {direction} {}", if magnitude == "1" { "row" } else { "rows" });
         }
-        _ => "data mismatch".to_owned(),
     }
+    "data mismatch".to_owned()
 }
 
-/// `database.schema.table`, leaving out empty parts.
-fn qualified(parts: [&str; 3]) -> String {
-    parts.into_iter().filter(|part| !part.is_empty()).collect::<Vec<_>>().join(".")
+/// `database.schema.table`, leaving out empty parts; `None` when all are empty.
+fn qualified(parts: [&str; 3]) -> Option<String> {
+    let parts: Vec<&str> = parts.into_iter().filter(|part| !part.is_empty()).collect();
+    (!parts.is_empty()).then(|| parts.join("."))
+}
+
+/// `tap_id/schema.table`, or the full check name when one of the three is empty; one line.
+pub(crate) fn check_name(check: &datadiff_runner::CheckIdentity) -> String {
+    if [&check.tap_id, &check.source_schema, &check.source_table].iter().all(|part| !part.is_empty()) {
+        single_line(&format!("{}/{}.{}", check.tap_id, check.source_schema, check.source_table))
+    } else {
+        single_line(&check.full_check_name)
+    }
 }
 
 /// `source=x.xx, target=y.yy`; a side without a valid time says `not available`; `None` when
@@ -300,45 +441,63 @@ fn query_seconds(summary: &RunSummary) -> Option<String> {
     Some(format!("{}, {}", side("source", source), side("target", target)))
 }
 
-/// At most [`MAX_ERROR_DETAIL_CHARS`] characters, then ` [error truncated]`.
-fn error_detail(reason: &str) -> String {
-    match reason.char_indices().nth(MAX_ERROR_DETAIL_CHARS) {
-        Some((cut, _)) => format!("{} [error truncated]", &reason[..cut]),
-        None => reason.to_owned(),
+/// The error shown: the stored error, or only the first finding of a BLOCKED preflight whose
+/// error is its findings joined; cut after [`MAX_ERROR_DETAIL_CHARS`] characters with a line
+/// `[error truncated]`. `None` without an error.
+fn error_detail(summary: &RunSummary) -> Option<String> {
+    let reason = summary.reason.as_deref().filter(|reason| !reason.is_empty())?;
+    let mut reason = match &summary.preflight {
+        Some(preflight)
+            if preflight.status == PreflightStatus::Blocked
+                && !preflight.findings.is_empty()
+                && reason == preflight.findings.join("; ") =>
+        {
+            preflight.findings[0].clone()
+        }
+        _ => reason.to_owned(),
+    };
+    if let Some((cut, _)) = reason.char_indices().nth(MAX_ERROR_DETAIL_CHARS) {
+        reason.truncate(cut);
+        reason.push_str("\n[error truncated]");
     }
+    Some(reason)
+}
+
+/// `missing=a, extra=b, changed=c` of a `row_diff` result that found differences.
+fn row_diff_counts(summary: &RunSummary) -> Option<String> {
+    let result = summary.result(ResultType::RowDiff).filter(|result| result.status == ResultStatus::Fail)?;
+    let field = |name: &str| result.target_value.get(name).and_then(count).map(|count| count.0);
+    Some(format!("missing={}, extra={}, changed={}", field("missing")?, field("extra")?, field("changed")?))
 }
 
 fn next_action(summary: &RunSummary) -> String {
     let check = &summary.check;
-    let fix = if blocked(summary) {
-        format!(
-            "Create an index on the source table {}.{} that begins with {}; datadiff never creates it, and the \
-             preflight blocks this check until it exists.",
-            check.source_schema, check.source_table, check.source_timestamp_column
-        )
+    let mut lines = vec![if blocked(summary) {
+        format!("Add a usable source index starting with {}.", check.source_timestamp_column)
     } else if summary.status == SummaryStatus::Fail {
-        "Compare the replica with its source for this window (replication lag, skipped batches, deletes or \
-         updates not replicated) and repair the replica."
-            .to_owned()
+        "Check replication lag and investigate the mismatch.".to_owned()
     } else {
-        "Fix the cause shown in error_detail.".to_owned()
-    };
-    let verify = match (summary.run_id, check.is_current) {
-        (None, true) => "No attempt was recorded; the next scheduled run tries this check again.".to_owned(),
-        (None, false) => "No attempt was recorded, and this definition revision is no longer current: run \
-                          import_config, then run the current revision's check."
-            .to_owned(),
-        (Some(run_id), true) => format!(
-            "Failed windows are retried automatically, at most once per cron interval. To verify this window \
-             now: datadiff rerun_data_diff_check --dir <project> --run-id {run_id} --remediation-ref <ticket>"
+        "Resolve the reported error.".to_owned()
+    }];
+    match (summary.run_id, check.is_current) {
+        (None, false) => lines.push("Run the check again after resolving the problem.".to_owned()),
+        (None, true) => lines.push("Scheduled runs will attempt this check again.".to_owned()),
+        (Some(_), false) => lines.push(
+            "This definition is inactive. To verify this window, use `rerun_data_diff_check` with `--run-id` and \
+             `--remediation-ref`."
+                .to_owned(),
         ),
-        (Some(run_id), false) => format!(
-            "This definition revision is no longer current, so its failed windows are not retried \
-             automatically. To verify this window: datadiff rerun_data_diff_check --dir <project> --run-id \
-             {run_id} --remediation-ref <ticket>"
-        ),
-    };
-    format!("{fix}\n{verify}")
+        (Some(_), true) => {
+            lines.push("Failed windows retry automatically on scheduled runs.".to_owned());
+            lines.push(
+                "To verify sooner, use `rerun_data_diff_check` with `--run-id` and `--remediation-ref`.".to_owned(),
+            );
+        }
+    }
+    if let (Some(run_id), Some(_)) = (summary.run_id, row_diff_counts(summary)) {
+        lines.push(format!("To list the differing rows' keys, use `datadiff report differences --run-id {run_id}`."));
+    }
+    lines.iter().map(|line| format!("- {line}")).collect::<Vec<_>>().join("\n")
 }
 
 /// The alert of `summary`, with its group's totals when the group has more than one failure.
@@ -349,10 +508,7 @@ fn compose(summary: &RunSummary, totals: Option<Totals>, now: DateTime<Utc>) -> 
     if let Some(totals) = &totals {
         headline = format!("{}{headline}", totals.headline_prefix());
     }
-    let message = crate::details::single_line(&format!(
-        "{} data-diff {}/{}.{} — {headline}",
-        summary.status, check.tap_id, check.source_schema, check.source_table
-    ));
+    let message = format!("{} data-diff {} — {headline}", summary.status, check_name(check));
 
     let mut details = Details::default();
     details.push("alert_utc_time", utc(now.with_nanosecond(0).unwrap_or(now)));
@@ -370,10 +526,13 @@ fn compose(summary: &RunSummary, totals: Option<Totals>, now: DateTime<Utc>) -> 
         }),
     );
     details.push_some("scheduled_utc", summary.scheduled_for.map(utc));
-    details.push("source_table", qualified([&check.source_database, &check.source_schema, &check.source_table]));
-    details.push("target_table", qualified([&check.target_database, &check.target_schema, &check.target_table]));
+    details.push_some("source_table", qualified([&check.source_database, &check.source_schema, &check.source_table]));
+    details.push_some("target_table", qualified([&check.target_database, &check.target_schema, &check.target_table]));
     let mut column = check.source_timestamp_column.clone();
-    if check.target_timestamp_column != check.source_timestamp_column {
+    if !column.is_empty()
+        && !check.target_timestamp_column.is_empty()
+        && check.target_timestamp_column != check.source_timestamp_column
+    {
         column = format!("{column} (target: {})", check.target_timestamp_column);
     }
     details.push("timestamp_column", column);
@@ -397,12 +556,19 @@ fn compose(summary: &RunSummary, totals: Option<Totals>, now: DateTime<Utc>) -> 
     if !failed.is_empty() {
         details.push("failed_checks", failed.join(", "));
     }
-    details.push_some("error_detail", summary.reason.as_deref().filter(|r| !r.is_empty()).map(error_detail));
 
     let mut body = details.render();
+    if let Some(reason) = error_detail(summary) {
+        body.push('\n');
+        body.push_str(&line("error_detail", &reason));
+    }
     if !rows.is_empty() {
         body.push_str("\n\n");
         body.push_str(&count_table(&rows));
+    }
+    if let Some(counts) = row_diff_counts(summary) {
+        body.push_str("\n\n");
+        body.push_str(&line("row_diff_counts", &counts));
     }
 
     let mut subject = AlertSubject::of(check);
@@ -428,7 +594,7 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use datadiff_runner::{CheckIdentity, PreflightFacts};
+    use datadiff_runner::CheckIdentity;
 
     fn at(hour: u32, minute: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap()
@@ -522,34 +688,32 @@ mod tests {
         assert_eq!(alert.message, "FAIL data-diff payments/public.transfers — target has 3 fewer rows");
         assert_eq!(
             alert.details,
-            "alert_utc_time   : 2026-07-22 13:05:00\n\
-             tap_id           : payments\n\
-             target_id        : postgres\n\
-             run_id           : 00000000-0000-0000-0000-000000000011\n\
-             attempt          : 1 (SCHEDULED)\n\
-             scheduled_utc    : 2026-07-22 13:00:00\n\
-             source_table     : payments.public.transfers\n\
-             target_table     : warehouse.payments_public.transfers\n\
-             timestamp_column : updated_at\n\
-             window_start_utc : 2026-07-22 12:00:00 (inclusive)\n\
-             window_end_utc   : 2026-07-22 13:00:00 (exclusive)\n\
-             query_seconds    : source=0.50, target=0.25\n\
-             failed_checks    : row_count, distinct_key_count, max_key, row_checksum\n\
-             error_detail     : row_count FAIL; max_key FAIL; row_checksum FAIL\n\
+            "alert_utc_time    : 2026-07-22 13:05:00\n\
+             tap_id            : payments\n\
+             target_id         : postgres\n\
+             run_id            : 00000000-0000-0000-0000-000000000011\n\
+             attempt           : 1 (SCHEDULED)\n\
+             scheduled_utc     : 2026-07-22 13:00:00\n\
+             source_table      : payments.public.transfers\n\
+             target_table      : warehouse.payments_public.transfers\n\
+             timestamp_column  : updated_at\n\
+             window_start_utc  : 2026-07-22 12:00:00 (inclusive)\n\
+             window_end_utc    : 2026-07-22 13:00:00 (exclusive)\n\
+             query_seconds     : source=0.50, target=0.25\n\
+             failed_checks     : row_count, distinct_key_count, max_key, row_checksum\n\
+             error_detail      : row_count FAIL; max_key FAIL; row_checksum FAIL\n\
              \n\
              Check               Source  Target  Difference\n\
-             ------------------  ------  ------  ----------\n\
-             row_count            1,204   1,201          -3\n\
-             distinct_key_count   1,204   1,201          -3\n\
+             row_count             1204    1201          -3\n\
+             distinct_key_count    1204    1201          -3\n\
+             \n\
              Difference = target - source"
         );
         assert_eq!(
             alert.next_action,
-            "Compare the replica with its source for this window (replication lag, skipped batches, deletes or \
-             updates not replicated) and repair the replica.\n\
-             Failed windows are retried automatically, at most once per cron interval. To verify this window now: \
-             datadiff rerun_data_diff_check --dir <project> --run-id 00000000-0000-0000-0000-000000000011 \
-             --remediation-ref <ticket>"
+            "- Check replication lag and investigate the mismatch.\n\
+             - Failed windows retry automatically on scheduled runs.\n\
+             - To verify sooner, use `rerun_data_diff_check` with `--run-id` and `--remediation-ref`."
         );
         assert_eq!((alert.kind, alert.level), (AlertKind::Failure, AlertLevel::Error));
         assert_eq!(alert.subject.status, Some(SummaryStatus::Fail));
@@ -607,7 +771,7 @@ mod tests {
         let details = alert_of(summary).details;
         assert!(!details.contains("row_count    "), "{details}");
         assert!(
-            details.ends_with("distinct_key_count      12      10          -2\nDifference = target - source"),
+            details.ends_with("distinct_key_count      12      10          -2\n\nDifference = target - source"),
             "{details}"
         );
         let mut none = fail(13, 1);
@@ -617,59 +781,12 @@ mod tests {
     }
 
     #[test]
-    fn errors_have_their_own_headlines_and_advice() {
-        let mut blocked = error(13, 2, "No usable source index starts with timestamp column 'updated_at'");
-        blocked.preflight = Some(PreflightFacts {
-            status: PreflightStatus::Blocked,
-            index_warning: false,
-            table_rows: Some(100_000),
-            has_leading_index: Some(false),
-            metadata_only: false,
-            placeholder: false,
-        });
-        let alert = alert_of(blocked);
-        assert_eq!(alert.message, "ERROR data-diff payments/public.transfers — source index missing");
-        assert!(alert.next_action.starts_with(
-            "Create an index on the source table public.transfers that begins with updated_at; datadiff never \
-             creates it"
-        ));
-        assert_eq!(alert.text().matches("Create an index").count(), 1, "the index advice is given once");
-
-        let alert = alert_of(error(13, 2, "cannot connect to the source database"));
-        assert_eq!(alert.message, "ERROR data-diff payments/public.transfers — check could not complete");
-        assert!(alert.next_action.starts_with("Fix the cause shown in error_detail.\n"));
-        assert!(alert.details.contains("\nerror_detail     : cannot connect to the source database"));
-        assert!(!alert.details.contains("failed_checks"));
-        assert!(!alert.details.contains("query_seconds"));
-    }
-
-    #[test]
-    fn next_action_depends_on_the_revision_and_on_an_attempt_existing() {
-        let mut inactive = fail(13, 0x11);
-        inactive.check.is_current = false;
-        assert!(
-            alert_of(inactive)
-                .next_action
-                .ends_with("This definition revision is no longer current, so its failed windows are not retried automatically. To verify this window: datadiff rerun_data_diff_check --dir <project> --run-id 00000000-0000-0000-0000-000000000011 --remediation-ref <ticket>")
-        );
-
-        let runless = RunSummary::failed_without_run(identity(7), "backend connection lost");
-        let alert = alert_of(runless.clone());
-        assert_eq!(alert.message, "ERROR data-diff payments/public.transfers — check could not complete");
-        assert!(
-            alert.next_action.ends_with("\nNo attempt was recorded; the next scheduled run tries this check again.")
-        );
+    fn a_check_that_failed_before_an_attempt_has_no_run_in_its_json() {
+        let alert = alert_of(RunSummary::failed_without_run(identity(7), "backend connection lost"));
         for absent in ["run_id", "attempt", "scheduled_utc", "window_start_utc", "window_end_utc"] {
             assert!(!alert.details.contains(absent), "{absent} in {}", alert.details);
         }
         assert_eq!(alert.to_json()["run_id"], Json::Null);
-
-        let mut inactive_runless = runless;
-        inactive_runless.check.is_current = false;
-        assert!(alert_of(inactive_runless).next_action.ends_with(
-            "No attempt was recorded, and this definition revision is no longer current: run import_config, then \
-             run the current revision's check."
-        ));
     }
 
     #[test]
@@ -679,13 +796,13 @@ mod tests {
         summary.trigger = Some(TriggerType::Retry);
         summary.attempt = Some(3);
         let details = alert_of(summary).details;
-        assert!(details.contains("\nattempt          : 3 (RETRY)\n"), "{details}");
-        assert!(details.contains("\nwindow_start_utc : unresolved (initial scan)\n"), "{details}");
-        assert!(details.contains("\nwindow_end_utc   : 2026-07-22 13:00:00.250000 (exclusive)\n"), "{details}");
+        assert!(details.contains("\nattempt           : 3 (RETRY)\n"), "{details}");
+        assert!(details.contains("\nwindow_start_utc  : unresolved (initial scan)\n"), "{details}");
+        assert!(details.contains("\nwindow_end_utc    : 2026-07-22 13:00:00.250000 (exclusive)\n"), "{details}");
         // The alert time is shown to the second.
         let summaries = [fail(13, 1)];
         let alert = FailureGroup::of(&summaries)[0].alert(at(13, 5) + chrono::Duration::milliseconds(999));
-        assert!(alert.details.starts_with("alert_utc_time   : 2026-07-22 13:05:00\n"), "{}", alert.details);
+        assert!(alert.details.starts_with("alert_utc_time    : 2026-07-22 13:05:00\n"), "{}", alert.details);
     }
 
     #[test]
@@ -694,29 +811,17 @@ mod tests {
         for result in &mut summary.results {
             result.target_query_seconds = None;
         }
-        assert!(alert_of(summary).details.contains("\nquery_seconds    : source=0.50, target=not available\n"));
+        assert!(alert_of(summary).details.contains("\nquery_seconds     : source=0.50, target=not available\n"));
     }
 
     #[test]
-    fn long_errors_are_truncated_and_every_value_stays_on_one_line() {
-        let long = format!("{}é{}", "x".repeat(1999), "y".repeat(500));
-        let alert = alert_of(error(13, 2, &long));
-        let line = alert.details.lines().find(|line| line.starts_with("error_detail")).unwrap();
-        assert_eq!(line, format!("error_detail     : {}é [error truncated]", "x".repeat(1999)));
-        let exact = "z".repeat(MAX_ERROR_DETAIL_CHARS);
-        let line_of = |alert: Alert| alert.details.lines().find(|l| l.starts_with("error_detail")).unwrap().to_owned();
-        assert_eq!(line_of(alert_of(error(13, 2, &exact))), format!("error_detail     : {exact}"));
-
+    fn values_stay_on_one_line_but_the_error_keeps_its_lines() {
         let mut multiline = error(13, 2, "first line\nsecond line\r\nthird");
         multiline.check.source_table = "odd\ntable".into();
         let alert = alert_of(multiline);
         assert_eq!(alert.message, "ERROR data-diff payments/public.odd\\ntable — check could not complete");
-        assert!(
-            alert.details.contains("\nerror_detail     : first line\\nsecond line\\r\\nthird"),
-            "{}",
-            alert.details
-        );
-        assert!(alert.details.contains("\nsource_table     : payments.public.odd\\ntable\n"), "{}", alert.details);
+        assert!(alert.details.ends_with("\nerror_detail      : first line\nsecond line\r\nthird"), "{}", alert.details);
+        assert!(alert.details.contains("\nsource_table      : payments.public.odd\\ntable\n"), "{}", alert.details);
     }
 
     #[test]
@@ -739,12 +844,12 @@ mod tests {
         );
         assert!(
             alert.details.starts_with(
-                "alert_utc_time   : 2026-07-22 13:05:00\n\
-                 failed_windows   : 25\n\
-                 failed_attempts  : 25\n\
-                 failure_statuses : FAIL=25\n\
-                 shown_window     : representative failure\n\
-                 tap_id           : payments\n"
+                "alert_utc_time    : 2026-07-22 13:05:00\n\
+                 failed_windows    : 25\n\
+                 failed_attempts   : 25\n\
+                 failure_statuses  : FAIL=25\n\
+                 shown_window      : representative failure\n\
+                 tap_id            : payments\n"
             ),
             "{}",
             alert.details
@@ -766,11 +871,11 @@ mod tests {
             "ERROR data-diff payments/public.transfers — 3 failed windows; check could not complete"
         );
         assert!(
-            alert.details.contains("\nfailed_attempts  : 5\nfailure_statuses : ERROR=2, FAIL=3\n"),
+            alert.details.contains("\nfailed_attempts   : 5\nfailure_statuses  : ERROR=2, FAIL=3\n"),
             "{}",
             alert.details
         );
-        assert!(alert.details.contains("\nerror_detail     : second error"));
+        assert!(alert.details.contains("\nerror_detail      : second error"));
     }
 
     #[test]
@@ -791,7 +896,7 @@ mod tests {
             "ERROR data-diff payments/public.transfers — 2 failed attempts; check could not complete"
         );
         assert!(!alert.details.contains("failed_windows"));
-        assert!(alert.details.contains("\nfailed_attempts  : 2\nfailure_statuses : ERROR=2\n"));
+        assert!(alert.details.contains("\nfailed_attempts   : 2\nfailure_statuses  : ERROR=2\n"));
 
         let retried = [fail(13, 1), fail(13, 2)];
         let alert = FailureGroup::of(&retried)[0].alert(at(13, 5));
@@ -887,6 +992,6 @@ mod tests {
     fn a_differently_spelt_target_timestamp_column_is_named() {
         let mut summary = fail(13, 1);
         summary.check.target_timestamp_column = "updatedat".into();
-        assert!(alert_of(summary).details.contains("\ntimestamp_column : updated_at (target: updatedat)\n"));
+        assert!(alert_of(summary).details.contains("\ntimestamp_column  : updated_at (target: updatedat)\n"));
     }
 }

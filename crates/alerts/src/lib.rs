@@ -22,8 +22,8 @@
 //!
 //! # Example
 //!
-//! What `run_data_diff_checks` does around its attempts (and `rerun_data_diff_check`, which
-//! also sends pending index warnings):
+//! What `run_data_diff_checks` does around its attempts (and `rerun_data_diff_check` around
+//! its remediation, with the one summary):
 //!
 //! ```no_run
 //! use chrono::{TimeZone, Utc};
@@ -80,11 +80,11 @@
 //!   endpoint cost one timeout, not 25. No redirect is followed.
 //! * **Latest observation** of a source's index is the last summary in the order given, so
 //!   callers pass summaries in execution order.
-//! * **Texts.** The message, headline and detail names are upstream's (runs note §5.1). The
-//!   next-action sentences, the count table's layout and the whole index-warning layout are
-//!   datadiff's own (see [`FailureGroup`] and [`IndexWarning`]); numbers in the count table and
-//!   warnings have thousands separators. Values are kept on one line (`\n` escaped), the
-//!   error detail is cut at 2,000 characters with ` [error truncated]`.
+//! * **Texts.** Every message, detail line and next action is byte-identical to
+//!   PipelineWise's formatter (`format_data_diff_alert`, `format_data_diff_index_warning` at
+//!   8ef3713; see [`FailureGroup`] and [`IndexWarning`]; its test cases are ported in this
+//!   module's tests). datadiff's additions are extra lines only: the `row_diff` counts and the
+//!   `report differences` command, for definitions with the `row_diff` extension.
 //! * **Never in an alert**: a min/max key, a checksum, a schema or row value (only
 //!   `row_count` and `distinct_key_count` values are shown), a token, a routing key or a URL
 //!   (problems name the destination, `slack channel #x`, `victorops`, `webhook`, `log
@@ -104,6 +104,8 @@ mod details;
 mod dispatcher;
 mod failure;
 mod report;
+#[cfg(test)]
+mod upstream_cases;
 mod warning;
 
 pub use alert::{Alert, AlertKind, AlertLevel, AlertSubject};

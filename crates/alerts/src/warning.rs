@@ -16,33 +16,40 @@
 //! Routing (which tap's channel, which check id the marker names) is the dispatcher's: the
 //! latest observation whose tap has alerts enabled.
 //!
-//! # Layout (datadiff's wording)
+//! # Layout (upstream's, byte for byte: `format_data_diff_index_warning`)
 //!
 //! ```text
-//! WARNING data-diff payments/public.transfers — unindexed source table nearing the 100,000-row limit
-//! alert_utc_time   : 2026-07-22 13:05:00
-//! tap_id           : payments
-//! target_id        : postgres
-//! source_table     : payments.public.transfers
-//! timestamp_column : updated_at
-//! table_rows       : 75,000
-//! blocking_rows    : 100,000
-//! observed_run_id  : 6f0b…
+//! WARNING data-diff payments/public.transfers — approaching source index requirement
+//! alert_utc_time    : 2026-07-22 13:05:00
+//! tap_id            : payments
+//! target_id         : postgres
+//! source_table      : payments.public.transfers
+//! timestamp_column  : updated_at
+//! source_rows       : 75,000
+//! index_required_at : 100,000 rows
+//! index_status      : No qualifying source index
+//! data_diff_status  : Checks can still run
 //! ```
 //!
-//! Next action: create an index on the table beginning with the timestamp column (with a
-//! `CREATE INDEX` example, identifiers quoted), because at 100,000 rows the preflight blocks
-//! every check of the table; datadiff never creates it; the warning is sent once per source
-//! table.
+//! Next action:
+//!
+//! ```text
+//! - Arrange a usable source index starting with updated_at before the table reaches 100,000 rows.
+//! - At 100,000 rows or more, data checks will be blocked until that index exists.
+//! ```
+//!
+//! The source fields and the row count are the latest observation's, the target the routing
+//! check's; the limit is the bound the preflight's count used (100,000).
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Timelike, Utc};
 use datadiff_diff_core::PreflightStatus;
-use datadiff_preflight::{BLOCKING_ROWS, IndexWarningId};
+use datadiff_preflight::{DEFAULT_ROW_LIMIT, IndexWarningId};
 
 use crate::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
 use crate::details::{Details, single_line, thousands, utc};
+use crate::failure::check_name;
 use datadiff_runner::{RunSummary, SummaryStatus};
 
 /// The observations of one source's index in one invocation, keyed by its warning id.
@@ -101,14 +108,12 @@ impl<'a> IndexWarning<'a> {
     pub fn alert(&self, routing: &RunSummary, now: DateTime<Utc>) -> Alert {
         let latest = self.latest();
         let check = &latest.check;
-        let table_rows = latest.preflight.as_ref().and_then(|preflight| preflight.table_rows);
-        let message = single_line(&format!(
-            "WARNING data-diff {}/{}.{} — unindexed source table nearing the {}-row limit",
-            check.tap_id,
-            check.source_schema,
-            check.source_table,
-            thousands(i128::from(BLOCKING_ROWS))
-        ));
+        let preflight = latest.preflight.as_ref();
+        let table_rows = preflight.and_then(|preflight| preflight.table_rows);
+        let row_limit =
+            thousands(i128::from(preflight.and_then(|preflight| preflight.row_limit).unwrap_or(DEFAULT_ROW_LIMIT)));
+        let column = single_line(&check.source_timestamp_column);
+        let message = format!("WARNING data-diff {} — approaching source index requirement", check_name(check));
 
         let mut details = Details::default();
         details.push("alert_utc_time", utc(now.with_nanosecond(0).unwrap_or(now)));
@@ -119,24 +124,18 @@ impl<'a> IndexWarning<'a> {
             .map(String::as_str)
             .filter(|part| !part.is_empty())
             .collect();
-        details.push("source_table", source_table.join("."));
-        details.push("timestamp_column", check.source_timestamp_column.as_str());
-        details.push_some("table_rows", table_rows.map(|rows| thousands(i128::from(rows))));
-        details.push("blocking_rows", thousands(i128::from(BLOCKING_ROWS)));
-        details.push_some("observed_run_id", latest.run_id.map(|id| id.to_string()));
+        if !source_table.is_empty() {
+            details.push("source_table", source_table.join("."));
+        }
+        details.push("timestamp_column", column.as_str());
+        details.push_some("source_rows", table_rows.map(|rows| thousands(i128::from(rows))));
+        details.push("index_required_at", format!("{row_limit} rows"));
+        details.push("index_status", "No qualifying source index");
+        details.push("data_diff_status", "Checks can still run");
 
         let next_action = format!(
-            "Create an index on the source table {schema}.{table} that begins with {column}, for example:\n\
-             CREATE INDEX ON {quoted_schema}.{quoted_table} ({quoted_column});\n\
-             Without it, every data-diff check of this table is BLOCKED by its preflight once the table reaches \
-             {limit} rows; datadiff never creates the index. This warning is sent once per source table.",
-            schema = check.source_schema,
-            table = check.source_table,
-            column = check.source_timestamp_column,
-            quoted_schema = datadiff_diff_core::quoted_ident(&check.source_schema),
-            quoted_table = datadiff_diff_core::quoted_ident(&check.source_table),
-            quoted_column = datadiff_diff_core::quoted_ident(&check.source_timestamp_column),
-            limit = thousands(i128::from(BLOCKING_ROWS)),
+            "- Arrange a usable source index starting with {column} before the table reaches {row_limit} rows.\n\
+             - At {row_limit} rows or more, data checks will be blocked until that index exists."
         );
 
         let mut subject = AlertSubject::of(&routing.check);
@@ -191,6 +190,8 @@ mod tests {
             status,
             index_warning: status == PreflightStatus::Pass && rows.is_some_and(|n| (50_000..100_000).contains(&n)),
             table_rows: rows,
+            row_limit: Some(100_000),
+            findings: Vec::new(),
             has_leading_index: Some(rows.is_none()),
             metadata_only: false,
             placeholder: false,
@@ -303,27 +304,26 @@ mod tests {
             let alert = pending[0].alert(&summaries[0], at(13, 5));
             assert_eq!(
                 alert.message,
-                "WARNING data-diff payments/public.transfers-v2 — unindexed source table nearing the 100,000-row limit"
+                "WARNING data-diff payments/public.transfers-v2 — approaching source index requirement"
             );
             assert_eq!(
                 alert.details,
                 format!(
-                    "alert_utc_time   : 2026-07-22 13:05:00\n\
-                     tap_id           : payments\n\
-                     target_id        : postgres\n\
-                     source_table     : payments.public.transfers-v2\n\
-                     timestamp_column : updated_at\n\
-                     table_rows       : {shown}\n\
-                     blocking_rows    : 100,000\n\
-                     observed_run_id  : 00000000-0000-0000-0000-0000000003e8"
+                    "alert_utc_time    : 2026-07-22 13:05:00\n\
+                     tap_id            : payments\n\
+                     target_id         : postgres\n\
+                     source_table      : payments.public.transfers-v2\n\
+                     timestamp_column  : updated_at\n\
+                     source_rows       : {shown}\n\
+                     index_required_at : 100,000 rows\n\
+                     index_status      : No qualifying source index\n\
+                     data_diff_status  : Checks can still run"
                 )
             );
             assert_eq!(
                 alert.next_action,
-                "Create an index on the source table public.transfers-v2 that begins with updated_at, for example:\n\
-                 CREATE INDEX ON \"public\".\"transfers-v2\" (\"updated_at\");\n\
-                 Without it, every data-diff check of this table is BLOCKED by its preflight once the table reaches \
-                 100,000 rows; datadiff never creates the index. This warning is sent once per source table."
+                "- Arrange a usable source index starting with updated_at before the table reaches 100,000 rows.\n\
+                 - At 100,000 rows or more, data checks will be blocked until that index exists."
             );
             assert_eq!((alert.kind, alert.level), (AlertKind::IndexWarning, AlertLevel::Warning));
             assert_eq!(alert.subject.warning_id, Some(pending[0].warning_id));
@@ -337,19 +337,9 @@ mod tests {
         let pending = IndexWarning::pending(&summaries);
         let routing = observed(9, "snowflake", SummaryStatus::Pass, facts(PreflightStatus::Pass, Some(70_000)));
         let alert = pending[0].alert(&routing, at(13, 5));
-        assert!(alert.details.contains("\ntarget_id        : snowflake\n"), "{}", alert.details);
-        assert!(alert.details.contains("\ntable_rows       : 75,000\n"), "the latest observation's count");
+        assert!(alert.details.contains("\ntarget_id         : snowflake\n"), "{}", alert.details);
+        assert!(alert.details.contains("\nsource_rows       : 75,000\n"), "the latest observation's count");
         assert_eq!(alert.subject.check_id, CheckId::new(Uuid::from_u128(9)));
         assert_eq!(alert.subject.full_check_name, "snowflake/payments/public/transfers-v2");
-    }
-
-    #[test]
-    fn identifiers_in_the_index_example_are_quoted() {
-        let mut summary = warns(75_000);
-        summary.check.source_timestamp_column = "Updated \"At\"".into();
-        let summaries = [summary];
-        let pending = IndexWarning::pending(&summaries);
-        let alert = pending[0].alert(&summaries[0], at(13, 5));
-        assert!(alert.next_action.contains("(\"Updated \"\"At\"\"\");"), "{}", alert.next_action);
     }
 }

@@ -172,6 +172,26 @@ pub enum Error {
         project: PathBuf,
     },
 
+    /// A backend at upstream 004 without datadiff's extension tables (one PipelineWise
+    /// migrated) holds a current definition that needs one: `row_diff` records its evidence
+    /// in `datadiff_run_differences`.
+    #[error(
+        "{definitions} use{s} row_diff, whose evidence needs the datadiff extension migration {version} ({name}) \
+         this backend lacks: run datadiff migrate --dir {project}",
+        s = if definitions.contains(", ") { "" } else { "s" },
+        project = project.display()
+    )]
+    ExtensionNeeded {
+        /// The current definitions that need it, comma-separated.
+        definitions: String,
+        /// The migration's version.
+        version: i32,
+        /// The migration's name.
+        name: &'static str,
+        /// The project directory to name in the hint.
+        project: PathBuf,
+    },
+
     /// The attempt is no longer RUNNING (the stale sweep expired it, or another worker
     /// finished it): the late write was refused and nothing was written. The runner reports
     /// SKIPPED with [`Error::lease_lost`]'s reason.
@@ -310,6 +330,7 @@ impl Error {
         matches!(
             self,
             Error::SchemaNotCurrent { .. }
+                | Error::ExtensionNeeded { .. }
                 | Error::UnknownRevision(_)
                 | Error::UnknownExtension { .. }
                 | Error::ExtensionChecksumMismatch { .. }

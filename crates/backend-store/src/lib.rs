@@ -204,7 +204,11 @@
 //! * **Schema gate** ([`SchemaStatus::gate`]): an older, newer or unknown version is refused
 //!   with SPEC §3's message; a changed, unknown or out-of-order extension migration with its
 //!   own error. A PipelineWise backend at 004 without datadiff's extensions reads as
-//!   `004 (+ extensions 0)`.
+//!   `004 (+ extensions 0)` and passes: every command works there without DDL. Only
+//!   recording attempts of a current `row_diff` definition needs an extension table
+//!   (`datadiff_run_differences`); [`Store::gate_for_attempts`] (`run`, `rerun`) then
+//!   refuses naming those definitions and the one migration to apply, and reads of
+//!   differences find none.
 //! * **Adoption check**: the catalog comparison runs only when a migration applies
 //!   something (a migrate with nothing pending reads two version tables and commits), so an
 //!   index a DBA adds later does not block everyday imports.

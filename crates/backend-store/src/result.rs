@@ -61,6 +61,14 @@ impl Store {
         if exists.is_none() {
             return Err(Error::UnknownRun(run_id));
         }
+        // A backend PipelineWise migrated has no extension table, so no evidence either.
+        let table: bool = tx
+            .query_one("SELECT to_regclass('public.datadiff_run_differences') IS NOT NULL", &[])
+            .and_then(|row| row.try_get(0))
+            .map_err(Error::query("reading differences"))?;
+        if !table {
+            return Ok(Vec::new());
+        }
         let rows = tx
             .query(
                 "SELECT r.check_type, r.status, r.source_value, r.target_value, r.source_query_seconds, \
@@ -94,7 +102,8 @@ impl Store {
     }
 
     /// The `row_diff` differences of a run (`report differences --run-id`), by check type
-    /// and ordinal; an unknown run is [`Error::UnknownRun`].
+    /// and ordinal (none on a backend without the extension table); an unknown run is
+    /// [`Error::UnknownRun`].
     pub fn run_differences(&self, run_id: RunId) -> Result<Vec<StoredDifference>, Error> {
         let mut client = self.connection()?;
         let mut tx = client.transaction().map_err(Error::query("reading differences"))?;
@@ -103,6 +112,14 @@ impl Store {
             .map_err(Error::query("reading differences"))?;
         if exists.is_none() {
             return Err(Error::UnknownRun(run_id));
+        }
+        // A backend PipelineWise migrated has no extension table, so no evidence either.
+        let table: bool = tx
+            .query_one("SELECT to_regclass('public.datadiff_run_differences') IS NOT NULL", &[])
+            .and_then(|row| row.try_get(0))
+            .map_err(Error::query("reading differences"))?;
+        if !table {
+            return Ok(Vec::new());
         }
         let rows = tx
             .query(

@@ -6,7 +6,7 @@ use std::path::Path;
 use postgres::GenericClient;
 
 use crate::error::Error;
-use crate::migrate::{EXTENSIONS, MigrateOptions, Revision, Step, latest_extension_version, plan};
+use crate::migrate::{EXTENSIONS, ExtensionMigration, MigrateOptions, Revision, Step, latest_extension_version, plan};
 
 /// Where `public.alembic_version` says the upstream schema is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -121,13 +121,28 @@ impl SchemaStatus {
         self.upstream == UpstreamState::At(Revision::HEAD) && matches!(self.pending(), Ok(steps) if steps.is_empty())
     }
 
-    /// The schema gate every non-migrating command passes first. Refuses an older or
-    /// unknown version with `backend schema is at <v>, datadiff needs 004 (+ extensions
-    /// <n>): run datadiff import_config --dir <project>`, and a changed or unknown extension
-    /// migration with its own error (import_config would refuse it too).
+    /// The embedded extension migrations not applied yet (in order); empty on a current
+    /// schema. On a backend PipelineWise migrated (004, no `datadiff_*` tables) that is
+    /// every one of them.
+    pub fn missing_extensions(&self) -> &'static [ExtensionMigration] {
+        EXTENSIONS.get(self.extensions.len()..).unwrap_or_default()
+    }
+
+    /// The schema gate every non-migrating command passes first: upstream 004 with datadiff's
+    /// extension migrations applied, or none of them yet (a backend PipelineWise migrated:
+    /// every command works there without DDL; see [`crate::Store::gate_for_attempts`] for
+    /// the one case that needs them). Refuses an older or unknown version with `backend
+    /// schema is at <v>, datadiff needs 004 (+ extensions <n>): run datadiff import_config
+    /// --dir <project>`, and a changed or unknown extension migration with its own error
+    /// (import_config would refuse it too).
     pub fn gate(&self, project: &Path) -> Result<(), Error> {
         match self.pending() {
-            Ok(steps) if steps.is_empty() && self.upstream == UpstreamState::At(Revision::HEAD) => Ok(()),
+            Ok(steps)
+                if self.upstream == UpstreamState::At(Revision::HEAD)
+                    && steps.iter().all(|step| matches!(step, Step::Extension { .. })) =>
+            {
+                Ok(())
+            }
             Err(
                 error @ (Error::ExtensionChecksumMismatch { .. }
                 | Error::UnknownExtension { .. }
@@ -205,12 +220,14 @@ mod tests {
     }
 
     #[test]
-    fn an_upstream_backend_without_extensions_is_refused() {
+    fn an_upstream_backend_without_extensions_passes_the_gate_and_names_what_it_lacks() {
         let status = SchemaStatus { extension_table: false, extensions: vec![], ..current() };
-        assert_eq!(
-            gate_message(&status),
-            "backend schema is at 004 (+ extensions 0), datadiff needs 004 (+ extensions 1): run datadiff import_config --dir /srv/pipelinewise"
-        );
+        assert!(status.gate(Path::new("/p")).is_ok());
+        assert!(!status.is_current(), "migrate would still apply the extensions");
+        assert_eq!(status.to_string(), "004 (+ extensions 0)");
+        let missing: Vec<(i32, &str)> = status.missing_extensions().iter().map(|m| (m.version, m.name)).collect();
+        assert_eq!(missing, [(1, "run_differences")]);
+        assert!(current().missing_extensions().is_empty());
     }
 
     #[test]

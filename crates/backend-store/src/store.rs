@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use datadiff_diff_core::RunId;
 use postgres::Client;
 
 use crate::config::BackendConfig;
@@ -102,6 +103,53 @@ impl Store {
         let status = self.status()?;
         status.gate(project)?;
         Ok(status)
+    }
+
+    /// The gate for commands that record attempts (`run`, `rerun`): [`Store::gate`], and on a
+    /// backend without datadiff's extension tables (one PipelineWise migrated) also
+    /// [`Error::ExtensionNeeded`] when a current definition needs one — a `row_diff`
+    /// definition, whose evidence goes to `datadiff_run_differences` — naming those
+    /// definitions and the one migration to apply. Without such a definition nothing is
+    /// refused and no DDL is written.
+    pub fn gate_for_attempts(&self, project: &Path) -> Result<SchemaStatus, Error> {
+        self.gate_needing_extensions(project, None)
+    }
+
+    /// [`Store::gate_for_attempts`] for a remediation of `run_id` (`rerun`): the run's own
+    /// definition revision counts too, current or not.
+    pub fn gate_for_remediation(&self, project: &Path, run_id: RunId) -> Result<SchemaStatus, Error> {
+        self.gate_needing_extensions(project, Some(run_id))
+    }
+
+    fn gate_needing_extensions(&self, project: &Path, run_id: Option<RunId>) -> Result<SchemaStatus, Error> {
+        let status = self.gate(project)?;
+        let Some(migration) = status.missing_extensions().first() else { return Ok(status) };
+        let run_id = run_id.map(RunId::get);
+        let rows = self
+            .connection()?
+            .query(
+                "SELECT full_check_name FROM public.dd_check_definitions \
+                  WHERE (is_current OR check_id = (SELECT check_id FROM public.dd_run_attempts WHERE run_id = $1)) \
+                    AND (canonical_config -> 'datadiff') ? 'row_diff' \
+                  ORDER BY full_check_name",
+                &[&run_id],
+            )
+            .map_err(Error::query("looking for definitions that need an extension table"))?;
+        let mut names = rows
+            .iter()
+            .map(|row| row.try_get::<_, String>(0))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(Error::query("looking for definitions that need an extension table"))?;
+        names.dedup();
+        if names.is_empty() {
+            return Ok(status);
+        }
+        Err(Error::ExtensionNeeded {
+            definitions: names.join(", "),
+            version: migration.version,
+            name: migration.name,
+            project: project.to_path_buf(),
+        })
     }
 
     /// Migrates as the DDL role (see [`migrate_backend`]).

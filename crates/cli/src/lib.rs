@@ -135,7 +135,7 @@
 //!   scans pending: not configured` and no counts.
 //! * **Alerts**: `run` sends index warnings (best effort: logged, never the exit code), prints
 //!   the table, then failure alerts (an alert no destination accepted: one `error:` line,
-//!   exit 1); `rerun` sends pending index warnings only, as upstream.
+//!   exit 1); `rerun` does the same around its remediation, as upstream.
 //! * **`--jobs N`** opens a backend pool of at least N connections.
 //! * **Lists that are empty** print `No data-diff checks found` / `No rows` (a table) or an
 //!   empty array (JSON); `run` prints no table when nothing was selected, as upstream.

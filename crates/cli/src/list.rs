@@ -40,7 +40,12 @@ impl ListArgs {
 }
 
 /// The columns of the list: the table shows what an operator scans for, JSON carries the
-/// whole definition and watermark.
+/// whole definition and watermark — every key of PipelineWise's list rows (the definition's
+/// columns, `canonical_config`, the watermark's `verified_start`, `verified_end`,
+/// `furthest_observed_end`, `verified_status`, `blocking_run_id`, `verified_at` (the state's
+/// `updated_at`), `last_evaluated_run_id` and `coverage_reason`, `null` before the first
+/// evaluation, and `historical_scan_pending`), with times in RFC 3339, plus datadiff's own
+/// (`window`, `extensions`, `watermark_reason`, the same text as `coverage_reason`).
 const COLUMNS: &[Column] = &[
     column("Check", "full_check_name"),
     column("Revision", "revision"),
@@ -56,6 +61,8 @@ const COLUMNS: &[Column] = &[
     column("Check ID", "check_id"),
     field("target_id"),
     field("tap_id"),
+    field("source_type"),
+    field("target_type"),
     field("source_database"),
     field("source_schema"),
     field("source_table"),
@@ -76,7 +83,10 @@ const COLUMNS: &[Column] = &[
     field("blocking_run_id"),
     field("last_evaluated_run_id"),
     field("watermark_reason"),
+    field("coverage_reason"),
+    field("verified_at"),
     field("config_hash"),
+    field("canonical_config"),
     field("created_at"),
     field("superseded_at"),
 ];
@@ -129,12 +139,18 @@ fn row(check: &CheckListing) -> Vec<Cell> {
         Cell::names(&checks),
         Cell::flag(definition.initial_full_scan),
         Cell::flag(check.historical_scan_pending),
-        Cell::string(coverage.map_or("NOT_RUN", |coverage| coverage.status.as_str())),
+        // Upstream's JSON has `null` before the first evaluation; the table says NOT_RUN.
+        Cell::with_text(
+            coverage.map_or("NOT_RUN", |coverage| coverage.status.as_str()),
+            serde_json::Value::from(coverage.map(|coverage| coverage.status.as_str())),
+        ),
         Cell::time(coverage.and_then(|coverage| coverage.verified_start())),
         Cell::time(coverage.and_then(|coverage| coverage.verified_end())),
         Cell::string(stored.check_id.to_string()),
         Cell::string(&definition.target_id),
         Cell::string(&definition.tap_id),
+        Cell::string(definition.source_type.as_str()),
+        Cell::string(definition.target_type.as_str()),
         Cell::string(&definition.source_database),
         Cell::string(&definition.source_schema),
         Cell::string(&definition.source_table),
@@ -155,7 +171,10 @@ fn row(check: &CheckListing) -> Vec<Cell> {
         Cell::text(coverage.and_then(|coverage| coverage.blocking_run_id).map(|id| id.to_string())),
         Cell::text(watermark.map(|state| state.last_evaluated_run_id.to_string())),
         Cell::text(coverage.map(|coverage| coverage.reason.clone())),
+        Cell::text(coverage.map(|coverage| coverage.reason.clone())),
+        Cell::time(watermark.map(|state| state.updated_at)),
         Cell::string(&stored.config_hash),
+        Cell::json(definition.canonical_config()),
         Cell::time(Some(stored.created_at)),
         Cell::time(stored.superseded_at),
     ]

@@ -12,7 +12,6 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 use clap::ValueEnum;
-use comfy_table::{CellAlignment, ContentArrangement, Table};
 use serde_json::{Map, Value as Json};
 
 use crate::timestamp;
@@ -150,23 +149,52 @@ impl Listing {
         self.rows.is_empty()
     }
 
-    /// The table text: headers, a dashed rule, rows; columns two spaces apart, no trailing
-    /// blanks, never wrapped.
+    /// The table text as Python's `tabulate` prints it with its default `simple` format (what
+    /// PipelineWise prints): the headers, a rule of dashes, the rows; each column as wide as
+    /// its widest cell and at least two more than its header, columns two spaces apart, text
+    /// left-aligned, a column of integers (and its header) right-aligned, no trailing blanks.
+    /// A line break inside a cell is shown as a blank, so a row stays one line. (`tabulate`
+    /// would also reformat numeric text such as `007` or `1e5`, and align a column of
+    /// decimals on the point; no table prints such values.)
     pub(crate) fn table(&self) -> String {
         let shown: Vec<usize> = (0..self.columns.len()).filter(|&i| self.columns[i].in_table).collect();
-        let mut table = Table::new();
-        table.load_style(SIMPLE).set_content_arrangement(ContentArrangement::Disabled);
-        table.set_header(shown.iter().map(|&i| self.columns[i].header));
-        for row in &self.rows {
-            table.add_row(shown.iter().map(|&i| row[i].text.replace(['\n', '\r'], " ")));
-        }
-        for column in table.column_iter_mut() {
-            column.set_padding((0, 1));
-            column.set_cell_alignment(CellAlignment::Left);
-        }
+        let headers: Vec<&str> = shown.iter().map(|&i| self.columns[i].header).collect();
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|row| shown.iter().map(|&i| row[i].text.replace(['\n', '\r'], " ")).collect())
+            .collect();
+        let width = |text: &str| text.chars().count();
+        let columns: Vec<(usize, bool)> = headers
+            .iter()
+            .enumerate()
+            .map(|(at, header)| {
+                let cells = rows.iter().map(|row| row[at].as_str());
+                let widest = cells.clone().map(width).max().unwrap_or(0);
+                let numeric =
+                    cells.clone().any(|cell| !cell.is_empty()) && cells.filter(|cell| !cell.is_empty()).all(is_integer);
+                (widest.max(width(header) + 2), numeric)
+            })
+            .collect();
+        let line = |cells: &[&str]| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&columns)
+                .map(
+                    |(cell, &(width, numeric))| {
+                        if numeric { format!("{cell:>width$}") } else { format!("{cell:<width$}") }
+                    },
+                )
+                .collect();
+            padded.join("  ").trim_end().to_owned()
+        };
         let mut text = String::new();
-        for line in table.lines() {
-            let _ = writeln!(text, "{}", line.trim_end());
+        let _ = writeln!(text, "{}", line(&headers));
+        let rule: Vec<String> = columns.iter().map(|&(width, _)| "-".repeat(width)).collect();
+        let _ = writeln!(text, "{}", rule.join("  "));
+        for row in &rows {
+            let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+            let _ = writeln!(text, "{}", line(&cells));
         }
         text
     }
@@ -212,11 +240,11 @@ fn csv_field(text: &str) -> String {
     if needs_quotes { format!("\"{}\"", text.replace('"', "\"\"")) } else { text.to_owned() }
 }
 
-/// tabulate's "simple" look: a dashed rule under the headers, no borders.
-const SIMPLE: comfy_table::TableStyle = comfy_table::TableStyle::new()
-    .header_lines(comfy_table::ContentLineStyle::none().junction(' '))
-    .header_separator(comfy_table::LineStyle::none().fill('-').junction(' '))
-    .content_lines(comfy_table::ContentLineStyle::none().junction(' '));
+/// Whether `tabulate` reads `text` as an integer: an optional sign and ASCII digits.
+fn is_integer(text: &str) -> bool {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
 
 #[cfg(test)]
 mod tests {
@@ -245,6 +273,31 @@ mod tests {
         assert!(!table.contains("None") && !table.contains("null"), "{table}");
         assert!(lines.iter().all(|line| line == &line.trim_end()), "no trailing blanks");
         assert_eq!(lines[3], "a,\"b\" c", "line breaks never split a row, and blanks stay blank");
+    }
+
+    /// The text Python's `tabulate` (0.9 and 0.10) prints for the same rows and headers.
+    #[test]
+    fn tables_are_laid_out_as_tabulate_lays_them_out() {
+        const COLUMNS: &[Column] =
+            &[column("Check", "check"), column("Attempt", "attempt"), column("Slot status", "slot"), column("R", "r")];
+        let mut listing = Listing::new(COLUMNS);
+        listing.push(vec![
+            Cell::string("a"),
+            Cell::int(Some(2)),
+            Cell::text(None::<String>),
+            Cell::text(None::<String>),
+        ]);
+        listing.push(vec![Cell::string("bb"), Cell::int(Some(10)), Cell::string("PASS"), Cell::string("x")]);
+        listing.push(vec![Cell::string("c"), Cell::int(None), Cell::text(None::<String>), Cell::text(None::<String>)]);
+        assert_eq!(
+            listing.table(),
+            "Check      Attempt  Slot status    R\n\
+             -------  ---------  -------------  ---\n\
+             a                2\n\
+             bb              10  PASS           x\n\
+             c\n"
+        );
+        assert!(is_integer("-12") && is_integer("7") && !is_integer("") && !is_integer("1.5") && !is_integer("-"));
     }
 
     #[test]

@@ -85,7 +85,9 @@ pub(crate) fn open_backend(project: &Project, pool_size: u32) -> anyhow::Result<
 }
 
 /// Opens the backend and passes the schema gate (SPEC §3): every command but
-/// `import_config` and `migrate` refuses a schema that is not exactly the one it needs.
+/// `import_config` and `migrate` refuses an upstream version other than 004; a backend
+/// without datadiff's extension tables passes (`run` and `rerun` then also ask
+/// `Store::gate_for_attempts`).
 pub(crate) fn open_gated(project: &Project, pool_size: u32) -> anyhow::Result<Store> {
     let store = open_backend(project, pool_size)?;
     store.gate(&project.dir)?;

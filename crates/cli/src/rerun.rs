@@ -1,8 +1,10 @@
 //! `datadiff rerun_data_diff_check`: remediate a failed run (runs note §2.2).
 //!
 //! A REMEDIATION attempt of the run's exact definition revision and window, linked to the
-//! root original run, with the operator's reference. Exit codes: 0 PASS, DEFERRED, or
-//! SKIPPED after a lost lease (as upstream); 1 FAIL or ERROR, or the slot has a RUNNING
+//! root original run, with the operator's reference. As upstream, pending source-index
+//! warnings go out before the table and a FAIL or ERROR remediation is alerted after it.
+//! Exit codes: 0 PASS, DEFERRED, or SKIPPED after a lost lease (as upstream); 1 FAIL or
+//! ERROR, a failure alert no destination accepted, or the slot has a RUNNING
 //! attempt (upstream's `A data-diff attempt for this window is already running`: try again
 //! later); 2 an unknown run, a run that is not FAIL or ERROR, an empty reference (upstream
 //! raises a traceback or exits 1 there).
@@ -63,6 +65,7 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
     }
     let project = args.project.load(console)?;
     let store = open_gated(&project, 1)?;
+    store.gate_for_remediation(&project.dir, args.run_id)?;
     let clock = match args.at {
         Some(at) => Clock::at(at),
         None => Clock::System,
@@ -97,7 +100,16 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
         OutputFormat::Table => listing.table(),
     };
     console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
-    let failed = summaries.iter().any(|summary| summary.status.is_failure()) || report.interrupted.is_some();
+    // Then a FAIL or ERROR remediation is alerted, as upstream; one no destination accepted
+    // is one `error:` line and exit 1.
+    let alerts = dispatcher.send_failure_alerts(&summaries, now);
+    let undelivered = alerts.undelivered_line();
+    if let Some(line) = &undelivered {
+        console.stderr().line(&format!("error: {line}"));
+    }
+    let failed = summaries.iter().any(|summary| summary.status.is_failure())
+        || report.interrupted.is_some()
+        || undelivered.is_some();
     Ok(if failed { Exit::Failure } else { Exit::Success })
 }
 

@@ -86,6 +86,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     let project = args.project.load(console)?;
     let jobs = u32::try_from(args.jobs.get()).unwrap_or(u32::MAX);
     let store = open_gated(&project, jobs)?;
+    store.gate_for_attempts(&project.dir)?;
     warn_changed_definitions(&project, &store, &selection, console);
 
     let now = args.at.unwrap_or_else(Utc::now);

@@ -108,6 +108,17 @@ pub(crate) fn rerun_listing(summaries: &[RunSummary]) -> Listing {
     listing
 }
 
+/// The slot status: as upstream, the table shows it on SKIPPED rows only (an executed row's
+/// slot status is its own status); JSON carries it on every row.
+fn slot_status(summary: &RunSummary) -> Cell {
+    let value = serde_json::Value::from(summary.slot_status.map(|status| status.as_str()));
+    let text = match summary.status {
+        datadiff_runner::SummaryStatus::Skipped => summary.slot_status.map_or("", |status| status.as_str()),
+        _ => "",
+    };
+    Cell::with_text(text, value)
+}
+
 /// Every cell a summary can show.
 struct Cells {
     name: Cell,
@@ -141,7 +152,7 @@ impl Cells {
         Cells {
             name: Cell::string(&summary.check.full_check_name),
             status: Cell::string(summary.status.as_str()),
-            slot_status: Cell::text(summary.slot_status.map(|status| status.as_str())),
+            slot_status: slot_status(summary),
             start: Cell::time(summary.bounds.and_then(|bounds| bounds.start)),
             end: Cell::time(summary.bounds.map(|bounds| bounds.end)),
             run_id: Cell::text(summary.run_id.map(|id| id.to_string())),
@@ -157,5 +168,88 @@ impl Cells {
             reference: Cell::text(summary.remediation_reference.clone()),
             checks: Cell::json(serde_json::Value::Array(checks)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+    use datadiff_diff_core::{Bounds, CheckId, RunId, RunStatus, SourceType, TriggerType};
+    use datadiff_runner::{CheckIdentity, SummaryStatus};
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn summary(status: SummaryStatus, slot_status: RunStatus) -> RunSummary {
+        let check = CheckIdentity {
+            check_id: CheckId::new(Uuid::from_u128(1)),
+            revision: 1,
+            is_current: true,
+            full_check_name: "postgres/payments/public/transfers".into(),
+            target_id: "postgres".into(),
+            tap_id: "payments".into(),
+            source_type: SourceType::TapPostgres,
+            source_database: "payments".into(),
+            source_schema: "public".into(),
+            source_table: "transfers".into(),
+            source_timestamp_column: "updated_at".into(),
+            target_database: "warehouse".into(),
+            target_schema: "payments".into(),
+            target_table: "transfers".into(),
+            target_timestamp_column: "updated_at".into(),
+        };
+        let mut summary = RunSummary::failed_without_run(check, "");
+        summary.status = status;
+        summary.reason = None;
+        summary.slot_status = Some(slot_status);
+        summary.scheduled_for = Some(Utc.with_ymd_and_hms(2026, 7, 22, 13, 0, 0).unwrap());
+        summary.run_id = Some(RunId::new(Uuid::from_u128(0x11)));
+        summary.attempt = Some(1);
+        summary.trigger = Some(TriggerType::Scheduled);
+        summary
+    }
+
+    /// The texts are what PipelineWise prints for the same summaries (`tabulate`).
+    #[test]
+    fn the_run_table_is_upstreams_with_the_slot_status_on_skipped_rows_only() {
+        let mut executed = summary(SummaryStatus::Pass, RunStatus::Pass);
+        executed.bounds = Some(Bounds {
+            start: Some(Utc.with_ymd_and_hms(2026, 7, 22, 12, 0, 0).unwrap()),
+            end: Utc.with_ymd_and_hms(2026, 7, 22, 13, 0, 0).unwrap(),
+        });
+        let mut skipped = summary(SummaryStatus::Skipped, RunStatus::Pass);
+        skipped.reason = Some("This cron slot has already been attempted".into());
+        let listing = run_listing(&[executed, skipped]);
+        assert_eq!(
+            listing.table(),
+            "Check                               Status    Slot status    UTC start                  UTC end                    Run ID                                Reason\n\
+             ----------------------------------  --------  -------------  -------------------------  -------------------------  ------------------------------------  -----------------------------------------\n\
+             postgres/payments/public/transfers  PASS                     2026-07-22T12:00:00+00:00  2026-07-22T13:00:00+00:00  00000000-0000-0000-0000-000000000011\n\
+             postgres/payments/public/transfers  SKIPPED   PASS                                                                 00000000-0000-0000-0000-000000000011  This cron slot has already been attempted\n"
+        );
+        let rows = listing.json_rows();
+        assert_eq!(rows[0]["slot_status"], "PASS", "JSON keeps every row's slot status");
+        assert_eq!(rows[1]["slot_status"], "PASS");
+    }
+
+    #[test]
+    fn the_rerun_table_is_upstreams() {
+        let mut remediation = summary(SummaryStatus::Fail, RunStatus::Fail);
+        remediation.bounds = Some(Bounds {
+            start: Some(Utc.with_ymd_and_hms(2026, 7, 22, 12, 0, 0).unwrap()),
+            end: Utc.with_ymd_and_hms(2026, 7, 22, 13, 0, 0).unwrap(),
+        });
+        remediation.run_id = Some(RunId::new(Uuid::from_u128(0x12)));
+        remediation.rerun_of_run_id = Some(RunId::new(Uuid::from_u128(0x11)));
+        remediation.attempt = Some(2);
+        remediation.trigger = Some(TriggerType::Remediation);
+        remediation.remediation_reference = Some("INC-42".into());
+        remediation.reason = Some("row_count FAIL".into());
+        assert_eq!(
+            rerun_listing(&[remediation]).table(),
+            "Check                               Status      Attempt  UTC start                  UTC end                    Original run ID                       Remediation run ID                    Remediation reference    Reason\n\
+             ----------------------------------  --------  ---------  -------------------------  -------------------------  ------------------------------------  ------------------------------------  -----------------------  --------------\n\
+             postgres/payments/public/transfers  FAIL              2  2026-07-22T12:00:00+00:00  2026-07-22T13:00:00+00:00  00000000-0000-0000-0000-000000000011  00000000-0000-0000-0000-000000000012  INC-42                   row_count FAIL\n"
+        );
     }
 }

@@ -39,8 +39,10 @@ pub struct RemediationReport {
 /// checks, columns and statement timeout, and its finish repairs coverage like any terminal
 /// attempt. No stale sweep runs here, as upstream.
 ///
-/// The caller sends the alerts of the report's summary (`datadiff_alerts::Dispatcher`), as
-/// `rerun_data_diff_check` does.
+/// The caller alerts as after a run (SPEC §7), with the report's summary: pending
+/// source-index warnings (`datadiff_alerts::Dispatcher::send_index_warnings`) before printing,
+/// then a FAIL or ERROR remediation (`send_failure_alerts`), as upstream's
+/// `_alert_data_diff_failures([summary])`.
 ///
 /// `Err`: the store refused (unknown run, not FAIL/ERROR, empty reference — see
 /// [`Error::is_invalid_rerun`] — or the slot has a RUNNING attempt), or the backend failed.

@@ -170,6 +170,10 @@ pub struct PreflightFacts {
     pub index_warning: bool,
     /// The bounded row count, when one was made.
     pub table_rows: Option<i64>,
+    /// The bound of that count (`LIMIT`), when one was made.
+    pub row_limit: Option<i64>,
+    /// The recorded findings, in order (alerts show the first of a BLOCKED preflight).
+    pub findings: Vec<String>,
     /// Whether a usable index leads with the timestamp column, when looked up.
     pub has_leading_index: Option<bool>,
     /// Whether it was the metadata-only record of a definition that reads no data.
@@ -187,6 +191,8 @@ impl PreflightFacts {
             status: record.status,
             index_warning: record.index_warning,
             table_rows: record.table_rows,
+            row_limit: record.row_limit,
+            findings: record.findings.clone(),
             has_leading_index: record.has_leading_index,
             metadata_only: record.status == PreflightStatus::Pass
                 && record.has_leading_index.is_none()

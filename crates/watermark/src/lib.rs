@@ -97,16 +97,23 @@
 //!
 //! * **Barrier ties.** Non-PASS slots with the same start are ordered by end, then by
 //!   `scheduled_for` (upstream sorts stably a list read in slot order).
-//! * **Incremental only where it equals recomputation.** Upstream's store also applies its
-//!   incremental rule ([`advance`]) to BLOCKED coverage and to metadata-only definitions. There
-//!   the rule can disagree with a recomputation: it clears the blocking run of metadata-only
-//!   coverage (recomputation keeps a failure found at the verified start), and it keeps a
-//!   BLOCKED coverage's blocker even when a historical start later than a subsequent rolling
-//!   start lets a new failure start before it. SPEC §6 — which outranks the runs note —
-//!   requires incremental == recompute, so [`Transition::plan`] recomputes in those cases.
-//!   Rows therefore equal PipelineWise's recomputation (what its own retries would write);
-//!   they can differ from its incremental rows only in those edge cases. [`advance`] itself
-//!   stays upstream's rule, documented and tested as such.
+//! * **Upstream's incremental path, quirks included.** [`Transition::plan`] takes the
+//!   incremental path ([`advance`]) exactly where PipelineWise's store does — any previous
+//!   state with bounds, CONTIGUOUS or BLOCKED, metadata-only or not — so that a backend holds
+//!   the same rows whichever tool ran. There upstream's rule can disagree with a
+//!   recomputation, and we write what upstream writes:
+//!   * **metadata-only** definitions: the incremental rule writes `blocking_run_id` NULL,
+//!     while a recomputation names a failure found at the verified start. A schema-only
+//!     definition whose slot FAILs is BLOCKED by that run (the first evaluation recomputes);
+//!     the next in-order slot clears the blocker, whatever its status; a retry, remediation,
+//!     forced or out-of-order slot recomputes and names it again.
+//!   * **BLOCKED** coverage: the incremental rule keeps the bounds, the blocker and the
+//!     reason, growing only `furthest_observed_end`, even where a recomputation would move
+//!     them.
+//!
+//!   SPEC §6's "incremental equals recompute" holds for every other in-order append (a
+//!   CONTIGUOUS previous state of a definition with a data check); the property tests model
+//!   the two quirks as upstream's rule rather than skip them.
 //! * **Copy.** When the upsert changes nothing (a late or duplicate completion of a lower
 //!   attempt), the coverage is kept but the attempt is still evaluated: a new event
 //!   (BLOCK or CONFIRM), `last_evaluated_run_id` = that run, `state_version` + 1.

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::coverage::{Coverage, VerifiedStatus, advance, recompute};
+use crate::coverage::{Coverage, advance, recompute};
 use crate::error::Error;
 use crate::event::{WatermarkEvent, event_type};
 use crate::slot::{FinishedAttempt, Slot, SlotWrite};
@@ -63,10 +63,9 @@ impl Transition {
     /// Validates the inputs and decides the slot write and the method, as upstream does:
     ///
     /// * DEFERRED → `None`: no slot row, no state and no event are written.
-    /// * **incremental** when the slot had no row (so the upsert inserts it), a previous
-    ///   CONTIGUOUS state exists, no later slot exists, the attempt has a resolved start at or
-    ///   after `verified_start`, and the definition is not metadata-only (upstream also takes
-    ///   this path for BLOCKED and metadata-only coverage; see the crate docs);
+    /// * **incremental** when the slot had no row (so the upsert inserts it), a previous state
+    ///   with bounds exists (CONTIGUOUS or BLOCKED, metadata-only or not), no later slot
+    ///   exists, and the attempt has a resolved start at or after `verified_start`;
     /// * **copy** when the upsert changes nothing (the attempt number is not greater than the
     ///   slot's) and a previous state exists;
     /// * **recompute** otherwise: the first evaluation, retries, remediations and forced
@@ -94,22 +93,14 @@ impl Transition {
         }
 
         let slot_write = SlotWrite::of(self.existing_slot.as_ref(), &slot);
-        let previous_start = self.previous.as_ref().and_then(|previous| previous.coverage.verified_start());
-        let appends = match (previous_start, slot.window_start) {
-            (Some(previous_start), Some(start)) => start >= previous_start,
+        // Upstream's condition, BLOCKED and metadata-only coverage included (the crate docs
+        // name the two cases where the incremental rule then disagrees with a recomputation).
+        let previous_bounds = self.previous.as_ref().and_then(|previous| previous.coverage.verified);
+        let appends = match (previous_bounds, slot.window_start) {
+            (Some(previous), Some(start)) => start >= previous.start,
             _ => false,
         };
-        // Upstream also advances BLOCKED and metadata-only coverage incrementally; there its
-        // rule can disagree with a recomputation (a kept blocker, a cleared one). SPEC §6
-        // requires incremental == recompute, so those cases recompute (crate docs).
-        let previous_contiguous =
-            self.previous.as_ref().is_some_and(|previous| previous.coverage.status == VerifiedStatus::Contiguous);
-        let method = if slot_write == SlotWrite::Insert
-            && appends
-            && !self.has_later_slot
-            && previous_contiguous
-            && !self.metadata_only
-        {
+        let method = if slot_write == SlotWrite::Insert && appends && !self.has_later_slot {
             Method::Incremental
         } else if !slot_write.changes_slot() && self.previous.is_some() {
             Method::Copy

@@ -449,3 +449,53 @@ fn a_metadata_only_definition_never_advances() {
     let row = state(&repo, &row_diff).unwrap();
     assert_eq!((row.1, row.3.as_str(), row.9.as_str()), (Some(at(13, 0)), "CONTIGUOUS", COVERED));
 }
+
+/// Issue: a schema-only definition whose slot FAILs, then in-order slots. PipelineWise's
+/// store takes its incremental path for those slots, and that path writes no blocking run
+/// for a definition without a data check; the rows must be upstream's.
+#[test]
+fn a_metadata_only_failure_then_in_order_slots_writes_upstreams_rows() {
+    let repo = repo();
+    let mut definition = table("t", "schema_only");
+    definition.checks = vec![CheckType::SchemaCompatibility];
+    let definition = repo.import_one(&definition, at(0, 0));
+    let failed = repo.start(&definition, at(13, 0), scheduled(false), at(13, 5));
+    repo.finish(failed.run_id, RunStatus::Fail, at(13, 6));
+    let mut runs = vec![failed.run_id.get()];
+    for (slot, status) in [(14, RunStatus::Pass), (15, RunStatus::Fail), (16, RunStatus::Pass)] {
+        let attempt = repo.start(&definition, at(slot, 0), scheduled(false), at(slot, 5));
+        repo.finish(attempt.run_id, status, at(slot, 6));
+        runs.push(attempt.run_id.get());
+    }
+    let blockers: Vec<Option<Uuid>> = repo
+        .sql()
+        .query(
+            "SELECT blocking_run_id FROM public.dd_watermark_events WHERE check_id = $1 ORDER BY event_sequence",
+            &[&definition.check_id.get()],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(blockers, [Some(runs[0]), None, None, None], "the first evaluation recomputes, the appends do not");
+    let events: Vec<(String, Option<DateTime<Utc>>, String)> =
+        events(&repo, &definition).into_iter().map(|(_, event, _, end, status)| (event, end, status)).collect();
+    let blocked = |event: &str| (event.to_owned(), Some(at(12, 0)), "BLOCKED".to_owned());
+    assert_eq!(events, [blocked("INITIALIZE"), blocked("BLOCK"), blocked("BLOCK"), blocked("BLOCK")]);
+    let row = state(&repo, &definition).unwrap();
+    assert_eq!(
+        row,
+        (
+            Some(at(12, 0)),
+            Some(at(12, 0)),
+            at(16, 0),
+            "BLOCKED".to_owned(),
+            None,
+            runs[3],
+            "BLOCK".to_owned(),
+            4,
+            at(16, 6),
+            "Metadata-only checks cannot advance table coverage".to_owned(),
+        )
+    );
+}

@@ -45,8 +45,8 @@ fn a_failure_alert_reaches_every_destination_in_its_format() {
         let attachment = &body["attachments"][0];
         assert_eq!(attachment["color"], "danger");
         let text = attachment["text"].as_str().unwrap();
-        assert!(text.starts_with("```alert_utc_time   : 2026-07-22 13:05:00\n"), "{text}");
-        assert!(text.contains("```\n\n*Next action:*\nCompare the replica"), "{text}");
+        assert!(text.starts_with("```alert_utc_time    : 2026-07-22 13:05:00\n"), "{text}");
+        assert!(text.contains("```\n\n*Next action:*\n- Check replication lag"), "{text}");
     }
 
     // VictorOps: <base_url>/<routing_key>, CRITICAL, the whole text.
@@ -57,8 +57,8 @@ fn a_failure_alert_reaches_every_destination_in_its_format() {
     assert_eq!(body["message_type"], "CRITICAL");
     assert_eq!(body["state_message"], Json::Null);
     let text = body["entity_display_name"].as_str().unwrap();
-    assert!(text.starts_with(&format!("{message}\nalert_utc_time   : 2026-07-22 13:05:00\n")), "{text}");
-    assert!(text.contains("\n\nNext action:\nCompare the replica"), "{text}");
+    assert!(text.starts_with(&format!("{message}\nalert_utc_time    : 2026-07-22 13:05:00\n")), "{text}");
+    assert!(text.contains("\n\nNext action:\n- Check replication lag"), "{text}");
 
     // Webhook and log: the same JSON document.
     let posts = webhook.requests();

@@ -262,6 +262,8 @@ pub(crate) fn observation(check: &CheckIdentity, rows: i64, status: PreflightSta
         status,
         index_warning: status == PreflightStatus::Pass && (50_000..100_000).contains(&rows),
         table_rows: Some(rows),
+        row_limit: Some(100_000),
+        findings: Vec::new(),
         has_leading_index: Some(false),
         metadata_only: false,
         placeholder: false,

@@ -56,7 +56,7 @@ fn a_warning_is_remembered_only_after_a_destination_accepted_and_never_sent_agai
     assert_eq!(bodies[0]["kind"], "index_warning");
     assert_eq!(bodies[0]["level"], "warning");
     assert_eq!(bodies[0]["warning_id"], warning_id.to_string());
-    assert!(bodies[0]["details"].as_str().unwrap().contains("table_rows       : 75,000"));
+    assert!(bodies[0]["details"].as_str().unwrap().contains("source_rows       : 75,000"));
 
     // The next invocations (new dispatchers), also through the other target: nothing sent.
     let again = [warns(&stored[0], 80_000), warns(&stored[1], 80_000)];
@@ -153,8 +153,8 @@ fn a_muted_tap_does_not_suppress_an_enabled_one_for_the_same_source() {
     let channels: Vec<String> = slack.bodies().iter().map(|b| b["channel"].as_str().unwrap().to_owned()).collect();
     assert_eq!(channels, ["#data-diff", "#payments"]);
     let details = slack.bodies()[0]["attachments"][0]["text"].as_str().unwrap().to_owned();
-    assert!(details.contains("target_id        : postgres\n"), "{details}");
-    assert!(details.contains("table_rows       : 61,000\n"), "the latest observation's count: {details}");
+    assert!(details.contains("target_id         : postgres\n"), "{details}");
+    assert!(details.contains("source_rows       : 61,000\n"), "the latest observation's count: {details}");
 
     // Every tap muted: nothing sent, nothing remembered.
     let (context, stored) = two_targets();
@@ -288,7 +288,7 @@ fn a_real_attempt_on_an_unindexed_table_warns_once() {
         std::fs::read_to_string(&log).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["kind"], "index_warning");
-    assert!(lines[0]["details"].as_str().unwrap().contains("table_rows       : 60,008\n"));
+    assert!(lines[0]["details"].as_str().unwrap().contains("source_rows       : 60,008\n"));
     let warning_id = CheckIdentity::of(&stored).index_warning_identity().warning_id();
     assert_eq!(markers(&context), [(warning_id.get(), stored.check_id.get(), at(13, 5))]);
 }

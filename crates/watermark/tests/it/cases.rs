@@ -37,7 +37,7 @@ fn spec_worked_example_pass_fail_pass_then_remediation() {
     );
 
     let c = store.evaluate(first(3, 12, 13, AttemptStatus::Pass));
-    assert_eq!(c.method, Method::Recompute, "BLOCKED coverage is recomputed");
+    assert_eq!(c.method, Method::Incremental, "an in-order append to BLOCKED coverage, as upstream");
     assert_eq!(c.outcome.state.coverage.verified_end(), Some(h(11)), "a later pass never jumps the gap");
     assert_eq!(c.outcome.state.coverage.furthest_observed_end, h(13));
     assert_eq!(c.outcome.state.coverage.blocking_run_id, Some(run(2)));
@@ -158,28 +158,53 @@ fn metadata_only_definition_never_advances_coverage() {
     let mut store = Store::metadata_only();
     store.evaluate(first(1, 10, 11, AttemptStatus::Pass));
     let appended = store.evaluate(first(2, 11, 12, AttemptStatus::Pass));
-    assert_eq!(appended.method, Method::Recompute, "metadata-only coverage is always recomputed");
+    assert_eq!(appended.method, Method::Incremental, "an in-order append, as upstream");
     assert_eq!(appended.outcome.state.coverage.verified, interval(h(10), h(10)));
     assert_eq!(appended.outcome.state.coverage.reason, METADATA);
     assert_eq!(appended.outcome.event.event_type, EventType::Block);
 }
 
 #[test]
-fn metadata_only_keeps_a_failure_at_the_start_as_blocker() {
+fn metadata_only_blocker_is_written_by_recomputation_and_cleared_by_an_append() {
     // Recomputation: the barrier at verified_start blocks (its id is kept).
     let slots = [slot(1, h(10), h(11), SlotStatus::Fail), slot(2, h(11), h(12), SlotStatus::Pass)];
     assert_eq!(recompute(&slots, true).map(|c| c.blocking_run_id), Ok(Some(run(1))));
-    // The store recomputes metadata-only coverage, so the blocker survives the append.
+    // A schema-only definition whose first slot FAILs: recomputed, BLOCKED by that run.
     let mut store = Store::metadata_only();
     let initial = store.evaluate(first(1, 10, 11, AttemptStatus::Fail));
-    assert_eq!(initial.outcome.state.coverage.blocking_run_id, Some(run(1)));
-    assert_eq!(initial.outcome.state.coverage.reason, METADATA);
-    let appended = store.evaluate(first(2, 11, 12, AttemptStatus::Pass));
-    assert_eq!(appended.method, Method::Recompute);
-    assert_eq!(appended.outcome.state.coverage.blocking_run_id, Some(run(1)));
-    // Upstream's incremental rule, kept as `advance`, would have cleared it (crate docs).
-    let advanced = advance(&initial.outcome.state.coverage, &slots[1], true).unwrap();
-    assert_eq!(advanced.blocking_run_id, None);
+    assert_eq!(initial.method, Method::Recompute);
+    assert_eq!(
+        initial.outcome.state.coverage,
+        Coverage {
+            verified: interval(h(10), h(10)),
+            furthest_observed_end: h(11),
+            status: VerifiedStatus::Blocked,
+            blocking_run_id: Some(run(1)),
+            reason: METADATA.to_owned(),
+        }
+    );
+    assert_eq!(initial.outcome.event.event_type, EventType::Initialize);
+    // The in-order slots after it take upstream's incremental path, which writes no blocker
+    // (`advance_coverage` returns none without a data check), whatever their status.
+    for (n, status) in [(2, AttemptStatus::Pass), (3, AttemptStatus::Fail), (4, AttemptStatus::Pass)] {
+        let appended = store.evaluate(first(n, 10 + n as u32 - 1, 10 + n as u32, status));
+        assert_eq!(appended.method, Method::Incremental, "slot {n}");
+        let expected = Coverage {
+            verified: interval(h(10), h(10)),
+            furthest_observed_end: h(10 + n as u32),
+            status: VerifiedStatus::Blocked,
+            blocking_run_id: None,
+            reason: METADATA.to_owned(),
+        };
+        assert_eq!(appended.outcome.state.coverage, expected, "slot {n}");
+        assert_eq!(appended.outcome.event.coverage, expected, "slot {n}: the event row too");
+        assert_eq!(appended.outcome.event.event_type, EventType::Block);
+        assert_eq!(appended.outcome.state.state_version, n as i64);
+    }
+    // A recomputation (here: a retry of the first slot) names the failure at the start again.
+    let retried = store.evaluate(attempt(5, Some(h(10)), h(11), 2, AttemptStatus::Fail));
+    assert_eq!(retried.method, Method::Recompute);
+    assert_eq!(retried.outcome.state.coverage.blocking_run_id, Some(run(5)));
 }
 
 #[test]
@@ -377,7 +402,7 @@ fn incremental_matches_full_for_every_window_and_status_combination() {
 /// historical start but after the verified start, keeping the older blocker. SPEC §6 requires
 /// incremental == recompute, so BLOCKED coverage is recomputed and the newer failure blocks.
 #[test]
-fn blocked_coverage_is_recomputed_when_a_rolling_start_precedes_a_historical_start() {
+fn blocked_coverage_keeps_its_blocker_when_a_rolling_start_precedes_a_historical_start() {
     use crate::support::at;
     let mut store = Store::default();
     store.evaluate(attempt(1, Some(at(11, 30)), h(12), 1, AttemptStatus::Fail));
@@ -387,11 +412,16 @@ fn blocked_coverage_is_recomputed_when_a_rolling_start_precedes_a_historical_sta
     assert_eq!(widened.outcome.state.coverage.blocking_run_id, Some(run(1)));
 
     let rolling = store.evaluate(attempt(3, Some(h(11)), at(13, 30), 1, AttemptStatus::Fail));
-    assert_eq!(rolling.method, Method::Recompute, "the previous coverage is BLOCKED");
-    assert_eq!(rolling.outcome.state.coverage.verified, interval(at(10, 30), h(11)));
-    assert_eq!(rolling.outcome.state.coverage.blocking_run_id, Some(run(3)));
-    assert_eq!(rolling.outcome.state.coverage, recompute(&store.slots, false).unwrap());
-    // Upstream's incremental rule (`advance`) would have kept run 1 as the blocker.
-    let upstream = advance(&widened.outcome.state.coverage, store.slots.last().unwrap(), false).unwrap();
-    assert_eq!(upstream.blocking_run_id, Some(run(1)));
+    // An in-order append to BLOCKED coverage: upstream's incremental rule keeps the bounds,
+    // the blocker and the reason, though this failure starts before the blocker.
+    assert_eq!(rolling.method, Method::Incremental, "an in-order append, as upstream");
+    assert_eq!(
+        rolling.outcome.state.coverage,
+        Coverage { furthest_observed_end: at(13, 30), ..widened.outcome.state.coverage.clone() }
+    );
+    assert_eq!(rolling.outcome.state.coverage.blocking_run_id, Some(run(1)));
+    // A recomputation would have pulled the end back to this run's start.
+    let full = recompute(&store.slots, false).unwrap();
+    assert_eq!(full.verified, interval(at(10, 30), h(11)));
+    assert_eq!(full.blocking_run_id, Some(run(3)));
 }

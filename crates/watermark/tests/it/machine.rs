@@ -3,8 +3,10 @@
 //! lower attempts, for definitions whose windows are narrower than, equal to or wider than
 //! their cadence. After every step: the CHECK invariants, `state_version` = the number of
 //! evaluated attempts, the slot rows = the effective slots of the history, recompute
-//! independent of order, DEFERRED changing nothing, and incremental = recompute for every
-//! in-order append.
+//! independent of order, DEFERRED changing nothing, and for every in-order append upstream's
+//! incremental rule: equal to a recomputation after CONTIGUOUS coverage, the bounds of a
+//! recomputation without a blocker for metadata-only definitions, and everything but the
+//! furthest observed end kept after BLOCKED coverage.
 
 use std::collections::BTreeSet;
 
@@ -371,20 +373,34 @@ impl StateMachineTest for Machine {
                 assert_eq!(Some(&state.coverage), recomputed(&store.slots, metadata_only).as_ref());
             }
             Method::Incremental => {
-                // Incremental only for a CONTIGUOUS previous coverage of a definition with a
-                // data check, where it must equal a recomputation (SPEC §6).
-                assert!(!metadata_only, "metadata-only coverage is always recomputed");
-                assert_eq!(previous.map(|p| p.status), Some(VerifiedStatus::Contiguous));
+                // Upstream's incremental path, modelled with its two quirks (crate docs).
+                let previous = previous.expect("an append follows a state with bounds");
                 let appended = slot.expect("the appended slot was written");
-                let key = (appended.window_start, appended.window_end);
-                let in_order = store
-                    .slots
-                    .iter()
-                    .filter(|s| s.run_id != appended.run_id)
-                    .all(|s| s.scheduled_for < appended.scheduled_for && (s.window_start, s.window_end) < key);
-                if in_order && machine.consistent {
-                    let full = recomputed(&store.slots, metadata_only).expect("slots exist");
-                    assert_eq!(state.coverage, full, "incremental differs from recompute");
+                let furthest = previous.furthest_observed_end.max(appended.window_end);
+                if metadata_only {
+                    // Bounds and furthest as a recomputation has them, but no blocker.
+                    let mut full = recomputed(&store.slots, metadata_only).expect("slots exist");
+                    full.blocking_run_id = None;
+                    assert_eq!(state.coverage, full, "metadata-only append");
+                } else if previous.status == VerifiedStatus::Blocked {
+                    // Everything kept but the furthest observed end.
+                    assert_eq!(
+                        state.coverage,
+                        Coverage { furthest_observed_end: furthest, ..previous.clone() },
+                        "append to BLOCKED coverage"
+                    );
+                } else {
+                    // CONTIGUOUS: equal to a recomputation for an append in window order (SPEC §6).
+                    let key = (appended.window_start, appended.window_end);
+                    let in_order = store
+                        .slots
+                        .iter()
+                        .filter(|s| s.run_id != appended.run_id)
+                        .all(|s| s.scheduled_for < appended.scheduled_for && (s.window_start, s.window_end) < key);
+                    if in_order && machine.consistent {
+                        let full = recomputed(&store.slots, metadata_only).expect("slots exist");
+                        assert_eq!(state.coverage, full, "incremental differs from recompute");
+                    }
                 }
             }
         }
