@@ -146,3 +146,20 @@ fn a_schema_behind_is_refused_with_the_gate_message() {
     }
     assert_eq!(fixture.count("SELECT count(*) FROM public.dd_run_attempts"), 0);
 }
+
+#[test]
+fn a_definition_edited_since_the_import_is_run_as_stored_with_a_warning_naming_it() {
+    let fixture = Fixture::new();
+    fixture.import();
+    let mut files = fixture.files();
+    files.tap = files.tap.replace("compare_columns: [status, note]", "compare_columns: [status]");
+    fixture.write(&files);
+    let outcome = fixture.run(&["run", "--all", "--at", RUN_AT]);
+    outcome.expect(0).stderr_has(&format!("warning: {CHECK}: definition changed since import; run import_config"));
+    // `run` executes the stored revision and writes none of its own.
+    assert_eq!(fixture.count("SELECT count(*) FROM public.dd_check_definitions"), 1);
+    // After the import the warning is gone.
+    fixture.import();
+    let outcome = fixture.run(&["run", "--all", "--at", "2026-07-22T14:05:00Z"]);
+    assert!(!outcome.stderr.contains("definition changed since import"), "{}", outcome.stderr);
+}

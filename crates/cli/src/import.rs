@@ -8,17 +8,16 @@
 //! definitions are validated, ignored with a warning, and the command exits 0 (`Initial
 //! data-diff scans pending: not configured`).
 
-use std::collections::BTreeSet;
 use std::time::Instant;
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use clap::Args;
-use datadiff_backend_store::{MigrateOptions, SyncReport, SyncScope};
+use datadiff_runner::{ImportReport, TapSelection, import_definitions};
 
 use crate::console::Console;
 use crate::exit::Exit;
-use crate::project::{ProjectArgs, open_backend};
+use crate::project::{ProjectArgs, open_backend, unwrap_backend};
 
 /// Import the project's data-diff definitions into the backend database (migrating it first).
 #[derive(Debug, Args)]
@@ -43,73 +42,47 @@ impl ImportArgs {
     }
 }
 
-/// Validates, migrates and syncs, then prints upstream's summary block.
+/// Validates, migrates and syncs (the runner's [`import_definitions`]), then prints upstream's
+/// summary block.
 pub(crate) fn run(args: &ImportArgs, console: &mut Console) -> anyhow::Result<Exit> {
     let started = Instant::now();
     let project = args.project.load(console)?;
-    let stderr = console.stderr();
-
-    let selected: Option<BTreeSet<String>> = args
-        .taps
-        .as_ref()
-        .map(|taps| taps.iter().map(|tap| tap.trim().to_owned()).filter(|tap| !tap.is_empty() && tap != "*").collect())
-        .filter(|taps: &BTreeSet<String>| !taps.is_empty());
-    let missing: Vec<&String> = match &selected {
-        Some(taps) => taps.iter().filter(|tap| project.tap(tap).is_none()).collect(),
-        None => Vec::new(),
+    let selection = match &args.taps {
+        Some(taps) => TapSelection::named(taps),
+        None => TapSelection::all(),
     };
-    for tap in &missing {
-        stderr.line(&format!("error: Tap not found in project YAML: {tap}"));
+    for tap in selection.missing(&project) {
+        console.stderr().line(&format!("error: Tap not found in project YAML: {tap}"));
     }
-    let in_selection = |tap_id: &str| selected.as_ref().is_none_or(|taps| taps.contains(tap_id));
-    let definitions: Vec<_> =
-        project.definitions.iter().filter(|definition| in_selection(&definition.tap_id)).cloned().collect();
-    let taps = project.taps.iter().filter(|tap| in_selection(&tap.id)).count();
-
-    let report = match &project.backend {
+    let store = match &project.backend {
         None => None,
-        Some(_) => {
-            let store = open_backend(&project, 1)?;
-            let migration = store.migrate(&MigrateOptions::latest())?;
-            for step in &migration.steps {
-                tracing::info!(%step, "backend migration applied");
-            }
-            let scope = match &selected {
-                Some(taps) => SyncScope::taps(taps.iter().cloned()),
-                None => SyncScope::all(),
-            };
-            let now = args.at.unwrap_or_else(Utc::now);
-            Some(store.sync_definitions(&definitions, &scope, now)?)
-        }
+        Some(_) => Some(open_backend(&project, 1)?),
     };
-
-    let summary = summary(project.targets.len(), taps, &missing, report.as_ref(), started.elapsed());
+    let now = args.at.unwrap_or_else(Utc::now);
+    let report = import_definitions(&project, store.as_ref(), &selection, now).map_err(unwrap_backend)?;
+    for step in &report.migration_steps {
+        tracing::info!(%step, "backend migration applied");
+    }
+    let summary = summary(&report, started.elapsed());
     console.stdout().write_all(summary.as_bytes()).context("writing to stdout")?;
-    Ok(if missing.is_empty() { Exit::Success } else { Exit::Failure })
+    Ok(if report.missing_taps.is_empty() { Exit::Success } else { Exit::Failure })
 }
 
 /// Upstream's `IMPORTING YAML CONFIGS FINISHED` block, with the lines that apply to the
 /// data-diff part plus the sync's counts.
-fn summary(
-    targets: usize,
-    taps: usize,
-    missing: &[&String],
-    report: Option<&SyncReport>,
-    runtime: std::time::Duration,
-) -> String {
+fn summary(report: &ImportReport, runtime: std::time::Duration) -> String {
     let rule = "-------------------------------------------------------";
     let mut lines = vec![
         rule.to_owned(),
         "IMPORTING YAML CONFIGS FINISHED".to_owned(),
         rule.to_owned(),
-        format!("    Total targets to import        : {targets}"),
-        format!("    Total taps to import           : {taps}"),
+        format!("    Total targets to import        : {}", report.targets),
+        format!("    Total taps to import           : {}", report.taps),
     ];
-    if !missing.is_empty() {
-        let names: Vec<&str> = missing.iter().map(|tap| tap.as_str()).collect();
-        lines.push(format!("    Taps not found in project YAML : {}", names.join(", ")));
+    if !report.missing_taps.is_empty() {
+        lines.push(format!("    Taps not found in project YAML : {}", report.missing_taps.join(", ")));
     }
-    match report {
+    match &report.sync {
         Some(report) => {
             lines.push(format!("    Data-diff definitions created  : {}", report.created));
             lines.push(format!("    Data-diff definitions unchanged: {}", report.unchanged));
@@ -148,16 +121,22 @@ mod tests {
 
     #[test]
     fn the_summary_says_not_configured_without_a_backend() {
-        let text = summary(1, 2, &[], None, Duration::from_secs(1));
+        let report =
+            |sync, missing_taps| ImportReport { targets: 1, taps: 2, missing_taps, migration_steps: Vec::new(), sync };
+        let text = summary(&report(None, Vec::new()), Duration::from_secs(1));
         assert!(text.contains("IMPORTING YAML CONFIGS FINISHED"));
         assert!(text.contains("Total targets to import        : 1"));
         assert!(text.contains("Total taps to import           : 2"));
         assert!(text.contains("Initial data-diff scans pending: not configured"));
         assert!(!text.contains("created"));
-        let report =
-            SyncReport { created: 3, unchanged: 1, superseded: 1, deactivated: 2, historical_scans_pending: 1 };
-        let missing = "gone".to_owned();
-        let text = summary(1, 2, &[&missing], Some(&report), Duration::from_secs(1));
+        let sync = datadiff_backend_store::SyncReport {
+            created: 3,
+            unchanged: 1,
+            superseded: 1,
+            deactivated: 2,
+            historical_scans_pending: 1,
+        };
+        let text = summary(&report(Some(sync), vec!["gone".to_owned()]), Duration::from_secs(1));
         for line in [
             "Data-diff definitions created  : 3",
             "Data-diff definitions unchanged: 1",

@@ -12,9 +12,8 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use clap::Args;
 use datadiff_alerts::{Dispatcher, WarningReport, WarningResult};
-use datadiff_backend_store::DefinitionFilter;
 use datadiff_config::Project;
-use datadiff_runner::{Clock, Connections, ProgressMeter, Selection, TickContext, tick};
+use datadiff_runner::{Clock, Connections, ProgressMeter, Selection, TickContext, changed_since_import, tick};
 use serde_json::json;
 
 use crate::console::Console;
@@ -163,20 +162,12 @@ fn warn_changed_definitions(
     selection: &Selection,
     console: &Console,
 ) {
-    let filter: DefinitionFilter = selection.filter();
-    let stored = match store.definitions(&filter) {
-        Ok(stored) => stored,
-        Err(error) => {
-            tracing::debug!(error = %error, "could not compare the YAML with the imported definitions");
-            return;
+    match changed_since_import(project, store, &selection.filter()) {
+        Ok(names) => {
+            for name in names {
+                console.stderr().line(&format!("warning: {name}: definition changed since import; run import_config"));
+            }
         }
-    };
-    for definition in stored {
-        let name = &definition.definition.full_check_name;
-        if let Some(yaml) = project.definition(name)
-            && yaml.config_hash() != definition.config_hash.trim_end()
-        {
-            console.stderr().line(&format!("warning: {name}: definition changed since import; run import_config"));
-        }
+        Err(error) => tracing::debug!(error = %error, "could not compare the YAML with the imported definitions"),
     }
 }
