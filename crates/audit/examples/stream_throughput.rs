@@ -1,5 +1,5 @@
 //! Throughput of the streaming readers against the `COPY … TO STDOUT` floor, on a throwaway
-//! cluster: `cargo run --release -p datadiff-runner --example stream_throughput [ROWS [RUNS]]`.
+//! cluster: `cargo run --release -p datadiff-audit --example stream_throughput [ROWS [RUNS]]`.
 //!
 //! Builds two databases with the same ROWS-row table of six columns (bigint key, integer,
 //! numeric(12,2), text, varchar, timestamptz), then measures, best of RUNS (default 5):

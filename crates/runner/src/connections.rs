@@ -38,7 +38,8 @@ pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// ```
 /// use datadiff_config::{DbConn, Secret};
-/// use datadiff_runner::{Connections, Environment};
+/// use datadiff_access::Environment;
+/// use datadiff_runner::Connections;
 ///
 /// let source = DbConn {
 ///     host: Some("primary.internal".into()),
