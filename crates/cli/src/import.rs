@@ -29,7 +29,7 @@ pub(crate) struct ImportArgs {
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     taps: Option<Vec<String>>,
     /// Record the import at this time instead of now (RFC 3339 with Z or an offset).
-    #[arg(long, value_name = "TIME", value_parser = crate::timestamp::parse_at)]
+    #[arg(long, value_name = "TIME", value_parser = crate::timestamp::parse_recording_at)]
     at: Option<DateTime<Utc>>,
     #[command(flatten)]
     verbosity: crate::logging::Verbosity,

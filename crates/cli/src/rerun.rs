@@ -37,7 +37,7 @@ pub(crate) struct RerunArgs {
     #[arg(long, value_name = "REF")]
     remediation_ref: String,
     /// Record times as if now were this time (RFC 3339 with Z or an offset).
-    #[arg(long, value_name = "TIME", value_parser = timestamp::parse_at)]
+    #[arg(long, value_name = "TIME", value_parser = timestamp::parse_recording_at)]
     at: Option<DateTime<Utc>>,
     /// How the rerun table is printed.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]

@@ -47,7 +47,7 @@ pub(crate) struct RunArgs {
     force: bool,
     /// Run as if now were this time: slots, retries, the stale sweep and every recorded time
     /// follow it (RFC 3339 with Z or an offset).
-    #[arg(long, value_name = "TIME", value_parser = timestamp::parse_at)]
+    #[arg(long, value_name = "TIME", value_parser = timestamp::parse_recording_at)]
     at: Option<DateTime<Utc>>,
     /// Work on N checks at a time (never two attempts of one check).
     #[arg(long, value_name = "N", default_value = "1")]
@@ -86,6 +86,9 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     let jobs = u32::try_from(args.jobs.get()).unwrap_or(u32::MAX);
     let store = open_gated(&project, jobs)?;
     store.gate_for_attempts(&project.dir)?;
+    if let Some(problem) = selection.unknown_name(&project, &store).map_err(unwrap_backend)? {
+        anyhow::bail!(problem);
+    }
     warn_changed_definitions(&project, &store, &selection, console);
 
     let now = args.at.unwrap_or_else(Utc::now);

@@ -7,7 +7,9 @@
 //!   present); an unknown time is JSON `null`, an empty CSV field.
 //! * `--at` takes RFC 3339 with `Z` or an offset (`2026-07-22T13:47:00Z`,
 //!   `2026-07-22T15:47:00+02:00`); a time without a zone is a usage error (SPEC §4), because
-//!   guessing the zone would silently pick other slots.
+//!   guessing the zone would silently pick other slots. On the commands that record (`run`,
+//!   `rerun`, `import_config`) it may lie at most [`MAX_AT_AHEAD`] ahead of this machine's
+//!   clock: a later `--at` would record a verdict for a window that has not happened yet.
 
 use chrono::{DateTime, FixedOffset, NaiveDateTime, SecondsFormat, Utc};
 
@@ -27,6 +29,26 @@ pub(crate) fn json(instant: Option<DateTime<Utc>>) -> serde_json::Value {
 /// RFC 3339 with `Z`.
 pub(crate) fn rfc3339(instant: DateTime<Utc>) -> String {
     instant.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+/// How far ahead of the real clock a recording command's `--at` may lie: room for clock
+/// skew between hosts, no room for a window that has not happened.
+pub(crate) const MAX_AT_AHEAD: chrono::Duration = chrono::Duration::minutes(5);
+
+/// Parses `--at` of a command that records attempts or definitions: [`parse_at`], at most
+/// [`MAX_AT_AHEAD`] ahead of the real clock.
+pub(crate) fn parse_recording_at(text: &str) -> Result<DateTime<Utc>, String> {
+    let at = parse_at(text)?;
+    let ahead = at - Utc::now();
+    if ahead > MAX_AT_AHEAD {
+        return Err(format!(
+            "the time is {} min ahead of this machine's clock; a command that records may run at most {} min \
+             ahead (a window that has not happened yet cannot be verified)",
+            ahead.num_minutes(),
+            MAX_AT_AHEAD.num_minutes()
+        ));
+    }
+    Ok(at)
 }
 
 /// Parses `--at` (a clap value parser).

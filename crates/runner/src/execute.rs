@@ -58,7 +58,22 @@ pub fn execute(
 ) -> Result<RunSummary, Error> {
     if let Some(reason) = definition.definition.unsupported_route() {
         finished(options);
-        return Ok(RunSummary::route_not_supported(CheckIdentity::of(definition), scheduled_for, reason));
+        return Ok(RunSummary::not_attempted(CheckIdentity::of(definition), scheduled_for, reason));
+    }
+    // Never a verdict on rows that may not exist yet: a window ending after the real clock
+    // (an `--at` a few minutes ahead, a clock skewed between hosts) waits for a later tick.
+    let real_now = Clock::System.now();
+    if let Some(window) = definition.definition.window(scheduled_for)
+        && window.end > real_now
+    {
+        finished(options);
+        let reason = format!(
+            "the window [{}, {}) ends after the current time {}: not attempted before it has passed",
+            datadiff_diff_core::python_isoformat(window.start),
+            datadiff_diff_core::python_isoformat(window.end),
+            datadiff_diff_core::python_isoformat(real_now),
+        );
+        return Ok(RunSummary::not_attempted(CheckIdentity::of(definition), scheduled_for, reason));
     }
     let started = store.start_attempt(definition, scheduled_for, kind, options.clock.now()).map_err(|source| {
         Error::Backend { action: format!("starting an attempt of {}", definition.definition.full_check_name), source }

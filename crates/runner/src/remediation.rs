@@ -55,7 +55,7 @@ pub fn remediate(context: &TickContext, run_id: RunId, reference: &str) -> Resul
             store.definition(original.check_id).map_err(backend(format!("reading the definition of run {run_id}")))?
         && let Some(reason) = definition.definition.unsupported_route()
     {
-        let summary = RunSummary::route_not_supported(CheckIdentity::of(&definition), original.scheduled_for, reason);
+        let summary = RunSummary::not_attempted(CheckIdentity::of(&definition), original.scheduled_for, reason);
         return Ok(RemediationReport { original: Some(original), summary, interrupted: None });
     }
     let interruption = Interruption::default();

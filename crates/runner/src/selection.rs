@@ -1,7 +1,10 @@
 //! Which current definitions a tick works on: `--all`, a target, a tap of a target, and
 //! optionally one check by name or id (runs note §6).
 
-use datadiff_backend_store::DefinitionFilter;
+use datadiff_backend_store::{DefinitionFilter, Store};
+use datadiff_config::Project;
+
+use crate::error::Error;
 
 /// The definitions a tick selects: current revisions only, narrowed by target, tap and check.
 ///
@@ -48,6 +51,40 @@ impl Selection {
     pub fn check(mut self, name_or_id: impl Into<String>) -> Selection {
         self.check = Some(name_or_id.into());
         self
+    }
+
+    /// What this selection names that does not exist — a target or a tap of it the project
+    /// does not define, or a `--check` no current definition matches — as the one-line
+    /// message (`unknown target 'warehouse' (the project defines: postgres)`); `None` when
+    /// every name exists. A misspelt crontab line must fail, not pass by checking nothing.
+    pub fn unknown_name(&self, project: &Project, store: &Store) -> Result<Option<String>, Error> {
+        if let Some(target) = &self.target
+            && project.target(target).is_none()
+        {
+            let known: Vec<&str> = project.targets.iter().map(|target| target.id.as_str()).collect();
+            return Ok(Some(format!("unknown target '{target}' (the project defines: {})", known.join(", "))));
+        }
+        if let (Some(target), Some(tap)) = (&self.target, &self.tap)
+            && project.tap(tap).is_none_or(|found| &found.target_id != target)
+        {
+            let known: Vec<&str> =
+                project.taps.iter().filter(|tap| &tap.target_id == target).map(|tap| tap.id.as_str()).collect();
+            return Ok(Some(format!(
+                "unknown tap '{tap}' of target '{target}' (the project defines: {})",
+                known.join(", ")
+            )));
+        }
+        if let Some(check) = &self.check {
+            let found = store
+                .definitions(&self.filter())
+                .map_err(|source| Error::Backend { action: "reading the selected definitions".to_owned(), source })?;
+            if found.is_empty() {
+                return Ok(Some(format!(
+                    "unknown check '{check}': no current definition in the selection has that full_check_name or check_id"
+                )));
+            }
+        }
+        Ok(None)
     }
 
     /// The backend filter reading these definitions (current revisions only).

@@ -258,9 +258,10 @@ impl RunSummary {
         }
     }
 
-    /// A definition of a route datadiff does not execute (SPEC §0: `route not supported by
-    /// datadiff yet: <src> -> <tgt>`): SKIPPED, nothing written.
-    pub fn route_not_supported(check: CheckIdentity, scheduled_for: DateTime<Utc>, reason: String) -> RunSummary {
+    /// A slot not attempted, for `reason` — a route datadiff does not execute (SPEC §0:
+    /// `route not supported by datadiff yet: <src> -> <tgt>`), a window that ends after the
+    /// current time: SKIPPED, nothing written.
+    pub fn not_attempted(check: CheckIdentity, scheduled_for: DateTime<Utc>, reason: String) -> RunSummary {
         RunSummary {
             status: SummaryStatus::Skipped,
             scheduled_for: Some(scheduled_for),

@@ -313,7 +313,7 @@ fn run(context: &TickContext, now: DateTime<Utc>, interruption: &Interruption) -
         match &item.plan {
             Plan::Unschedulable(reason) => check.summaries.push(RunSummary::failed_without_run(identity(), reason)),
             Plan::Unsupported { slot, reason } => {
-                check.summaries.push(RunSummary::route_not_supported(identity(), *slot, reason.clone()));
+                check.summaries.push(RunSummary::not_attempted(identity(), *slot, reason.clone()));
             }
             Plan::Run { schedule, current, overview } => match overviews.get(*overview) {
                 Some(overview) => {
