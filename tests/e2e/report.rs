@@ -122,3 +122,27 @@ fn daily_failures_remediations_and_differences() {
         .one_error_line()
         .stderr_has("has no run");
 }
+
+#[test]
+fn differences_say_how_many_were_found_and_whether_the_list_is_truncated() {
+    let fixture = Fixture::new();
+    let mut files = fixture.files();
+    files.datadiff = Some(format!("checks:\n  {CHECK}:\n    row_diff: {{max_examples: 3}}\n"));
+    fixture.write(&files);
+    fixture.import();
+    // Five changed rows and two missing: seven differences, three kept as evidence.
+    fixture.replica_sql(
+        "UPDATE payments.transfers SET note = 'drifted' WHERE id < 5; DELETE FROM payments.transfers WHERE id IN (40, 41);",
+    );
+    fixture.run(&["run", "--all", "--at", RUN_AT]).expect(1);
+    let run_id = fixture.newest_run_id();
+    let report =
+        fixture.run(&["report", "differences", "--run-id", &run_id, "--output-format", "json"]).expect(0).json();
+    assert_eq!(report["rows"].as_array().map(Vec::len), Some(3));
+    assert_eq!(report["found"], serde_json::json!({"missing": 2, "extra": 0, "changed": 5, "total": 7}));
+    assert_eq!((report["shown"].as_u64(), report["truncated"].as_bool()), (Some(3), Some(true)));
+    fixture
+        .run(&["report", "differences", "--run-id", &run_id])
+        .expect(0)
+        .stdout_has("7 differences found (2 missing, 0 extra, 5 changed); 3 shown (max_examples)");
+}

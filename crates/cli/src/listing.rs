@@ -149,6 +149,11 @@ impl Listing {
         self.rows.is_empty()
     }
 
+    /// How many rows.
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
     /// The table text as Python's `tabulate` prints it with its default `simple` format (what
     /// PipelineWise prints): the headers, a rule of dashes, the rows; each column as wide as
     /// its widest cell and at least two more than its header, columns two spaces apart, text

@@ -32,7 +32,7 @@ use anyhow::Context;
 use chrono::{DateTime, TimeDelta, Utc};
 use clap::{Args, Subcommand};
 use datadiff_backend_store::{LagProblem, LagVerdict, MetricsRow, Store, WatermarkStatus};
-use datadiff_diff_core::{RunId, RunStatus};
+use datadiff_diff_core::{ResultType, RunId, RunStatus};
 use serde_json::{Value as Json, json};
 
 use crate::console::Console;
@@ -161,12 +161,35 @@ pub(crate) fn run(args: &ReportArgs, console: &mut Console) -> anyhow::Result<Ex
         ReportKind::Daily(_) => ("daily", daily_listing(&store)?, json!({}), None),
         ReportKind::Failures(_) => ("failures", failure_listing(&store)?, json!({}), None),
         ReportKind::Remediations(_) => ("remediations", remediation_listing(&store)?, json!({}), None),
-        ReportKind::Differences(differences) => (
-            "differences",
-            difference_listing(&store, differences.run_id)?,
-            json!({"run_id": differences.run_id.to_string()}),
-            None,
-        ),
+        ReportKind::Differences(differences) => {
+            let listing = difference_listing(&store, differences.run_id)?;
+            let found = row_diff_counts(&store, differences.run_id)?;
+            let shown = listing.len();
+            let mut extra = json!({"run_id": differences.run_id.to_string(), "shown": shown});
+            if let Json::Object(extra) = &mut extra {
+                extra.insert("found".to_owned(), found.map_or(Json::Null, |found| found.to_json()));
+                extra.insert(
+                    "truncated".to_owned(),
+                    Json::Bool(found.is_some_and(|found| found.total() > shown as u64)),
+                );
+            }
+            if args.output_format == ReportFormat::Table {
+                let mut text = if listing.is_empty() { "No rows\n".to_owned() } else { listing.table() };
+                text.push_str(&match found {
+                    Some(found) => format!(
+                        "{} differences found ({} missing, {} extra, {} changed); {shown} shown (max_examples)\n",
+                        found.total(),
+                        found.missing,
+                        found.extra,
+                        found.changed
+                    ),
+                    None => "The run has no row_diff result.\n".to_owned(),
+                });
+                console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
+                return Ok(Exit::Success);
+            }
+            ("differences", listing, extra, None)
+        }
     };
     let text = match args.output_format {
         ReportFormat::Json => {
@@ -373,6 +396,37 @@ const DIFFERENCE_COLUMNS: &[Column] = &[
     column("Key", "key"),
     column("Fields", "fields"),
 ];
+
+/// The counts a run's `row_diff` result recorded (its target value), when it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FoundDifferences {
+    missing: u64,
+    extra: u64,
+    changed: u64,
+}
+
+impl FoundDifferences {
+    fn total(self) -> u64 {
+        self.missing + self.extra + self.changed
+    }
+
+    fn to_json(self) -> Json {
+        json!({"missing": self.missing, "extra": self.extra, "changed": self.changed, "total": self.total()})
+    }
+}
+
+fn row_diff_counts(store: &Store, run_id: RunId) -> anyhow::Result<Option<FoundDifferences>> {
+    let results = store.run_results(run_id)?;
+    let Some(result) = results.iter().find(|result| result.check_type == ResultType::RowDiff) else {
+        return Ok(None);
+    };
+    let count = |name: &str| result.target_value.get(name).and_then(Json::as_str).and_then(|text| text.parse().ok());
+    Ok(match (count("missing"), count("extra"), count("changed")) {
+        (Some(missing), Some(extra), Some(changed)) => Some(FoundDifferences { missing, extra, changed }),
+        // An ERROR row_diff records no counts.
+        _ => None,
+    })
+}
 
 fn difference_listing(store: &Store, run_id: RunId) -> anyhow::Result<Listing> {
     let mut listing = Listing::new(DIFFERENCE_COLUMNS);
