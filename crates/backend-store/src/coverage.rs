@@ -10,7 +10,7 @@
 
 use chrono::{DateTime, Utc};
 use datadiff_diff_core::RunStatus;
-use datadiff_watermark::{AttemptStatus, FinishedAttempt, Outcome, Transition};
+use datadiff_watermark::{FinishedAttempt, Outcome, Transition};
 use postgres::Transaction;
 use uuid::Uuid;
 
@@ -34,11 +34,9 @@ pub(crate) fn evaluate(
     recorded_at: DateTime<Utc>,
 ) -> Result<Option<Outcome>, Error> {
     let status = match attempt.status {
-        RunStatus::Pass => AttemptStatus::Pass,
-        RunStatus::Fail => AttemptStatus::Fail,
-        RunStatus::Error => AttemptStatus::Error,
         RunStatus::Deferred => return Ok(None),
         RunStatus::Running => return Err(Error::NotTerminal { run_id: attempt.run_id, status: attempt.status }),
+        outcome => outcome,
     };
     let check_id = attempt.check_id;
     let watermark_error = |source| Error::Watermark { check_id, run_id: attempt.run_id, source };

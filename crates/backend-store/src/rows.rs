@@ -8,7 +8,7 @@
 use std::str::FromStr;
 
 use datadiff_diff_core::{Bounds, CheckDefinition, CheckId, PreflightId, RunId, RunStatus};
-use datadiff_watermark::{Coverage, EventType, Slot, SlotStatus, VerifiedInterval, VerifiedStatus, WatermarkState};
+use datadiff_watermark::{Coverage, EventType, Slot, VerifiedInterval, VerifiedStatus, WatermarkState};
 use postgres::Row;
 use postgres::types::FromSql;
 use uuid::Uuid;
@@ -83,7 +83,7 @@ pub(crate) fn slot(row: &Row) -> Result<Slot, Error> {
         scheduled_for: get(row, "scheduled_for")?,
         window_start: get(row, "window_start")?,
         window_end: get(row, "window_end")?,
-        status: parse::<SlotStatus>("dd_run_slot_state.status", get(row, "status")?)?,
+        status: parse::<RunStatus>("dd_run_slot_state.status", get(row, "status")?)?,
         run_id: get(row, "run_id")?,
         attempt: get(row, "attempt")?,
     })

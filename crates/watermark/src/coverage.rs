@@ -9,7 +9,9 @@ use uuid::Uuid;
 
 use crate::error::{Error, Violation};
 use crate::reason::Reason;
-use crate::slot::{Slot, SlotStatus};
+use datadiff_diff_core::RunStatus;
+
+use crate::slot::Slot;
 
 /// Whether the verified interval reaches the furthest observed end
 /// (`verified_status`).
@@ -178,14 +180,14 @@ pub fn recompute(slots: &[Slot], metadata_only: bool) -> Result<Coverage, Error>
     // that the tie rule does not depend on that.
     let barrier = resolved
         .iter()
-        .filter(|entry| entry.slot.status != SlotStatus::Pass)
+        .filter(|entry| entry.slot.status != RunStatus::Pass)
         .min_by_key(|entry| (entry.start, entry.slot.window_end, entry.slot.scheduled_for));
 
     let mut cursor = verified_start;
     if !metadata_only {
         let mut passes: Vec<(DateTime<Utc>, DateTime<Utc>)> = resolved
             .iter()
-            .filter(|entry| entry.slot.status == SlotStatus::Pass)
+            .filter(|entry| entry.slot.status == RunStatus::Pass)
             .map(|entry| (entry.start, entry.slot.window_end))
             .collect();
         passes.sort_unstable();
@@ -278,7 +280,7 @@ pub fn advance(previous: &Coverage, slot: &Slot, metadata_only: bool) -> Result<
     let mut end = verified.end;
     let mut blocking_run_id = previous.blocking_run_id;
     if start <= end {
-        if slot.status == SlotStatus::Pass {
+        if slot.status == RunStatus::Pass {
             end = end.max(slot.window_end);
         } else {
             end = start;
@@ -312,7 +314,7 @@ mod tests {
         Utc.with_ymd_and_hms(2026, 7, 22, hour, 0, 0).single().unwrap_or_default()
     }
 
-    fn slot(n: u128, start: u32, end: u32, status: SlotStatus) -> Slot {
+    fn slot(n: u128, start: u32, end: u32, status: RunStatus) -> Slot {
         Slot {
             scheduled_for: at(end),
             window_start: Some(at(start)),
@@ -333,10 +335,10 @@ mod tests {
     #[test]
     fn empty_input_and_duplicate_slots_are_errors() {
         assert_eq!(recompute(&[], false), Err(Error::NoSlots));
-        let mut twin = slot(2, 10, 11, SlotStatus::Fail);
+        let mut twin = slot(2, 10, 11, RunStatus::Fail);
         twin.scheduled_for = at(11);
         assert_eq!(
-            recompute(&[slot(1, 10, 11, SlotStatus::Pass), twin], false),
+            recompute(&[slot(1, 10, 11, RunStatus::Pass), twin], false),
             Err(Error::DuplicateSlot { scheduled_for: at(11) })
         );
     }
@@ -344,30 +346,30 @@ mod tests {
     #[test]
     fn barrier_ties_go_to_the_smaller_end_then_the_earlier_slot() {
         // The wide failure's slot comes first; the narrow one still wins on its end.
-        let wide = slot(1, 10, 13, SlotStatus::Fail);
-        let mut narrow = slot(2, 10, 12, SlotStatus::Error);
+        let wide = slot(1, 10, 13, RunStatus::Fail);
+        let mut narrow = slot(2, 10, 12, RunStatus::Error);
         narrow.scheduled_for = at(14);
         let coverage = recompute(&[wide, narrow], false);
         assert_eq!(coverage.as_ref().map(|c| c.blocking_run_id), Ok(Some(Uuid::from_u128(2))));
 
-        let mut first = slot(3, 10, 12, SlotStatus::Fail);
+        let mut first = slot(3, 10, 12, RunStatus::Fail);
         first.scheduled_for = at(5);
-        let second = slot(4, 10, 12, SlotStatus::Error);
+        let second = slot(4, 10, 12, RunStatus::Error);
         assert_eq!(recompute(&[second, first], false).map(|c| c.blocking_run_id), Ok(Some(Uuid::from_u128(3))));
     }
 
     #[test]
     fn advance_refuses_what_is_not_an_append() {
-        let previous = recompute(&[slot(1, 10, 11, SlotStatus::Pass)], false);
+        let previous = recompute(&[slot(1, 10, 11, RunStatus::Pass)], false);
         let Ok(previous) = previous else { panic!("valid coverage") };
-        let before = slot(2, 9, 12, SlotStatus::Pass);
+        let before = slot(2, 9, 12, RunStatus::Pass);
         assert_eq!(advance(&previous, &before, false), Err(Error::NotAnAppend { run_id: before.run_id }));
-        let mut unresolved = slot(3, 11, 12, SlotStatus::Error);
+        let mut unresolved = slot(3, 11, 12, RunStatus::Error);
         unresolved.window_start = None;
         assert_eq!(advance(&previous, &unresolved, false), Err(Error::NotAnAppend { run_id: unresolved.run_id }));
         let broken = Coverage { verified: None, ..previous };
         assert_eq!(
-            advance(&broken, &slot(4, 11, 12, SlotStatus::Pass), false),
+            advance(&broken, &slot(4, 11, 12, RunStatus::Pass), false),
             Err(Error::InvalidCoverage(Violation::UnresolvedNotBlocked))
         );
     }

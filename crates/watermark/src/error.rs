@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::slot::SlotStatus;
+use datadiff_diff_core::RunStatus;
 
 /// Why an input was refused. Every invalid input is one of these, never a panic.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,7 +28,7 @@ pub enum Error {
         /// The run.
         run_id: Uuid,
         /// Its outcome.
-        status: SlotStatus,
+        status: RunStatus,
     },
     /// An attempt number below 1 (`dd_run_slot_state_attempt_check`).
     #[error("run {run_id} has attempt number {attempt}, attempts start at 1")]
@@ -96,6 +96,20 @@ pub enum Error {
     StateVersionOverflow {
         /// The previous version.
         version: i64,
+    },
+    /// An attempt still RUNNING given as finished.
+    #[error("run {run_id} is still RUNNING: coverage reads finished attempts only")]
+    NotFinished {
+        /// The run.
+        run_id: Uuid,
+    },
+    /// A slot row whose status is not an outcome (PASS, FAIL or ERROR).
+    #[error("run {run_id} has slot status {status}, not PASS, FAIL or ERROR")]
+    NotAnOutcome {
+        /// The run.
+        run_id: Uuid,
+        /// The status given.
+        status: RunStatus,
     },
     /// Text that is not one of a vocabulary's database values.
     #[error("unknown {kind} {text:?}")]

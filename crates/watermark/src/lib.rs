@@ -58,7 +58,8 @@
 //!
 //! ```
 //! use chrono::{TimeZone, Utc};
-//! use datadiff_watermark::{AttemptStatus, EventType, FinishedAttempt, Method, SlotWrite, Transition, VerifiedStatus};
+//! use datadiff_diff_core::RunStatus;
+//! use datadiff_watermark::{EventType, FinishedAttempt, Method, SlotWrite, Transition, VerifiedStatus};
 //! use uuid::Uuid;
 //!
 //! let hour = |h| Utc.with_ymd_and_hms(2026, 7, 22, h, 0, 0).unwrap();
@@ -69,7 +70,7 @@
 //!     attempt: 1,
 //!     window_start: Some(hour(10)),
 //!     window_end: hour(11),
-//!     status: AttemptStatus::Pass,
+//!     status: RunStatus::Pass,
 //! };
 //! // Read under the coverage lock: no state row, no slot row, no later slot.
 //! let transition = Transition {
@@ -155,6 +156,6 @@ pub use coverage::{Coverage, VerifiedInterval, VerifiedStatus, advance, recomput
 pub use error::{Error, Violation};
 pub use event::{EventType, WatermarkEvent, event_type};
 pub use reason::Reason;
-pub use slot::{AttemptStatus, FinishedAttempt, Slot, SlotStatus, SlotWrite, effective_slots};
+pub use slot::{FinishedAttempt, Slot, SlotWrite, effective_slots};
 pub use state::WatermarkState;
 pub use transition::{Evaluation, Method, Outcome, Transition};

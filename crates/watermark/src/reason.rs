@@ -4,7 +4,7 @@ use std::fmt;
 
 use uuid::Uuid;
 
-use crate::slot::SlotStatus;
+use datadiff_diff_core::RunStatus;
 
 /// Why the watermark is where it is. `Display` renders upstream's text; run ids are lowercase
 /// hyphenated UUIDs.
@@ -25,7 +25,7 @@ pub enum Reason {
         /// The blocking run.
         run_id: Uuid,
         /// Its status.
-        status: SlotStatus,
+        status: RunStatus,
     },
     /// Nothing failed at the end, but no passing window covers the next interval.
     Uncovered,
@@ -63,11 +63,11 @@ mod tests {
         );
         assert_eq!(Reason::MetadataOnly.to_string(), "Metadata-only checks cannot advance table coverage");
         assert_eq!(
-            Reason::Boundary { run_id: RUN, status: SlotStatus::Fail }.to_string(),
+            Reason::Boundary { run_id: RUN, status: RunStatus::Fail }.to_string(),
             "Run 01234567-89ab-cdef-0123-456789abcdef has status FAIL at the coverage boundary"
         );
         assert_eq!(
-            Reason::Boundary { run_id: RUN, status: SlotStatus::Error }.to_string(),
+            Reason::Boundary { run_id: RUN, status: RunStatus::Error }.to_string(),
             "Run 01234567-89ab-cdef-0123-456789abcdef has status ERROR at the coverage boundary"
         );
         assert_eq!(Reason::Uncovered.to_string(), "No successful run covers the next timestamp interval");

@@ -2,111 +2,12 @@
 //! slot-state rule that selects it.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
+use datadiff_diff_core::RunStatus;
 use uuid::Uuid;
 
 use crate::error::Error;
-
-/// The outcome recorded for a slot (`dd_run_slot_state.status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SlotStatus {
-    /// Every check passed.
-    Pass,
-    /// Some check found a difference.
-    Fail,
-    /// Some check could not complete.
-    Error,
-}
-
-impl SlotStatus {
-    /// The database text: `PASS`, `FAIL` or `ERROR`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SlotStatus::Pass => "PASS",
-            SlotStatus::Fail => "FAIL",
-            SlotStatus::Error => "ERROR",
-        }
-    }
-}
-
-impl fmt::Display for SlotStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for SlotStatus {
-    type Err = Error;
-
-    fn from_str(text: &str) -> Result<Self, Error> {
-        match text {
-            "PASS" => Ok(SlotStatus::Pass),
-            "FAIL" => Ok(SlotStatus::Fail),
-            "ERROR" => Ok(SlotStatus::Error),
-            _ => Err(Error::UnknownText { kind: "slot status", text: text.to_owned() }),
-        }
-    }
-}
-
-/// The terminal status of an attempt as coverage sees it. `RUNNING` never reaches this crate:
-/// only finished (or swept) attempts are evaluated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AttemptStatus {
-    /// Every check passed.
-    Pass,
-    /// Some check found a difference.
-    Fail,
-    /// Some check could not complete (including a swept, expired attempt).
-    Error,
-    /// Neither side had history before the cutoff: says nothing about the data, so it changes
-    /// no slot, no watermark and writes no event.
-    Deferred,
-}
-
-impl AttemptStatus {
-    /// The database text: `PASS`, `FAIL`, `ERROR` or `DEFERRED`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttemptStatus::Pass => "PASS",
-            AttemptStatus::Fail => "FAIL",
-            AttemptStatus::Error => "ERROR",
-            AttemptStatus::Deferred => "DEFERRED",
-        }
-    }
-
-    /// The slot outcome this status records, `None` for DEFERRED.
-    pub fn slot_status(self) -> Option<SlotStatus> {
-        match self {
-            AttemptStatus::Pass => Some(SlotStatus::Pass),
-            AttemptStatus::Fail => Some(SlotStatus::Fail),
-            AttemptStatus::Error => Some(SlotStatus::Error),
-            AttemptStatus::Deferred => None,
-        }
-    }
-}
-
-impl fmt::Display for AttemptStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for AttemptStatus {
-    type Err = Error;
-
-    fn from_str(text: &str) -> Result<Self, Error> {
-        match text {
-            "PASS" => Ok(AttemptStatus::Pass),
-            "FAIL" => Ok(AttemptStatus::Fail),
-            "ERROR" => Ok(AttemptStatus::Error),
-            "DEFERRED" => Ok(AttemptStatus::Deferred),
-            _ => Err(Error::UnknownText { kind: "attempt status", text: text.to_owned() }),
-        }
-    }
-}
 
 /// One terminal attempt of a slot: the columns of `dd_run_attempts` that coverage reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,15 +22,20 @@ pub struct FinishedAttempt {
     pub window_start: Option<DateTime<Utc>>,
     /// Exclusive window end.
     pub window_end: DateTime<Utc>,
-    /// The terminal status.
-    pub status: AttemptStatus,
+    /// The terminal status: PASS, FAIL, ERROR or DEFERRED (a RUNNING attempt is not finished
+    /// and is refused by [`FinishedAttempt::slot`]).
+    pub status: RunStatus,
 }
 
 impl FinishedAttempt {
     /// The slot row this attempt would write, validated; `None` for DEFERRED, which writes no
-    /// slot row.
+    /// slot row (it says nothing about the data).
     pub fn slot(&self) -> Result<Option<Slot>, Error> {
-        let Some(status) = self.status.slot_status() else { return Ok(None) };
+        let status = match self.status {
+            RunStatus::Deferred => return Ok(None),
+            RunStatus::Running => return Err(Error::NotFinished { run_id: self.run_id }),
+            outcome => outcome,
+        };
         let slot = Slot {
             scheduled_for: self.scheduled_for,
             window_start: self.window_start,
@@ -156,8 +62,8 @@ pub struct Slot {
     pub window_start: Option<DateTime<Utc>>,
     /// Exclusive window end.
     pub window_end: DateTime<Utc>,
-    /// The outcome.
-    pub status: SlotStatus,
+    /// The outcome: PASS, FAIL or ERROR ([`Slot::validate`] refuses another status).
+    pub status: RunStatus,
     /// The attempt that recorded the outcome.
     pub run_id: Uuid,
     /// Its attempt number (at least 1).
@@ -168,6 +74,9 @@ impl Slot {
     /// Checks the constraints of a slot row: `window_start < window_end`, a NULL start only
     /// for ERROR, and an attempt number of at least 1.
     pub fn validate(&self) -> Result<(), Error> {
+        if !self.status.is_outcome() {
+            return Err(Error::NotAnOutcome { run_id: self.run_id, status: self.status });
+        }
         if self.attempt < 1 {
             return Err(Error::InvalidAttempt { run_id: self.run_id, attempt: self.attempt });
         }
@@ -175,7 +84,7 @@ impl Slot {
             Some(start) if start >= self.window_end => {
                 Err(Error::EmptyWindow { run_id: self.run_id, start, end: self.window_end })
             }
-            None if self.status != SlotStatus::Error => {
+            None if self.status != RunStatus::Error => {
                 Err(Error::UnresolvedStart { run_id: self.run_id, status: self.status })
             }
             _ => Ok(()),
@@ -246,7 +155,7 @@ mod tests {
         Utc.with_ymd_and_hms(2026, 7, 22, hour, 0, 0).single().unwrap_or_default()
     }
 
-    fn attempt(n: i32, status: AttemptStatus) -> FinishedAttempt {
+    fn attempt(n: i32, status: RunStatus) -> FinishedAttempt {
         FinishedAttempt {
             run_id: Uuid::from_u128(n as u128),
             scheduled_for: at(13),
@@ -258,23 +167,19 @@ mod tests {
     }
 
     #[test]
-    fn vocabularies_round_trip_their_database_text() {
-        for (status, text) in [(SlotStatus::Pass, "PASS"), (SlotStatus::Fail, "FAIL"), (SlotStatus::Error, "ERROR")] {
-            assert_eq!(status.as_str(), text);
-            assert_eq!(text.parse::<SlotStatus>(), Ok(status));
-        }
-        assert_eq!("DEFERRED".parse::<AttemptStatus>(), Ok(AttemptStatus::Deferred));
-        assert_eq!(
-            "DEFERRED".parse::<SlotStatus>(),
-            Err(Error::UnknownText { kind: "slot status", text: "DEFERRED".to_owned() })
-        );
-        assert!("pass".parse::<AttemptStatus>().is_err());
+    fn a_running_attempt_is_not_finished_and_a_deferred_one_writes_no_slot() {
+        let mut running = attempt(1, RunStatus::Running);
+        assert!(matches!(running.slot(), Err(Error::NotFinished { .. })));
+        running.status = RunStatus::Deferred;
+        assert_eq!(running.slot(), Ok(None));
+        let slot = Slot { status: RunStatus::Deferred, ..attempt(1, RunStatus::Pass).slot().unwrap().unwrap() };
+        assert!(matches!(slot.validate(), Err(Error::NotAnOutcome { status: RunStatus::Deferred, .. })));
     }
 
     #[test]
     fn a_higher_attempt_replaces_and_a_lower_or_equal_one_keeps() {
-        let first = attempt(1, AttemptStatus::Fail).slot().ok().flatten();
-        let second = attempt(2, AttemptStatus::Pass).slot().ok().flatten();
+        let first = attempt(1, RunStatus::Fail).slot().ok().flatten();
+        let second = attempt(2, RunStatus::Pass).slot().ok().flatten();
         let (Some(first), Some(second)) = (first, second) else { panic!("valid slots") };
         assert_eq!(SlotWrite::of(None, &first), SlotWrite::Insert);
         assert_eq!(SlotWrite::of(Some(&first), &second), SlotWrite::Replace);
@@ -285,26 +190,26 @@ mod tests {
 
     #[test]
     fn deferred_writes_no_slot_and_never_wins() {
-        assert_eq!(attempt(3, AttemptStatus::Deferred).slot(), Ok(None));
-        let history = [attempt(1, AttemptStatus::Fail), attempt(2, AttemptStatus::Deferred)];
+        assert_eq!(attempt(3, RunStatus::Deferred).slot(), Ok(None));
+        let history = [attempt(1, RunStatus::Fail), attempt(2, RunStatus::Deferred)];
         let slots = effective_slots(&history).unwrap_or_default();
         assert_eq!(slots.len(), 1);
-        assert_eq!((slots[0].attempt, slots[0].status), (1, SlotStatus::Fail));
+        assert_eq!((slots[0].attempt, slots[0].status), (1, RunStatus::Fail));
     }
 
     #[test]
     fn effective_slots_ignore_the_order_of_attempts() {
-        let forward = [attempt(1, AttemptStatus::Fail), attempt(2, AttemptStatus::Pass)];
-        let backward = [attempt(2, AttemptStatus::Pass), attempt(1, AttemptStatus::Fail)];
+        let forward = [attempt(1, RunStatus::Fail), attempt(2, RunStatus::Pass)];
+        let backward = [attempt(2, RunStatus::Pass), attempt(1, RunStatus::Fail)];
         let expected = effective_slots(&forward);
-        assert_eq!(expected.as_ref().map(|slots| slots[0].status), Ok(SlotStatus::Pass));
+        assert_eq!(expected.as_ref().map(|slots| slots[0].status), Ok(RunStatus::Pass));
         assert_eq!(effective_slots(&backward), expected);
     }
 
     #[test]
     fn two_outcomes_for_one_attempt_number_are_an_error() {
-        let pass = attempt(1, AttemptStatus::Pass);
-        let mut fail = attempt(1, AttemptStatus::Fail);
+        let pass = attempt(1, RunStatus::Pass);
+        let mut fail = attempt(1, RunStatus::Fail);
         fail.run_id = Uuid::from_u128(99);
         assert_eq!(effective_slots([&pass, &fail]), Err(Error::DuplicateAttempt { scheduled_for: at(13), attempt: 1 }));
         assert_eq!(effective_slots([&pass, &pass]).map(|slots| slots.len()), Ok(1));
@@ -312,18 +217,18 @@ mod tests {
 
     #[test]
     fn invalid_slot_rows_are_typed_errors() {
-        let mut empty = attempt(1, AttemptStatus::Pass);
+        let mut empty = attempt(1, RunStatus::Pass);
         empty.window_start = Some(at(13));
         assert_eq!(empty.slot(), Err(Error::EmptyWindow { run_id: empty.run_id, start: at(13), end: at(13) }));
-        let mut unresolved = attempt(1, AttemptStatus::Pass);
+        let mut unresolved = attempt(1, RunStatus::Pass);
         unresolved.window_start = None;
         assert_eq!(
             unresolved.slot(),
-            Err(Error::UnresolvedStart { run_id: unresolved.run_id, status: SlotStatus::Pass })
+            Err(Error::UnresolvedStart { run_id: unresolved.run_id, status: RunStatus::Pass })
         );
-        unresolved.status = AttemptStatus::Error;
+        unresolved.status = RunStatus::Error;
         assert!(matches!(unresolved.slot(), Ok(Some(_))));
-        let zero = attempt(0, AttemptStatus::Fail);
+        let zero = attempt(0, RunStatus::Fail);
         assert_eq!(zero.slot(), Err(Error::InvalidAttempt { run_id: zero.run_id, attempt: 0 }));
     }
 }

@@ -17,10 +17,11 @@ use datadiff_backend_store::{
     Attempt, BackendConfig, Completion, Difference, Error, MigrateOptions, NewPreflight, Revision, StartOutcome, Store,
     StoredDefinition, SyncScope, Target, migrate_backend,
 };
-use datadiff_diff_core::PreflightStatus;
-use datadiff_diff_core::{CheckResult, DifferenceKind, ResultStatus, ResultType, RunStatus, StartKind};
+use datadiff_diff_core::{
+    CheckResult, DifferenceKind, PreflightStatus, ResultStatus, ResultType, RunStatus, StartKind,
+};
 use datadiff_testkit::{Database, quote_ident, shared_cluster};
-use datadiff_watermark::{Slot, SlotStatus, recompute};
+use datadiff_watermark::{Slot, recompute};
 use postgres::error::SqlState;
 use serde_json::json;
 use uuid::Uuid;
@@ -669,7 +670,7 @@ fn assert_coverage_recomputes(client: &mut postgres::Client) {
                 scheduled_for: row.get(0),
                 window_start: row.get(1),
                 window_end: row.get(2),
-                status: row.get::<_, String>(3).parse::<SlotStatus>().unwrap(),
+                status: row.get::<_, String>(3).parse::<RunStatus>().unwrap(),
                 run_id: row.get(4),
                 attempt: row.get(5),
             })

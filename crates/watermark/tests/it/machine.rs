@@ -11,9 +11,8 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Duration, Utc};
-use datadiff_watermark::{
-    AttemptStatus, Coverage, FinishedAttempt, Method, Slot, VerifiedStatus, effective_slots, recompute,
-};
+use datadiff_diff_core::RunStatus;
+use datadiff_watermark::{Coverage, FinishedAttempt, Method, Slot, VerifiedStatus, effective_slots, recompute};
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::strategy::Union;
@@ -67,7 +66,7 @@ impl History {
     /// Oracle of the slot-state rule, independent of the crate's.
     fn expected_slots(&self) -> Vec<(DateTime<Utc>, Uuid)> {
         let mut best: Vec<&FinishedAttempt> = Vec::new();
-        for attempt in self.attempts.iter().filter(|a| a.status != AttemptStatus::Deferred) {
+        for attempt in self.attempts.iter().filter(|a| a.status != RunStatus::Deferred) {
             match best.iter_mut().find(|b| b.scheduled_for == attempt.scheduled_for) {
                 Some(current) if attempt.attempt > current.attempt => *current = attempt,
                 Some(_) => {}
@@ -97,26 +96,26 @@ pub(crate) struct Step {
     attempt: FinishedAttempt,
 }
 
-fn status() -> BoxedStrategy<AttemptStatus> {
+fn status() -> BoxedStrategy<RunStatus> {
     prop_oneof![
-        5 => Just(AttemptStatus::Pass),
-        2 => Just(AttemptStatus::Fail),
-        2 => Just(AttemptStatus::Error),
-        1 => Just(AttemptStatus::Deferred),
+        5 => Just(RunStatus::Pass),
+        2 => Just(RunStatus::Fail),
+        2 => Just(RunStatus::Error),
+        1 => Just(RunStatus::Deferred),
     ]
     .boxed()
 }
 
 /// An attempt with an unresolved start (ERROR or DEFERRED), or one that resolved it (any
 /// outcome; year one now and then).
-fn historical(end: DateTime<Utc>) -> BoxedStrategy<(Option<DateTime<Utc>>, AttemptStatus)> {
+fn historical(end: DateTime<Utc>) -> BoxedStrategy<(Option<DateTime<Utc>>, RunStatus)> {
     prop_oneof![
-        1 => prop_oneof![Just(AttemptStatus::Error), Just(AttemptStatus::Deferred)].prop_map(|s| (None, s)),
+        1 => prop_oneof![Just(RunStatus::Error), Just(RunStatus::Deferred)].prop_map(|s| (None, s)),
         3 => (1..40i64, status()).prop_map(move |(back, s)| {
-            let status = if s == AttemptStatus::Deferred { AttemptStatus::Pass } else { s };
+            let status = if s == RunStatus::Deferred { RunStatus::Pass } else { s };
             (Some(end - Duration::hours(back)), status)
         }),
-        1 => status().prop_map(|s| (Some(year_one()), if s == AttemptStatus::Deferred { AttemptStatus::Error } else { s })),
+        1 => status().prop_map(|s| (Some(year_one()), if s == RunStatus::Deferred { RunStatus::Error } else { s })),
     ]
     .boxed()
 }
@@ -150,7 +149,7 @@ impl ReferenceStateMachine for Reference {
         // The next slot(s): historical while no attempt other than DEFERRED exists.
         let pending_history = definition.initial_full_scan
             && !definition.metadata_only
-            && history.attempts.iter().all(|a| a.status == AttemptStatus::Deferred);
+            && history.attempts.iter().all(|a| a.status == RunStatus::Deferred);
         let append_definition = definition.clone();
         options.push((
             6,
@@ -175,7 +174,7 @@ impl ReferenceStateMachine for Reference {
                             })
                             .boxed()
                     } else {
-                        let start = (status != AttemptStatus::Deferred).then_some(start);
+                        let start = (status != RunStatus::Deferred).then_some(start);
                         Just(Step {
                             kind: Kind::Append,
                             attempt: FinishedAttempt {
@@ -223,7 +222,7 @@ impl ReferenceStateMachine for Reference {
                         match resolved {
                             Some(resolved) => {
                                 let (start, end) = (resolved.window_start, resolved.window_end);
-                                let start = if status == AttemptStatus::Deferred { None } else { start };
+                                let start = if status == RunStatus::Deferred { None } else { start };
                                 Just(make(start, end, status)).boxed()
                             }
                             None => historical(end).prop_map(move |(start, status)| make(start, end, status)).boxed(),
@@ -248,7 +247,7 @@ impl ReferenceStateMachine for Reference {
                                 run_id,
                                 scheduled_for: late_definition.scheduled_for(slot),
                                 attempt: 1,
-                                window_start: (status != AttemptStatus::Deferred).then_some(start),
+                                window_start: (status != RunStatus::Deferred).then_some(start),
                                 window_end: end,
                                 status,
                             },
@@ -275,7 +274,7 @@ impl ReferenceStateMachine for Reference {
                 (select(lower), status())
                     .prop_map(move |((scheduled_for, number, start, end), status)| {
                         let status = match (start, status) {
-                            (None, AttemptStatus::Pass | AttemptStatus::Fail) => AttemptStatus::Error,
+                            (None, RunStatus::Pass | RunStatus::Fail) => RunStatus::Error,
                             (_, status) => status,
                         };
                         Step {
@@ -284,7 +283,7 @@ impl ReferenceStateMachine for Reference {
                                 run_id,
                                 scheduled_for,
                                 attempt: number,
-                                window_start: if status == AttemptStatus::Deferred { None } else { start },
+                                window_start: if status == RunStatus::Deferred { None } else { start },
                                 window_end: end,
                                 status,
                             },
@@ -297,7 +296,7 @@ impl ReferenceStateMachine for Reference {
     }
 
     fn apply(mut history: History, step: &Step) -> History {
-        if step.attempt.status != AttemptStatus::Deferred {
+        if step.attempt.status != RunStatus::Deferred {
             history.evaluated += 1;
         }
         history.attempts.push(step.attempt.clone());
@@ -346,7 +345,7 @@ impl StateMachineTest for Machine {
         };
         let store = &machine.store;
         let Some(finished) = finished else {
-            assert_eq!(step.attempt.status, AttemptStatus::Deferred);
+            assert_eq!(step.attempt.status, RunStatus::Deferred);
             assert_eq!(store.slots, before.slots, "DEFERRED changed a slot");
             assert_eq!(store.state, before.state, "DEFERRED changed the watermark");
             assert_eq!(store.events.len(), before.events.len(), "DEFERRED wrote an event");

@@ -2,9 +2,8 @@
 //! `PROPTEST_CASES` for longer local runs.
 
 use chrono::{DateTime, Duration, Utc};
-use datadiff_watermark::{
-    AttemptStatus, Coverage, FinishedAttempt, Slot, SlotStatus, VerifiedStatus, advance, effective_slots, recompute,
-};
+use datadiff_diff_core::RunStatus;
+use datadiff_watermark::{Coverage, FinishedAttempt, Slot, VerifiedStatus, advance, effective_slots, recompute};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use uuid::Uuid;
@@ -19,8 +18,8 @@ fn base() -> DateTime<Utc> {
     h(0)
 }
 
-pub(crate) fn slot_status() -> impl Strategy<Value = SlotStatus> {
-    prop_oneof![3 => Just(SlotStatus::Pass), 1 => Just(SlotStatus::Fail), 1 => Just(SlotStatus::Error)]
+pub(crate) fn slot_status() -> impl Strategy<Value = RunStatus> {
+    prop_oneof![3 => Just(RunStatus::Pass), 1 => Just(RunStatus::Fail), 1 => Just(RunStatus::Error)]
 }
 
 /// Effective slots with distinct `scheduled_for`, windows anywhere within a day (overlapping,
@@ -33,7 +32,7 @@ fn slot_set() -> impl Strategy<Value = Vec<Slot>> {
                 .enumerate()
                 .map(|(index, (start, width, status, attempt, unresolved))| {
                     let start = base() + hours(start);
-                    let unresolved = unresolved && status == SlotStatus::Error;
+                    let unresolved = unresolved && status == RunStatus::Error;
                     Slot {
                         scheduled_for: base() + hours(index as i64 * 7 % 50) + Duration::minutes(index as i64),
                         window_start: (!unresolved).then_some(start),
@@ -112,9 +111,9 @@ proptest! {
         let verified = coverage.verified.expect("resolved slots give bounds");
         prop_assert_eq!(Some(verified.start), slots.iter().filter_map(|s| s.window_start).min());
         let covered_by_pass = |instant: DateTime<Utc>| slots.iter().any(|s| {
-            s.status == SlotStatus::Pass && s.window_start.is_some_and(|start| start <= instant) && instant < s.window_end
+            s.status == RunStatus::Pass && s.window_start.is_some_and(|start| start <= instant) && instant < s.window_end
         });
-        let failure_starts: Vec<_> = slots.iter().filter(|s| s.status != SlotStatus::Pass).filter_map(|s| s.window_start).collect();
+        let failure_starts: Vec<_> = slots.iter().filter(|s| s.status != RunStatus::Pass).filter_map(|s| s.window_start).collect();
         if metadata_only {
             prop_assert_eq!(verified.end, verified.start);
             prop_assert_eq!(coverage.status, VerifiedStatus::Blocked);
@@ -135,7 +134,7 @@ proptest! {
         match coverage.blocking_run_id {
             Some(blocker) => {
                 let blocking = slots.iter().find(|s| s.run_id == blocker).expect("the blocker is a slot");
-                prop_assert!(blocking.status != SlotStatus::Pass);
+                prop_assert!(blocking.status != RunStatus::Pass);
                 prop_assert_eq!(blocking.window_start, Some(verified.end));
                 prop_assert_eq!(coverage.status, VerifiedStatus::Blocked);
             }
@@ -181,7 +180,7 @@ proptest! {
         // Oracle: per slot, the largest attempt number that is not DEFERRED.
         let mut expected: Vec<(DateTime<Utc>, i32)> = Vec::new();
         for attempt in &history {
-            if attempt.status == AttemptStatus::Deferred {
+            if attempt.status == RunStatus::Deferred {
                 continue;
             }
             match expected.iter_mut().find(|(at, _)| *at == attempt.scheduled_for) {
@@ -200,12 +199,8 @@ proptest! {
 
 /// Attempts of up to four slots, attempt numbers distinct per slot, DEFERRED among them.
 fn attempt_history() -> impl Strategy<Value = Vec<FinishedAttempt>> {
-    let status = prop_oneof![
-        Just(AttemptStatus::Pass),
-        Just(AttemptStatus::Fail),
-        Just(AttemptStatus::Error),
-        Just(AttemptStatus::Deferred)
-    ];
+    let status =
+        prop_oneof![Just(RunStatus::Pass), Just(RunStatus::Fail), Just(RunStatus::Error), Just(RunStatus::Deferred)];
     prop::collection::vec((0..4i64, prop::collection::btree_set(1..6i32, 1..4), prop::collection::vec(status, 5)), 0..5)
         .prop_map(|slots| {
             let mut history = Vec::new();
@@ -216,7 +211,7 @@ fn attempt_history() -> impl Strategy<Value = Vec<FinishedAttempt>> {
                         continue;
                     }
                     let end = base() + hours(slot + 1);
-                    let start = (status != AttemptStatus::Deferred).then_some(end - hours(1));
+                    let start = (status != RunStatus::Deferred).then_some(end - hours(1));
                     history.push(FinishedAttempt {
                         run_id: Uuid::from_u128(history.len() as u128 + 1),
                         scheduled_for: end,

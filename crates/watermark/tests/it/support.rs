@@ -1,9 +1,8 @@
 //! Builders shared by the tests: instants on one day, slots, attempts, and a minimal store.
 
 use chrono::{DateTime, TimeZone, Utc};
-use datadiff_watermark::{
-    AttemptStatus, Error, FinishedAttempt, Method, Outcome, Slot, SlotStatus, SlotWrite, Transition, WatermarkState,
-};
+use datadiff_diff_core::RunStatus;
+use datadiff_watermark::{Error, FinishedAttempt, Method, Outcome, Slot, SlotWrite, Transition, WatermarkState};
 use uuid::Uuid;
 
 pub(crate) const CHECK: Uuid = Uuid::from_u128(0xc0ffee);
@@ -34,7 +33,7 @@ pub(crate) fn attempt(
     start: Option<DateTime<Utc>>,
     end: DateTime<Utc>,
     number: i32,
-    status: AttemptStatus,
+    status: RunStatus,
 ) -> FinishedAttempt {
     FinishedAttempt {
         run_id: run(n),
@@ -47,12 +46,12 @@ pub(crate) fn attempt(
 }
 
 /// Attempt 1 of an hourly-window slot `[start, end)` scheduled at `end`.
-pub(crate) fn first(n: u128, start: u32, end: u32, status: AttemptStatus) -> FinishedAttempt {
+pub(crate) fn first(n: u128, start: u32, end: u32, status: RunStatus) -> FinishedAttempt {
     attempt(n, Some(h(start)), h(end), 1, status)
 }
 
 /// A slot row scheduled at its window end.
-pub(crate) fn slot(n: u128, start: DateTime<Utc>, end: DateTime<Utc>, status: SlotStatus) -> Slot {
+pub(crate) fn slot(n: u128, start: DateTime<Utc>, end: DateTime<Utc>, status: RunStatus) -> Slot {
     Slot { scheduled_for: end, window_start: Some(start), window_end: end, status, run_id: run(n), attempt: 1 }
 }
 
