@@ -49,9 +49,9 @@ fn a_passing_run_prints_upstreams_table_and_records_the_attempt_at_the_given_tim
     assert_eq!(skipped.get(slot_status..slot_status + 4), Some("PASS"), "a skip shows the slot's status: {skipped}");
     assert_eq!(fixture.attempts().len(), 1);
 
-    // A selection that matches nothing: a warning, no table, exit 0.
+    // A check that does not exist: exit 2 naming it (a misspelt crontab line must fail).
     let outcome = fixture.run(&["run", "--all", "--check", "postgres/payments/public/nope", "--at", RUN_AT]);
-    outcome.expect(0).stderr_has("no current data-diff check matches the selection");
+    outcome.expect(2).one_error_line().stderr_has("unknown check 'postgres/payments/public/nope'");
     assert!(outcome.stdout.is_empty(), "{}", outcome.stdout);
 }
 
