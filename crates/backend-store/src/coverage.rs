@@ -9,7 +9,7 @@
 //! and event rows [`datadiff_watermark::Evaluation::apply`] returns.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::RunStatus;
+use datadiff_diff_core::{RunId, RunStatus};
 use datadiff_watermark::{FinishedAttempt, Outcome, Transition};
 use postgres::Transaction;
 use uuid::Uuid;
@@ -82,13 +82,13 @@ pub(crate) fn evaluate(
     };
 
     let transition = Transition {
-        check_id: check_id.get(),
+        check_id,
         metadata_only,
         previous,
         existing_slot,
         has_later_slot,
         attempt: FinishedAttempt {
-            run_id: attempt.run_id.get(),
+            run_id: attempt.run_id,
             scheduled_for: attempt.scheduled_for,
             attempt: attempt.attempt,
             window_start: attempt.bounds.start,
@@ -108,7 +108,7 @@ pub(crate) fn evaluate(
         &[
             &check_id.get(),
             &slot.scheduled_for,
-            &slot.run_id,
+            &slot.run_id.get(),
             &slot.attempt,
             &slot.window_start,
             &slot.window_end,
@@ -143,13 +143,13 @@ pub(crate) fn evaluate(
          last_evaluated_run_id = EXCLUDED.last_evaluated_run_id, event_type = EXCLUDED.event_type, \
          state_version = EXCLUDED.state_version, updated_at = EXCLUDED.updated_at, reason = EXCLUDED.reason",
         &[
-            &state.check_id,
+            &state.check_id.get(),
             &state.coverage.verified_start(),
             &state.coverage.verified_end(),
             &state.coverage.furthest_observed_end,
             &state.coverage.status.as_str(),
-            &state.coverage.blocking_run_id,
-            &state.last_evaluated_run_id,
+            &state.coverage.blocking_run_id.map(RunId::get),
+            &state.last_evaluated_run_id.get(),
             &state.event_type.as_str(),
             &state.state_version,
             &state.updated_at,
@@ -165,15 +165,15 @@ pub(crate) fn evaluate(
          blocking_run_id, recorded_at, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         &[
             &event.watermark_event_id,
-            &event.check_id,
-            &event.evaluated_run_id,
+            &event.check_id.get(),
+            &event.evaluated_run_id.get(),
             &event.event_type.as_str(),
             &event.coverage.verified_start(),
             &event.previous_verified_end,
             &event.coverage.verified_end(),
             &event.coverage.furthest_observed_end,
             &event.coverage.status.as_str(),
-            &event.coverage.blocking_run_id,
+            &event.coverage.blocking_run_id.map(RunId::get),
             &event.recorded_at,
             &event.coverage.reason,
         ],

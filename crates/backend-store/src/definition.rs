@@ -366,7 +366,7 @@ impl Store {
             let mut states: HashMap<Uuid, WatermarkState> = HashMap::with_capacity(rows.len());
             for row in &rows {
                 let state = rows::watermark_state(row)?;
-                states.insert(state.check_id, state);
+                states.insert(state.check_id.get(), state);
             }
             for listing in &mut listings {
                 listing.watermark = states.remove(&listing.definition.check_id.get());

@@ -84,7 +84,7 @@ pub(crate) fn slot(row: &Row) -> Result<Slot, Error> {
         window_start: get(row, "window_start")?,
         window_end: get(row, "window_end")?,
         status: parse::<RunStatus>("dd_run_slot_state.status", get(row, "status")?)?,
-        run_id: get(row, "run_id")?,
+        run_id: RunId::new(get(row, "run_id")?),
         attempt: get(row, "attempt")?,
     })
 }
@@ -103,15 +103,15 @@ pub(crate) fn watermark_state(row: &Row) -> Result<WatermarkState, Error> {
             }
         })?;
     Ok(WatermarkState {
-        check_id: get(row, "check_id")?,
+        check_id: CheckId::new(get(row, "check_id")?),
         coverage: Coverage {
             verified,
             furthest_observed_end: get(row, "furthest_observed_end")?,
             status: parse::<VerifiedStatus>("dd_watermark_state.verified_status", get(row, "verified_status")?)?,
-            blocking_run_id: get(row, "blocking_run_id")?,
+            blocking_run_id: get::<Option<Uuid>>(row, "blocking_run_id")?.map(RunId::new),
             reason: get(row, "reason")?,
         },
-        last_evaluated_run_id: get(row, "last_evaluated_run_id")?,
+        last_evaluated_run_id: RunId::new(get(row, "last_evaluated_run_id")?),
         event_type: parse::<EventType>("dd_watermark_state.event_type", get(row, "event_type")?)?,
         state_version: get(row, "state_version")?,
         updated_at: get(row, "updated_at")?,

@@ -13,7 +13,7 @@ macro_rules! id_type {
 
         impl $name {
             /// Wraps a uuid.
-            pub fn new(id: Uuid) -> Self {
+            pub const fn new(id: Uuid) -> Self {
                 $name(id)
             }
 

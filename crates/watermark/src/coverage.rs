@@ -5,11 +5,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
+use datadiff_diff_core::{RunId, RunStatus};
 
 use crate::error::{Error, Violation};
 use crate::reason::Reason;
-use datadiff_diff_core::RunStatus;
 
 use crate::slot::Slot;
 
@@ -86,7 +85,7 @@ pub struct Coverage {
     /// CONTIGUOUS or BLOCKED.
     pub status: VerifiedStatus,
     /// The failed or errored run at the verified end, if one is there.
-    pub blocking_run_id: Option<Uuid>,
+    pub blocking_run_id: Option<RunId>,
     /// Upstream's explanation (see [`Reason`]).
     pub reason: String,
 }
@@ -320,7 +319,7 @@ mod tests {
             window_start: Some(at(start)),
             window_end: at(end),
             status,
-            run_id: Uuid::from_u128(n),
+            run_id: RunId::new(uuid::Uuid::from_u128(n)),
             attempt: 1,
         }
     }
@@ -350,12 +349,15 @@ mod tests {
         let mut narrow = slot(2, 10, 12, RunStatus::Error);
         narrow.scheduled_for = at(14);
         let coverage = recompute(&[wide, narrow], false);
-        assert_eq!(coverage.as_ref().map(|c| c.blocking_run_id), Ok(Some(Uuid::from_u128(2))));
+        assert_eq!(coverage.as_ref().map(|c| c.blocking_run_id), Ok(Some(RunId::new(uuid::Uuid::from_u128(2)))));
 
         let mut first = slot(3, 10, 12, RunStatus::Fail);
         first.scheduled_for = at(5);
         let second = slot(4, 10, 12, RunStatus::Error);
-        assert_eq!(recompute(&[second, first], false).map(|c| c.blocking_run_id), Ok(Some(Uuid::from_u128(3))));
+        assert_eq!(
+            recompute(&[second, first], false).map(|c| c.blocking_run_id),
+            Ok(Some(RunId::new(uuid::Uuid::from_u128(3))))
+        );
     }
 
     #[test]

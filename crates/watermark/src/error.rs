@@ -2,9 +2,7 @@
 //! identifies the problem: the run, the slot, the offending instants.
 
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
-
-use datadiff_diff_core::RunStatus;
+use datadiff_diff_core::{CheckId, RunId, RunStatus};
 
 /// Why an input was refused. Every invalid input is one of these, never a panic.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -15,7 +13,7 @@ pub enum Error {
     #[error("run {run_id} has window start {start} not before its end {end}")]
     EmptyWindow {
         /// The run that carries the window.
-        run_id: Uuid,
+        run_id: RunId,
         /// The inclusive start.
         start: DateTime<Utc>,
         /// The exclusive end.
@@ -26,7 +24,7 @@ pub enum Error {
     #[error("run {run_id} has status {status} but no resolved window start")]
     UnresolvedStart {
         /// The run.
-        run_id: Uuid,
+        run_id: RunId,
         /// Its outcome.
         status: RunStatus,
     },
@@ -34,7 +32,7 @@ pub enum Error {
     #[error("run {run_id} has attempt number {attempt}, attempts start at 1")]
     InvalidAttempt {
         /// The run.
-        run_id: Uuid,
+        run_id: RunId,
         /// The attempt number given.
         attempt: i32,
     },
@@ -63,15 +61,15 @@ pub enum Error {
     #[error("the previous watermark state belongs to check {found}, not {expected}")]
     CheckMismatch {
         /// The check being evaluated.
-        expected: Uuid,
+        expected: CheckId,
         /// The check of the state row given.
-        found: Uuid,
+        found: CheckId,
     },
     /// The existing slot row given is not the run's slot.
     #[error("run {run_id} is scheduled for {expected} but the existing slot row is scheduled for {found}")]
     SlotMismatch {
         /// The run being evaluated.
-        run_id: Uuid,
+        run_id: RunId,
         /// The run's `scheduled_for`.
         expected: DateTime<Utc>,
         /// The slot row's `scheduled_for`.
@@ -82,14 +80,14 @@ pub enum Error {
     #[error("run {run_id} is not an in-order append to the verified interval")]
     NotAnAppend {
         /// The run.
-        run_id: Uuid,
+        run_id: RunId,
     },
     /// A recomputation was given effective slots without the slot the evaluated run just
     /// wrote (loaded before the upsert, or not at all).
     #[error("the effective slots lack the slot row written by run {run_id}")]
     MissingEvaluatedSlot {
         /// The run being evaluated.
-        run_id: Uuid,
+        run_id: RunId,
     },
     /// `state_version` cannot be incremented further.
     #[error("state version {version} cannot be incremented")]
@@ -101,13 +99,13 @@ pub enum Error {
     #[error("run {run_id} is still RUNNING: coverage reads finished attempts only")]
     NotFinished {
         /// The run.
-        run_id: Uuid,
+        run_id: RunId,
     },
     /// A slot row whose status is not an outcome (PASS, FAIL or ERROR).
     #[error("run {run_id} has slot status {status}, not PASS, FAIL or ERROR")]
     NotAnOutcome {
         /// The run.
-        run_id: Uuid,
+        run_id: RunId,
         /// The status given.
         status: RunStatus,
     },

@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
+use datadiff_diff_core::{CheckId, RunId};
 use uuid::Uuid;
 
 use crate::coverage::{Coverage, VerifiedStatus};
@@ -88,9 +89,9 @@ pub struct WatermarkEvent {
     /// `watermark_event_id`, supplied by the caller (this crate has no random source).
     pub watermark_event_id: Uuid,
     /// The check definition.
-    pub check_id: Uuid,
+    pub check_id: CheckId,
     /// The run whose outcome was evaluated (`evaluated_run_id`, one event per run).
-    pub evaluated_run_id: Uuid,
+    pub evaluated_run_id: RunId,
     /// How the watermark changed.
     pub event_type: EventType,
     /// The verified end before this evaluation (NULL for INITIALIZE or an unresolved state).
@@ -117,7 +118,7 @@ mod tests {
             verified: end.map(|end| VerifiedInterval { start: at(0), end: at(end) }),
             furthest_observed_end: at(20),
             status,
-            blocking_run_id: Some(Uuid::nil()),
+            blocking_run_id: Some(RunId::new(Uuid::nil())),
             reason: String::new(),
         }
     }

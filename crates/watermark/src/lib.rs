@@ -58,14 +58,14 @@
 //!
 //! ```
 //! use chrono::{TimeZone, Utc};
-//! use datadiff_diff_core::RunStatus;
+//! use datadiff_diff_core::{CheckId, RunId, RunStatus};
 //! use datadiff_watermark::{EventType, FinishedAttempt, Method, SlotWrite, Transition, VerifiedStatus};
 //! use uuid::Uuid;
 //!
 //! let hour = |h| Utc.with_ymd_and_hms(2026, 7, 22, h, 0, 0).unwrap();
-//! let check_id = Uuid::from_u128(7);
+//! let check_id = CheckId::new(Uuid::from_u128(7));
 //! let attempt = FinishedAttempt {
-//!     run_id: Uuid::from_u128(1),
+//!     run_id: RunId::new(Uuid::from_u128(1)),
 //!     scheduled_for: hour(11),
 //!     attempt: 1,
 //!     window_start: Some(hour(10)),
@@ -124,8 +124,9 @@
 //! * **Guards.** [`Evaluation::apply`] refuses a recomputation whose slots lack the row the
 //!   attempt just wrote (read before the upsert), and an empty recomputation is an error
 //!   (upstream returns an empty result there, which its caller never reaches).
-//! * **Ids** are plain [`uuid::Uuid`]s: the pure crates share no id newtypes, and the
-//!   reasons need the lowercase hyphenated `Display` Uuid gives.
+//! * **Ids** are the pure layer's newtypes, `datadiff_diff_core::{CheckId, RunId}`, so a run
+//!   id can never pass for a check id; only the event's own id is a plain [`uuid::Uuid`].
+//!   Reasons print them lowercase hyphenated, as PostgreSQL and upstream do.
 //!
 //! # Tests
 //!

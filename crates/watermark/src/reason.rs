@@ -2,9 +2,7 @@
 
 use std::fmt;
 
-use uuid::Uuid;
-
-use datadiff_diff_core::RunStatus;
+use datadiff_diff_core::{RunId, RunStatus};
 
 /// Why the watermark is where it is. `Display` renders upstream's text; run ids are lowercase
 /// hyphenated UUIDs.
@@ -16,14 +14,14 @@ pub enum Reason {
     /// A slot's historical start is unresolved, so no bounds can be claimed.
     UnresolvedStart {
         /// The first such slot's run (by `scheduled_for`).
-        run_id: Uuid,
+        run_id: RunId,
     },
     /// The definition has only `schema_compatibility`: no data was compared.
     MetadataOnly,
     /// A failed or errored slot sits at the verified end.
     Boundary {
         /// The blocking run.
-        run_id: Uuid,
+        run_id: RunId,
         /// Its status.
         status: RunStatus,
     },
@@ -53,7 +51,7 @@ impl fmt::Display for Reason {
 mod tests {
     use super::*;
 
-    const RUN: Uuid = Uuid::from_u128(0x0123_4567_89AB_CDEF_0123_4567_89AB_CDEF);
+    const RUN: RunId = RunId::new(uuid::Uuid::from_u128(0x0123_4567_89AB_CDEF_0123_4567_89AB_CDEF));
 
     #[test]
     fn reasons_use_upstream_wording_and_lowercase_hyphenated_ids() {

@@ -4,8 +4,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::RunStatus;
-use uuid::Uuid;
+use datadiff_diff_core::{RunId, RunStatus};
 
 use crate::error::Error;
 
@@ -13,7 +12,7 @@ use crate::error::Error;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FinishedAttempt {
     /// `run_id`.
-    pub run_id: Uuid,
+    pub run_id: RunId,
     /// The cron slot (`scheduled_for`).
     pub scheduled_for: DateTime<Utc>,
     /// The attempt number within the slot, shared by every trigger type.
@@ -65,7 +64,7 @@ pub struct Slot {
     /// The outcome: PASS, FAIL or ERROR ([`Slot::validate`] refuses another status).
     pub status: RunStatus,
     /// The attempt that recorded the outcome.
-    pub run_id: Uuid,
+    pub run_id: RunId,
     /// Its attempt number (at least 1).
     pub attempt: i32,
 }
@@ -157,7 +156,7 @@ mod tests {
 
     fn attempt(n: i32, status: RunStatus) -> FinishedAttempt {
         FinishedAttempt {
-            run_id: Uuid::from_u128(n as u128),
+            run_id: RunId::new(uuid::Uuid::from_u128(n as u128)),
             scheduled_for: at(13),
             attempt: n,
             window_start: Some(at(12)),
@@ -210,7 +209,7 @@ mod tests {
     fn two_outcomes_for_one_attempt_number_are_an_error() {
         let pass = attempt(1, RunStatus::Pass);
         let mut fail = attempt(1, RunStatus::Fail);
-        fail.run_id = Uuid::from_u128(99);
+        fail.run_id = RunId::new(uuid::Uuid::from_u128(99));
         assert_eq!(effective_slots([&pass, &fail]), Err(Error::DuplicateAttempt { scheduled_for: at(13), attempt: 1 }));
         assert_eq!(effective_slots([&pass, &pass]).map(|slots| slots.len()), Ok(1));
     }

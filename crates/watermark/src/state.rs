@@ -2,7 +2,7 @@
 //! definition and the evaluation that produced it.
 
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
+use datadiff_diff_core::{CheckId, RunId};
 
 use crate::coverage::Coverage;
 use crate::error::Violation;
@@ -12,11 +12,11 @@ use crate::event::EventType;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WatermarkState {
     /// The check definition (primary key).
-    pub check_id: Uuid,
+    pub check_id: CheckId,
     /// The current coverage.
     pub coverage: Coverage,
     /// The run evaluated last (`last_evaluated_run_id`).
-    pub last_evaluated_run_id: Uuid,
+    pub last_evaluated_run_id: RunId,
     /// How that evaluation changed the watermark.
     pub event_type: EventType,
     /// 1 for the first evaluation, one more for each evaluated attempt since.

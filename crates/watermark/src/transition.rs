@@ -1,6 +1,7 @@
 //! One coverage transition: what the store writes when an attempt finishes or is swept.
 
 use chrono::{DateTime, Utc};
+use datadiff_diff_core::CheckId;
 use uuid::Uuid;
 
 use crate::coverage::{Coverage, advance, recompute};
@@ -14,7 +15,7 @@ use crate::state::WatermarkState;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transition {
     /// The check definition of the attempt.
-    pub check_id: Uuid,
+    pub check_id: CheckId,
     /// Whether the definition has no data check (only `schema_compatibility`).
     pub metadata_only: bool,
     /// The `dd_watermark_state` row, read `FOR UPDATE`, if there is one.
@@ -42,7 +43,7 @@ pub enum Method {
 /// [`Evaluation::slot_write`] says, then [`Evaluation::apply`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Evaluation {
-    check_id: Uuid,
+    check_id: CheckId,
     metadata_only: bool,
     previous: Option<WatermarkState>,
     slot: Slot,

@@ -228,7 +228,7 @@ fn a_deferred_retry_keeps_the_unresolved_error_until_the_next_interval() {
     let definition = full_scan(&repo, "x");
     let first = repo.start(&definition, at(13, 0), scheduled(false), at(13, 5));
     let blocked = repo.finish(first.run_id, RunStatus::Error, at(13, 6)).coverage.unwrap().state;
-    assert_eq!(blocked.coverage.blocking_run_id, Some(first.run_id.get()));
+    assert_eq!(blocked.coverage.blocking_run_id, Some(first.run_id));
 
     let second = repo.start(&definition, at(13, 0), retry(at(14, 0)), at(14, 5));
     assert_eq!((second.attempt, second.bounds), (2, Bounds { start: None, end: at(13, 0) }));

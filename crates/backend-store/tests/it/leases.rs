@@ -365,7 +365,7 @@ fn the_sweep_also_retires_stale_attempts_of_superseded_revisions() {
     assert_eq!(swept.len(), 1);
     assert_eq!((swept[0].attempt.run_id, swept[0].attempt.status), (remediation.run_id, RunStatus::Error));
     let state = swept[0].coverage.as_ref().unwrap();
-    assert_eq!(state.state.last_evaluated_run_id, remediation.run_id.get());
+    assert_eq!(state.state.last_evaluated_run_id, remediation.run_id);
     assert_eq!(state.state.state_version, 2);
     let slot_run: Uuid = repo
         .sql()

@@ -18,7 +18,7 @@ use datadiff_backend_store::{
     StoredDefinition, SyncScope, Target, migrate_backend,
 };
 use datadiff_diff_core::{
-    CheckResult, DifferenceKind, PreflightStatus, ResultStatus, ResultType, RunStatus, StartKind,
+    CheckResult, DifferenceKind, PreflightStatus, ResultStatus, ResultType, RunId, RunStatus, StartKind,
 };
 use datadiff_testkit::{Database, quote_ident, shared_cluster};
 use datadiff_watermark::{Slot, recompute};
@@ -671,7 +671,7 @@ fn assert_coverage_recomputes(client: &mut postgres::Client) {
                 window_start: row.get(1),
                 window_end: row.get(2),
                 status: row.get::<_, String>(3).parse::<RunStatus>().unwrap(),
-                run_id: row.get(4),
+                run_id: RunId::new(row.get(4)),
                 attempt: row.get(5),
             })
             .collect();
@@ -685,7 +685,7 @@ fn assert_coverage_recomputes(client: &mut postgres::Client) {
                 coverage.verified_end(),
                 coverage.furthest_observed_end,
                 coverage.status.as_str().to_owned(),
-                coverage.blocking_run_id,
+                coverage.blocking_run_id.map(RunId::get),
                 coverage.reason.clone(),
             ),
             "coverage of {check_id} is not what its slots recompute to"

@@ -325,7 +325,7 @@ fn the_slot_keeps_the_highest_attempt_when_completions_arrive_out_of_order() {
         (row.1, row.3.as_str(), row.5, row.6.as_str(), row.7),
         (Some(at(13, 0)), "CONTIGUOUS", first.get(), "CONFIRM", 2)
     );
-    assert_eq!(kept.coverage.unwrap().event.evaluated_run_id, first.get());
+    assert_eq!(kept.coverage.unwrap().event.evaluated_run_id, first);
 }
 
 #[test]

@@ -17,7 +17,6 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::strategy::Union;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
-use uuid::Uuid;
 
 use crate::support::{Store, year_one};
 
@@ -64,7 +63,7 @@ impl History {
     }
 
     /// Oracle of the slot-state rule, independent of the crate's.
-    fn expected_slots(&self) -> Vec<(DateTime<Utc>, Uuid)> {
+    fn expected_slots(&self) -> Vec<(DateTime<Utc>, datadiff_diff_core::RunId)> {
         let mut best: Vec<&FinishedAttempt> = Vec::new();
         for attempt in self.attempts.iter().filter(|a| a.status != RunStatus::Deferred) {
             match best.iter_mut().find(|b| b.scheduled_for == attempt.scheduled_for) {
@@ -141,7 +140,7 @@ impl ReferenceStateMachine for Reference {
 
     fn transitions(history: &History) -> BoxedStrategy<Step> {
         let definition = history.definition.clone();
-        let run_id = Uuid::from_u128(history.attempts.len() as u128 + 1);
+        let run_id = crate::support::run(history.attempts.len() as u128 + 1);
         let observed: BTreeSet<i64> = history.attempts.iter().map(|a| definition.slot_index(a.scheduled_for)).collect();
         let latest = observed.iter().copied().max().unwrap_or(0);
         let mut options: Vec<(u32, BoxedStrategy<Step>)> = Vec::new();

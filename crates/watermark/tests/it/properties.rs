@@ -6,7 +6,6 @@ use datadiff_diff_core::RunStatus;
 use datadiff_watermark::{Coverage, FinishedAttempt, Slot, VerifiedStatus, advance, effective_slots, recompute};
 use proptest::prelude::*;
 use proptest::sample::Index;
-use uuid::Uuid;
 
 use crate::support::h;
 
@@ -38,7 +37,7 @@ fn slot_set() -> impl Strategy<Value = Vec<Slot>> {
                         window_start: (!unresolved).then_some(start),
                         window_end: start + hours(width),
                         status,
-                        run_id: Uuid::from_u128(index as u128 + 1),
+                        run_id: crate::support::run(index as u128 + 1),
                         attempt,
                     }
                 })
@@ -70,7 +69,7 @@ fn in_order_appends() -> impl Strategy<Value = Vec<Slot>> {
                 window_start: Some(start),
                 window_end: end,
                 status,
-                run_id: Uuid::from_u128(index as u128 + 1),
+                run_id: crate::support::run(index as u128 + 1),
                 attempt: 1,
             });
         }
@@ -213,7 +212,7 @@ fn attempt_history() -> impl Strategy<Value = Vec<FinishedAttempt>> {
                     let end = base() + hours(slot + 1);
                     let start = (status != RunStatus::Deferred).then_some(end - hours(1));
                     history.push(FinishedAttempt {
-                        run_id: Uuid::from_u128(history.len() as u128 + 1),
+                        run_id: crate::support::run(history.len() as u128 + 1),
                         scheduled_for: end,
                         attempt: number,
                         window_start: start,

@@ -2,10 +2,11 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use datadiff_diff_core::RunStatus;
+use datadiff_diff_core::{CheckId, RunId};
 use datadiff_watermark::{Error, FinishedAttempt, Method, Outcome, Slot, SlotWrite, Transition, WatermarkState};
 use uuid::Uuid;
 
-pub(crate) const CHECK: Uuid = Uuid::from_u128(0xc0ffee);
+pub(crate) const CHECK: CheckId = CheckId::new(Uuid::from_u128(0xc0ffee));
 
 /// 2026-07-22 at `hour`:`minute` UTC.
 pub(crate) fn at(hour: u32, minute: u32) -> DateTime<Utc> {
@@ -23,8 +24,8 @@ pub(crate) fn year_one() -> DateTime<Utc> {
 }
 
 /// A run id that reads well in failure output: `00000000-0000-0000-0000-0000000000<n>`.
-pub(crate) fn run(n: u128) -> Uuid {
-    Uuid::from_u128(n)
+pub(crate) fn run(n: u128) -> RunId {
+    RunId::new(Uuid::from_u128(n))
 }
 
 /// An attempt of the slot that ends at `end` (the slot is scheduled at the window end).

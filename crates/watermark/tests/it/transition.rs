@@ -1,6 +1,7 @@
 //! The store transition: the choice of incremental / copy / recompute, state_version, the
 //! event row, DEFERRED, and invalid inputs (runs note §4.1, the repository and end-to-end tests).
 
+use datadiff_diff_core::CheckId;
 use datadiff_diff_core::RunStatus;
 use datadiff_watermark::{
     Coverage, Error, EventType, FinishedAttempt, Method, SlotWrite, Transition, VerifiedInterval, VerifiedStatus,
@@ -267,8 +268,9 @@ fn invalid_inputs_are_typed_errors() {
     let mut store = Store::default();
     let state = store.evaluate(first(1, 10, 11, RunStatus::Pass)).outcome.state;
     let mut foreign = transition(first(2, 11, 12, RunStatus::Pass));
-    foreign.previous = Some(datadiff_watermark::WatermarkState { check_id: Uuid::nil(), ..state.clone() });
-    assert_eq!(foreign.plan(), Err(Error::CheckMismatch { expected: CHECK, found: Uuid::nil() }));
+    foreign.previous =
+        Some(datadiff_watermark::WatermarkState { check_id: CheckId::new(Uuid::nil()), ..state.clone() });
+    assert_eq!(foreign.plan(), Err(Error::CheckMismatch { expected: CHECK, found: CheckId::new(Uuid::nil()) }));
 
     let mut broken = transition(first(2, 11, 12, RunStatus::Pass));
     let mut bad_state = state.clone();
