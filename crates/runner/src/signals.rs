@@ -31,6 +31,11 @@
 //! previous ones are put back afterwards, so a program calling `tick` in a loop keeps its own
 //! behaviour between ticks. One invocation per process may hold them at a time. The only global state is the
 //! pipe's descriptor, which a signal handler can reach no other way.
+//!
+//! Why not `signal-hook`: its registry chains real handlers but cannot put a disposition back
+//! (an action unregistered leaves its handler installed, swallowing the signal between ticks)
+//! and overrides an inherited `SIG_IGN` — so `nohup datadiff run …` would die by the SIGHUP
+//! nohup ignores. Keeping those two promises needs `sigaction` itself.
 
 // The POSIX calls (sigaction, write from the handler, raise) have no safe wrapper in the
 // chosen dependencies; each `unsafe` block below is one such call.
