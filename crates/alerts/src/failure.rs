@@ -73,8 +73,7 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Timelike, Utc};
-use datadiff_diff_core::PreflightStatus;
-use datadiff_diff_core::{CheckId, CheckType, ResultStatus, ResultType};
+use datadiff_diff_core::{CheckId, CheckType, PreflightStatus, ResultStatus, ResultType};
 use serde_json::Value as Json;
 
 use crate::alert::{Alert, AlertKind, AlertLevel, AlertSubject};

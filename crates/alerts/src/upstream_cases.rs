@@ -3,9 +3,8 @@
 //! `format_data_diff_index_warning` produce for them.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use datadiff_diff_core::PreflightStatus;
 use datadiff_diff_core::{
-    Bounds, CheckId, CheckResult, CheckType, ResultStatus, ResultType, RunId, SourceType, TriggerType,
+    Bounds, CheckId, CheckResult, CheckType, PreflightStatus, ResultStatus, ResultType, RunId, SourceType, TriggerType,
 };
 use serde_json::{Value as Json, json};
 use uuid::Uuid;

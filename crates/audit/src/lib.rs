@@ -37,7 +37,7 @@ mod report;
 
 use std::time::Instant;
 
-use datadiff_diff_core::{Key, MergeError, Summary, merge};
+use datadiff_diff_core::{Key, MergeError, Summary, merge, quoted_ident};
 
 pub use refusal::{MAX_EXAMPLES_LIMIT, MAX_ROWS_LIMIT, PRECONDITIONS, PREFLIGHT, Refusal};
 pub use report::{AuditExample, AuditReport, CAVEAT, ExampleKind, Reason, ReportKey, Status};
@@ -50,7 +50,6 @@ pub use crate::error::Error;
 use datadiff_access::stream::{self, ColumnType, Decoder, KeyDecoder, RowQuery, RowStream, StreamOptions};
 use datadiff_access::{Session, SessionSettings};
 use datadiff_access::{TableName, split_identifiers};
-use datadiff_diff_core::quoted_ident;
 
 /// The replica's CDC metadata: a table with an LSN and a deleted flag per row.
 #[derive(Debug, Clone, PartialEq, Eq)]

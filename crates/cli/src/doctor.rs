@@ -29,8 +29,9 @@ use anyhow::Context;
 use clap::Args;
 use datadiff_access::{Dsn, Environment, Session, SessionSettings, table_columns};
 use datadiff_config::{Endpoint, Project};
-use datadiff_diff_core::PreflightStatus;
-use datadiff_diff_core::{AggregatePlan, CheckDefinition, ResultStatus, SourceType, TableColumns, TargetType};
+use datadiff_diff_core::{
+    AggregatePlan, CheckDefinition, PreflightStatus, ResultStatus, SourceType, TableColumns, TargetType,
+};
 use datadiff_preflight::{QueryFingerprint, SourceTable};
 use serde_json::json;
 

@@ -57,7 +57,7 @@ use chrono::{DateTime, Datelike, Utc};
 use datadiff_backend_store::Difference;
 use datadiff_diff_core::{
     AggregatePlan, CheckDefinition, CheckResult, ColumnPair, Key, MergeError, ResultStatus, ResultType, RowDiffCounts,
-    Side, Summary, merge,
+    Side, Summary, merge, quoted_ident,
 };
 use serde_json::{Map, Value as Json};
 
@@ -70,7 +70,6 @@ use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
 use datadiff_access::{SideSession, one_line, unverified_tls};
-use datadiff_diff_core::quoted_ident;
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);

@@ -16,9 +16,9 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::StoredDefinition;
-use datadiff_diff_core::PreflightStatus;
 use datadiff_diff_core::{
-    Bounds, CheckId, CheckResult, CheckType, ResultType, RunId, RunStatus, Skip, SourceType, TriggerType, UnknownName,
+    Bounds, CheckId, CheckResult, CheckType, PreflightStatus, ResultType, RunId, RunStatus, Skip, SourceType,
+    TriggerType, UnknownName,
 };
 use datadiff_preflight::{IndexWarningIdentity, PreflightRecord, QueryFingerprint};
 

@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::Scope;
 
 use crossbeam_channel::{Receiver, Sender};
-use datadiff_diff_core::Batches;
+use datadiff_diff_core::{Batches, quoted_ident};
 
 use crate::error::Error;
 use crate::session::{Canceller, Session};
@@ -49,7 +49,6 @@ use crate::stream::decoder::{Decoder, KeyDecoder};
 use crate::stream::encoded::{BatchWriter, EncodedRow};
 use crate::stream::endpoint::{Endpoint, StopSignal};
 use crate::table::TableName;
-use datadiff_diff_core::quoted_ident;
 
 /// What one side streams: a `SELECT` of the key then the compared columns, ordered by key,
 /// and the decoder of each field.

@@ -3,10 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Completion, Difference, Error, NewPreflight};
-use datadiff_diff_core::PreflightStatus;
 use datadiff_diff_core::{
-    CheckId, CheckResult, CheckType, DifferenceKind, PreflightId, ResultStatus, ResultType, RunId, RunStatus,
-    STALE_SWEEP_ERROR, SkipReason, TriggerType,
+    CheckId, CheckResult, CheckType, DifferenceKind, PreflightId, PreflightStatus, ResultStatus, ResultType, RunId,
+    RunStatus, STALE_SWEEP_ERROR, SkipReason, TriggerType,
 };
 use serde_json::json;
 use uuid::Uuid;

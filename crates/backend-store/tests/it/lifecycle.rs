@@ -5,10 +5,9 @@
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Completion, DefinitionFilter, NewPreflight, StartOutcome, SyncScope};
-use datadiff_diff_core::PreflightStatus;
 use datadiff_diff_core::{
-    Bounds, CheckDefinition, CheckId, CheckResult, CheckType, Extensions, ResultStatus, ResultType, RunId, RunStatus,
-    SourceType, TargetType, TriggerType, due_slots,
+    Bounds, CheckDefinition, CheckId, CheckResult, CheckType, Extensions, PreflightStatus, ResultStatus, ResultType,
+    RunId, RunStatus, SourceType, TargetType, TriggerType, due_slots,
 };
 use serde_json::json;
 use uuid::Uuid;

@@ -12,9 +12,9 @@ use chrono::{DateTime, Utc};
 use datadiff_alerts::{DispatchOptions, Dispatcher};
 use datadiff_backend_store::{DefinitionFilter, StoredDefinition, SyncScope};
 use datadiff_config::{AlertSettings, LogSettings, Secret, SlackSettings, Tap, VictorOpsSettings, WebhookSettings};
-use datadiff_diff_core::PreflightStatus;
 use datadiff_diff_core::{
-    Bounds, CheckDefinition, CheckResult, CheckType, ResultStatus, ResultType, RunId, RunStatus, TriggerType,
+    Bounds, CheckDefinition, CheckResult, CheckType, PreflightStatus, ResultStatus, ResultType, RunId, RunStatus,
+    TriggerType,
 };
 use datadiff_runner::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 use serde_json::{Value as Json, json};
