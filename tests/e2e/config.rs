@@ -76,6 +76,8 @@ fn without_backend_db_validate_and_import_warn_and_pass_but_other_commands_exit_
     ] {
         let outcome = fixture.run(&args);
         outcome.expect(2).one_error_line().stderr_has("does not define backend_db");
+        // One line, the one that names the fix: not the import's warning first.
+        assert_eq!(outcome.stderr.lines().count(), 1, "{:?}: {}", args, outcome.stderr);
     }
 }
 

@@ -93,7 +93,7 @@ const COLUMNS: &[Column] = &[
 
 /// Reads the listings and prints them.
 pub(crate) fn run(args: &ListArgs, console: &mut Console) -> anyhow::Result<Exit> {
-    let project = args.project.load(console)?;
+    let project = args.project.load_with_backend(console)?;
     let store = open_gated(&project, 1)?;
     let filter = DefinitionFilter {
         target: args.target.clone(),

@@ -47,7 +47,7 @@ fn parse_target(text: &str) -> Result<Target, String> {
 
 /// Prints the status, or migrates and prints the steps applied.
 pub(crate) fn run(args: &MigrateArgs, console: &mut Console) -> anyhow::Result<Exit> {
-    let project = args.project.load(console)?;
+    let project = args.project.load_with_backend(console)?;
     let settings = backend_settings(&project)?;
     let mut lines = Vec::new();
     if args.status {

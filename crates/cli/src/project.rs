@@ -32,8 +32,33 @@ pub(crate) struct ProjectArgs {
 }
 
 impl ProjectArgs {
+    /// Loads and validates the project for a command that works on the backend: as
+    /// [`ProjectArgs::load`], but without `backend_db` it fails with the one line that names
+    /// the fix (the "Ignoring N definition(s)" warning, meant for `validate` and
+    /// `import_config`, which go on without a backend, would only precede it).
+    pub(crate) fn load_with_backend(&self, console: &Console) -> anyhow::Result<Project> {
+        let project = self.load_quietly(console)?;
+        backend_settings(&project)?;
+        self.print_warnings(console, &project);
+        Ok(project)
+    }
+
     /// Loads and validates the project: prints its warnings, or every problem and fails.
     pub(crate) fn load(&self, console: &Console) -> anyhow::Result<Project> {
+        let project = self.load_quietly(console)?;
+        self.print_warnings(console, &project);
+        Ok(project)
+    }
+
+    fn print_warnings(&self, console: &Console, project: &Project) {
+        let stderr = console.stderr();
+        for warning in &project.warnings {
+            stderr.line(&format!("warning: {warning}"));
+        }
+    }
+
+    /// Loads and validates the project, printing its problems (not its warnings).
+    fn load_quietly(&self, console: &Console) -> anyhow::Result<Project> {
         let Some(dir) = &self.dir else {
             anyhow::bail!("--dir DIR is required: the PipelineWise project directory");
         };
@@ -46,12 +71,7 @@ impl ProjectArgs {
         let options = LoadOptions { secret, env: None };
         let stderr = console.stderr();
         match datadiff_config::load_with(dir, &options) {
-            Ok(project) => {
-                for warning in &project.warnings {
-                    stderr.line(&format!("warning: {warning}"));
-                }
-                Ok(project)
-            }
+            Ok(project) => Ok(project),
             Err(error) => {
                 for problem in error.problems() {
                     stderr.line(&problem.to_string());

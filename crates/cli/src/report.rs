@@ -141,7 +141,7 @@ pub(crate) fn run(args: &ReportArgs, console: &mut Console) -> anyhow::Result<Ex
     if let (ReportKind::Metrics(_), ReportFormat::Json | ReportFormat::Csv) = (&args.report, args.output_format) {
         anyhow::bail!("report metrics prints the Prometheus text format: --output-format does not apply to it");
     }
-    let project = args.project.load(console)?;
+    let project = args.project.load_with_backend(console)?;
     let store = open_gated(&project, 1)?;
     let now = args.at.unwrap_or_else(Utc::now);
     let (name, listing, mut extra, verdict) = match &args.report {

@@ -63,7 +63,7 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
     if args.remediation_ref.trim().is_empty() {
         anyhow::bail!(RemediationRefusal::MissingReference);
     }
-    let project = args.project.load(console)?;
+    let project = args.project.load_with_backend(console)?;
     let store = open_gated(&project, 1)?;
     store.gate_for_remediation(&project.dir, args.run_id)?;
     let clock = match args.at {

@@ -82,7 +82,7 @@ impl RunArgs {
 /// Runs one tick and prints its table.
 pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit> {
     let selection = args.selection()?;
-    let project = args.project.load(console)?;
+    let project = args.project.load_with_backend(console)?;
     let jobs = u32::try_from(args.jobs.get()).unwrap_or(u32::MAX);
     let store = open_gated(&project, jobs)?;
     store.gate_for_attempts(&project.dir)?;
