@@ -53,6 +53,26 @@ pub enum TapSelection {
     Only(BTreeSet<String>),
 }
 
+impl TapSelection {
+    /// `--taps`: the names given (trimmed); no name, or only `*` and blanks, is every tap.
+    pub fn named<S: AsRef<str>>(names: &[S]) -> TapSelection {
+        let taps: BTreeSet<String> = names
+            .iter()
+            .map(|name| name.as_ref().trim().to_owned())
+            .filter(|name| !name.is_empty() && name != "*")
+            .collect();
+        if taps.is_empty() { TapSelection::All } else { TapSelection::Only(taps) }
+    }
+
+    /// Whether `tap_id` is selected.
+    pub fn contains(&self, tap_id: &str) -> bool {
+        match self {
+            TapSelection::All => true,
+            TapSelection::Only(taps) => taps.contains(tap_id),
+        }
+    }
+}
+
 /// The scope of an import: the selected taps minus the taps whose import failed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SyncScope {
@@ -85,10 +105,7 @@ impl SyncScope {
         if self.excluded.contains(tap_id) {
             return false;
         }
-        match &self.selection {
-            TapSelection::All => true,
-            TapSelection::Only(taps) => taps.contains(tap_id),
-        }
+        self.selection.contains(tap_id)
     }
 }
 
@@ -379,6 +396,15 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blank_and_star_tap_names_select_every_tap() {
+        assert_eq!(TapSelection::named(&["", " * ", "  "]), TapSelection::All);
+        assert_eq!(TapSelection::named::<&str>(&[]), TapSelection::All);
+        let some = TapSelection::named(&[" payments ", "orders"]);
+        assert!(some.contains("payments") && some.contains("orders") && !some.contains("billing"));
+        assert!(TapSelection::All.contains("anything"));
+    }
 
     #[test]
     fn scope_follows_upstreams_rules() {

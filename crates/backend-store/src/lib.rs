@@ -263,6 +263,7 @@ mod connection;
 mod coverage;
 mod definition;
 mod error;
+mod grants;
 mod lock;
 pub mod migrate;
 mod overview;
@@ -283,6 +284,7 @@ pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT};
 pub use connection::{APPLICATION_NAME, Role};
 pub use definition::{CheckListing, DefinitionFilter, StoredDefinition, SyncReport, SyncScope, TapSelection};
 pub use error::Error;
+pub use grants::GrantGap;
 pub use lock::AdvisoryLock;
 pub use migrate::{
     EXTENSIONS, ExtensionMigration, MIGRATION_LOCK, MigrateOptions, MigrationReport, Revision, Step, Target, plan,

@@ -28,6 +28,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use datadiff_access::{Dsn, Environment, Session, SessionSettings, table_columns};
+use datadiff_backend_store::GrantGap;
 use datadiff_config::{Endpoint, Project};
 use datadiff_diff_core::{
     AggregatePlan, CheckDefinition, PreflightStatus, ResultStatus, SourceType, TableColumns, TargetType,
@@ -184,57 +185,22 @@ fn check_backend(project: &Project, findings: &mut Findings) {
     }
 }
 
-/// The application role's privileges, compared with what migrations grant.
+/// The application role's privileges, compared with what migrations grant
+/// ([`Store::application_grant_gaps`](datadiff_backend_store::Store::application_grant_gaps)).
 fn grants(store: &datadiff_backend_store::Store) -> anyhow::Result<Vec<(Verdict, String)>> {
-    let mut client = store.connection()?;
-    let mut problems = Vec::new();
-    let usage: bool = client.query_one("SELECT has_schema_privilege('public', 'USAGE')", &[])?.get(0);
-    if !usage {
-        problems.push((Verdict::Fail, "no USAGE on schema public".to_owned()));
-    }
-    let rows = client.query(
-        "SELECT c.relname::text, c.relkind::text, \
-                has_table_privilege(c.oid, 'SELECT'), has_table_privilege(c.oid, 'INSERT'), \
-                has_table_privilege(c.oid, 'UPDATE'), has_table_privilege(c.oid, 'DELETE'), \
-                has_table_privilege(c.oid, 'TRUNCATE'), \
-                CASE WHEN c.relkind = 'S' THEN has_sequence_privilege(c.oid, 'USAGE') ELSE true END \
-           FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-          WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'S') \
-            AND (c.relname LIKE 'dd\\_%' OR c.relname LIKE 'datadiff\\_%' OR c.relname = 'alembic_version') \
-          ORDER BY c.relname",
-        &[],
-    )?;
-    for row in rows {
-        let name: String = row.get(0);
-        let kind: String = row.get(1);
-        let (select, insert, update, delete, truncate, usage): (bool, bool, bool, bool, bool, bool) =
-            (row.get(2), row.get(3), row.get(4), row.get(5), row.get(6), row.get(7));
-        let read_only = name == "alembic_version" || name == "datadiff_schema_migrations";
-        let missing: Vec<&str> = if kind == "S" {
-            [("USAGE", usage), ("SELECT", select)].iter().filter(|(_, has)| !has).map(|(p, _)| *p).collect()
-        } else if read_only {
-            [("SELECT", select)].iter().filter(|(_, has)| !has).map(|(p, _)| *p).collect()
-        } else {
-            [("SELECT", select), ("INSERT", insert), ("UPDATE", update)]
-                .iter()
-                .filter(|(_, has)| !has)
-                .map(|(p, _)| *p)
-                .collect()
-        };
-        if !missing.is_empty() {
-            problems.push((Verdict::Fail, format!("missing {} on {name}", missing.join(", "))));
-        }
-        let extra: Vec<&str> = [("DELETE", delete && kind != "S"), ("TRUNCATE", truncate && kind != "S")]
-            .iter()
-            .filter(|(_, has)| *has)
-            .map(|(p, _)| *p)
-            .collect();
-        if !extra.is_empty() {
-            problems
-                .push((Verdict::Warn, format!("{} on {name} is granted; datadiff never needs it", extra.join(", "))));
-        }
-    }
-    Ok(problems)
+    Ok(store
+        .application_grant_gaps()?
+        .into_iter()
+        .map(|gap| match gap {
+            GrantGap::SchemaUsage => (Verdict::Fail, "no USAGE on schema public".to_owned()),
+            GrantGap::Missing { relation, privileges } => {
+                (Verdict::Fail, format!("missing {} on {relation}", privileges.join(", ")))
+            }
+            GrantGap::Extra { relation, privileges } => {
+                (Verdict::Warn, format!("{} on {relation} is granted; datadiff never needs it", privileges.join(", ")))
+            }
+        })
+        .collect())
 }
 
 /// An open read-only session, or why there is none.

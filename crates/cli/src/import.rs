@@ -13,7 +13,8 @@ use std::time::Instant;
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use clap::Args;
-use datadiff_runner::{ImportReport, TapSelection, import_definitions};
+use datadiff_backend_store::TapSelection;
+use datadiff_runner::{ImportReport, import_definitions, missing_taps};
 
 use crate::console::Console;
 use crate::exit::Exit;
@@ -49,9 +50,9 @@ pub(crate) fn run(args: &ImportArgs, console: &mut Console) -> anyhow::Result<Ex
     let project = args.project.load(console)?;
     let selection = match &args.taps {
         Some(taps) => TapSelection::named(taps),
-        None => TapSelection::all(),
+        None => TapSelection::All,
     };
-    for tap in selection.missing(&project) {
+    for tap in missing_taps(&selection, &project) {
         console.stderr().line(&format!("error: Tap not found in project YAML: {tap}"));
     }
     let store = match &project.backend {

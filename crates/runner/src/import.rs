@@ -1,62 +1,27 @@
 //! `import_config`'s data-diff part and the check that the stored revisions still match the
 //! YAML (SPEC §2): the rules the command line only prints.
 //!
-//! * [`TapSelection`] is `--taps`: none, `*` or blank names select every tap; a named tap
-//!   missing from the YAML is reported ([`ImportReport::missing_taps`]) and has its stored
-//!   definitions deactivated by the sync, as upstream (the command exits 1).
+//! * The store's [`TapSelection`] is `--taps` ([`TapSelection::named`]: none, `*` or blank
+//!   names select every tap); a named tap missing from the YAML ([`missing_taps`]) has its
+//!   stored definitions deactivated by the sync, as upstream (the command exits 1).
 //! * [`import_definitions`] migrates the backend to the schema this datadiff needs and
 //!   reconciles the selected taps' definitions in one transaction; without `backend_db` it
 //!   only counts (the definitions are validated and ignored).
 //! * [`changed_since_import`] names the current definitions whose YAML now hashes otherwise
 //!   (`run` warns: `definition changed since import; run import_config`).
 
-use std::collections::BTreeSet;
-
 use chrono::{DateTime, Utc};
-use datadiff_backend_store::{DefinitionFilter, MigrateOptions, Store, SyncReport, SyncScope};
+use datadiff_backend_store::{DefinitionFilter, MigrateOptions, Store, SyncReport, SyncScope, TapSelection};
 use datadiff_config::Project;
 
 use crate::error::Error;
 
-/// The taps an import works on (`--taps`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TapSelection {
-    taps: Option<BTreeSet<String>>,
-}
-
-impl TapSelection {
-    /// Every tap.
-    pub fn all() -> TapSelection {
-        TapSelection { taps: None }
-    }
-
-    /// The taps named (trimmed); no name, or only `*` and blanks, selects every tap.
-    pub fn named<S: AsRef<str>>(names: &[S]) -> TapSelection {
-        let taps: BTreeSet<String> = names
-            .iter()
-            .map(|name| name.as_ref().trim().to_owned())
-            .filter(|name| !name.is_empty() && name != "*")
-            .collect();
-        TapSelection { taps: (!taps.is_empty()).then_some(taps) }
-    }
-
-    /// Whether `tap_id` is selected.
-    pub fn contains(&self, tap_id: &str) -> bool {
-        self.taps.as_ref().is_none_or(|taps| taps.contains(tap_id))
-    }
-
-    /// The named taps the project does not define, in name order.
-    pub fn missing(&self, project: &Project) -> Vec<String> {
-        self.taps.iter().flatten().filter(|tap| project.tap(tap).is_none()).cloned().collect()
-    }
-
-    /// The store's scope of the sync: the named taps (missing ones included: their stored
-    /// definitions are deactivated), or all.
-    pub fn scope(&self) -> SyncScope {
-        match &self.taps {
-            Some(taps) => SyncScope::taps(taps.iter().cloned()),
-            None => SyncScope::all(),
-        }
+/// The selected taps the project does not define, in name order (their stored definitions
+/// are deactivated by the import, which then exits 1).
+pub fn missing_taps(selection: &TapSelection, project: &Project) -> Vec<String> {
+    match selection {
+        TapSelection::All => Vec::new(),
+        TapSelection::Only(taps) => taps.iter().filter(|tap| project.tap(tap).is_none()).cloned().collect(),
     }
 }
 
@@ -92,7 +57,7 @@ pub fn import_definitions(
     let mut report = ImportReport {
         targets: project.targets.len(),
         taps: project.taps.iter().filter(|tap| selection.contains(&tap.id)).count(),
-        missing_taps: selection.missing(project),
+        missing_taps: missing_taps(selection, project),
         migration_steps: Vec::new(),
         sync: None,
     };
@@ -100,7 +65,7 @@ pub fn import_definitions(
         let migration = store.migrate(&MigrateOptions::latest()).map_err(backend("migrating the backend"))?;
         report.migration_steps = migration.steps.iter().map(ToString::to_string).collect();
         let sync = store
-            .sync_definitions(&definitions, &selection.scope(), now)
+            .sync_definitions(&definitions, &SyncScope { selection: selection.clone(), ..SyncScope::all() }, now)
             .map_err(backend("importing the definitions"))?;
         report.sync = Some(sync);
     }
@@ -123,18 +88,4 @@ pub fn changed_since_import(project: &Project, store: &Store, filter: &Definitio
         })
         .map(|definition| definition.definition.full_check_name)
         .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blank_and_star_names_select_every_tap() {
-        assert_eq!(TapSelection::named(&["", " * ", "  "]), TapSelection::all());
-        assert_eq!(TapSelection::named::<&str>(&[]), TapSelection::all());
-        let some = TapSelection::named(&[" payments ", "orders"]);
-        assert!(some.contains("payments") && some.contains("orders") && !some.contains("billing"));
-        assert!(TapSelection::all().contains("anything"));
-    }
 }

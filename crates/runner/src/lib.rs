@@ -186,7 +186,7 @@ pub use clock::Clock;
 pub use connections::{Connections, MAX_CONNECT_TIMEOUT, SOURCE_APPLICATION_NAME, TARGET_APPLICATION_NAME};
 pub use error::Error;
 pub use execute::{ExecutionOptions, execute, execute_started, record_interrupted};
-pub use import::{ImportReport, TapSelection, changed_since_import, import_definitions};
+pub use import::{ImportReport, changed_since_import, import_definitions, missing_taps};
 pub use in_flight::{InFlight, InFlightAttempt};
 pub use progress::{FLUSH_EVERY, ProgressMeter, ProgressSnapshot};
 pub use remediation::{RemediationReport, remediate};

@@ -7,6 +7,7 @@ mod connection;
 mod constraints;
 mod definitions;
 mod gate;
+mod grants;
 mod leases;
 mod lifecycle;
 mod migrate;
