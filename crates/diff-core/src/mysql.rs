@@ -1,5 +1,5 @@
 //! PipelineWise's SQL for a **MySQL or MariaDB source** (`tap-mysql`), as pure functions: the
-//! dialect counterpart of [`MetricQuery`](crate::MetricQuery), [`MinimumQuery`](crate::MinimumQuery)
+//! dialect counterpart of [`MetricQuery`], [`MinimumQuery`](crate::MinimumQuery)
 //! and [`ChecksumPlan::postgres_expression`] (config note §2.1, §2.4, §3.2, §3.3, §5.3).
 //!
 //! # The forms
@@ -8,7 +8,7 @@
 //!   NUL names rejected with PipelineWise's text, as on PostgreSQL.
 //! * Columns: [`COLUMNS_QUERY`] reads `information_schema.COLUMNS` with `COLUMN_TYPE` in the
 //!   `udt_name` slot, so a `tinyint(1)` is a boolean ([`lookup_name`](crate::lookup_name)).
-//! * Aggregates: [`MySqlMetricQuery`], the same expressions as on PostgreSQL with backtick
+//! * Aggregates: [`MetricQuery`], the same expressions as on PostgreSQL with backtick
 //!   aliases; `row_checksum` by [`ChecksumPlan::mysql_expression`]:
 //!
 //!   | kind | text of `c` |
@@ -60,7 +60,7 @@
 //! servers share (`MD5`, `CONV`, `DATE_FORMAT`, `HEX`, `IF`, `CAST ... AS DECIMAL/CHAR`).
 
 use crate::checksum::{CHECKSUM_OFFSET, ChecksumColumn, ChecksumKind, ChecksumPlan, power_of_ten};
-use crate::query::{IdentifierError, QueryError};
+use crate::query::{IdentifierError, MetricQuery, QueryError};
 use crate::{CheckType, Side};
 
 /// Quotes a MySQL identifier: wrapped in backticks, every backtick inside doubled
@@ -121,40 +121,21 @@ SELECT COLUMN_NAME AS column_name, DATA_TYPE AS data_type, COLUMN_TYPE AS udt_na
  WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?
  ORDER BY ORDINAL_POSITION";
 
-/// One side's aggregate query on a MySQL source:
-///
-/// ```text
-/// SELECT <expr> AS `<check>`, … FROM `<schema>`.`<table>` WHERE `<ts>` >= ? AND `<ts>` < ?
-/// ```
-///
-/// The expressions are PostgreSQL's ([`MetricQuery`](crate::MetricQuery)) with backticks, and
-/// `row_checksum` is [`ChecksumPlan::mysql_expression`]. NULL timestamps fall out of the window
-/// because comparisons with NULL are not true. A MySQL table is only ever a source, so there is
-/// no soft-delete predicate. Bind the bounds as naive UTC values: the session's time zone is
-/// UTC, so a `TIMESTAMP` column compares in UTC and a `DATETIME` column holds UTC wall time.
-#[derive(Debug, Clone, Copy)]
-pub struct MySqlMetricQuery<'a> {
-    /// The table's schema (database).
-    pub schema: &'a str,
-    /// The table.
-    pub table: &'a str,
-    /// The resolved key column name.
-    pub key_column: &'a str,
-    /// The resolved timestamp column name.
-    pub timestamp_column: &'a str,
-    /// The metric checks, in the order their columns appear (`schema_compatibility` is an
-    /// error).
-    pub metrics: &'a [CheckType],
-    /// The checksum columns, required when `metrics` holds `row_checksum`.
-    pub checksum: Option<&'a ChecksumPlan>,
-    /// Which side the query reads (the source, on this route): picks the checksum's column
-    /// names.
-    pub side: Side,
-}
-
-impl MySqlMetricQuery<'_> {
-    /// The SQL text.
-    pub fn sql(&self, placeholders: MySqlPlaceholders) -> Result<String, QueryError> {
+impl MetricQuery<'_> {
+    /// The SQL text of this aggregate query for a MySQL or MariaDB source (upstream's MySQL
+    /// form; [`MetricQuery::sql`] is the PostgreSQL one):
+    ///
+    /// ```text
+    /// SELECT <expr> AS `<check>`, … FROM `<schema>`.`<table>` WHERE `<ts>` >= ? AND `<ts>` < ?
+    /// ```
+    ///
+    /// The expressions are PostgreSQL's with backticks, and `row_checksum` is
+    /// [`ChecksumPlan::mysql_expression`]. NULL timestamps fall out of the window because
+    /// comparisons with NULL are not true. A MySQL table is only ever a source, so there is no
+    /// soft-delete predicate (`soft_delete_column` is not read). Bind the bounds as naive UTC
+    /// values: the session's time zone is UTC, so a `TIMESTAMP` column compares in UTC and a
+    /// `DATETIME` column holds UTC wall time.
+    pub fn mysql_sql(&self, placeholders: MySqlPlaceholders) -> Result<String, QueryError> {
         let key = quote_mysql_ident(self.key_column)?;
         let mut expressions = Vec::with_capacity(self.metrics.len());
         for &check in self.metrics {
@@ -547,8 +528,8 @@ mod tests {
         ChecksumPlan::build(pairs).unwrap()
     }
 
-    fn query<'a>(metrics: &'a [CheckType], checksum: Option<&'a ChecksumPlan>) -> MySqlMetricQuery<'a> {
-        MySqlMetricQuery {
+    fn query<'a>(metrics: &'a [CheckType], checksum: Option<&'a ChecksumPlan>) -> MetricQuery<'a> {
+        MetricQuery {
             schema: "payments",
             table: "transfers",
             key_column: "transfer_id",
@@ -556,6 +537,7 @@ mod tests {
             metrics,
             checksum,
             side: Side::Source,
+            soft_delete_column: None,
         }
     }
 
@@ -593,7 +575,7 @@ mod tests {
         }
         let mut empty = query(&[CheckType::RowCount], None);
         empty.key_column = "";
-        assert_eq!(empty.sql(MySqlPlaceholders::Question), Err(QueryError::Identifier(IdentifierError)));
+        assert_eq!(empty.mysql_sql(MySqlPlaceholders::Question), Err(QueryError::Identifier(IdentifierError)));
     }
 
     #[test]
@@ -611,30 +593,30 @@ mod tests {
         spec.table = "order`items";
         spec.key_column = "select";
         assert_eq!(
-            spec.sql(MySqlPlaceholders::Pyformat).unwrap(),
+            spec.mysql_sql(MySqlPlaceholders::Pyformat).unwrap(),
             "SELECT COUNT(*) AS `row_count`, COUNT(DISTINCT `select`) AS `distinct_key_count`, \
              COUNT(*) - COUNT(`select`) AS `null_key_count`, \
              COUNT(`select`) - COUNT(DISTINCT `select`) AS `duplicate_key_count`, \
              MIN(`select`) AS `min_key`, MAX(`select`) AS `max_key` \
              FROM `public`.`order``items` WHERE `updated_at` >= %s AND `updated_at` < %s"
         );
-        let question = spec.sql(MySqlPlaceholders::Question).unwrap();
+        let question = spec.mysql_sql(MySqlPlaceholders::Question).unwrap();
         assert!(question.ends_with("WHERE `updated_at` >= ? AND `updated_at` < ?"), "{question}");
     }
 
     #[test]
     fn metric_query_excludes_null_timestamps_and_has_two_placeholders() {
-        let sql = query(&[CheckType::RowCount], None).sql(MySqlPlaceholders::Pyformat).unwrap();
+        let sql = query(&[CheckType::RowCount], None).mysql_sql(MySqlPlaceholders::Pyformat).unwrap();
         assert!(sql.contains("`updated_at` >= %s") && sql.contains("`updated_at` < %s"), "{sql}");
         assert!(!sql.contains("IS NULL"), "{sql}");
         assert_eq!(sql.matches("%s").count(), 2);
-        let sql = query(&[CheckType::RowCount], None).sql(MySqlPlaceholders::Question).unwrap();
+        let sql = query(&[CheckType::RowCount], None).mysql_sql(MySqlPlaceholders::Question).unwrap();
         assert_eq!(sql.matches('?').count(), 2);
     }
 
     #[test]
     fn fingerprint_text_is_upstreams_pyformat_text() {
-        let sql = query(&[CheckType::RowCount], None).sql(MySqlPlaceholders::Pyformat).unwrap();
+        let sql = query(&[CheckType::RowCount], None).mysql_sql(MySqlPlaceholders::Pyformat).unwrap();
         assert_eq!(
             sql,
             "SELECT COUNT(*) AS `row_count` FROM `payments`.`transfers` WHERE `updated_at` >= %s AND `updated_at` < %s"
@@ -647,11 +629,11 @@ mod tests {
     #[test]
     fn misuse_is_an_error_not_odd_sql() {
         assert_eq!(
-            query(&[CheckType::RowChecksum], None).sql(MySqlPlaceholders::Question),
+            query(&[CheckType::RowChecksum], None).mysql_sql(MySqlPlaceholders::Question),
             Err(QueryError::ChecksumWithoutColumns)
         );
         assert_eq!(
-            query(&[CheckType::SchemaCompatibility], None).sql(MySqlPlaceholders::Question),
+            query(&[CheckType::SchemaCompatibility], None).mysql_sql(MySqlPlaceholders::Question),
             Err(QueryError::NotAMetric(CheckType::SchemaCompatibility))
         );
     }
@@ -669,7 +651,7 @@ mod tests {
         spec.schema = "public";
         spec.table = "payments";
         spec.key_column = "id";
-        let sql = spec.sql(MySqlPlaceholders::Pyformat).unwrap();
+        let sql = spec.mysql_sql(MySqlPlaceholders::Pyformat).unwrap();
         assert!(sql.contains("CONV(SUBSTRING(MD5("), "{sql}");
         assert!(sql.contains("DATE_FORMAT(`updated_at`, '%%Y-%%m-%%d %%H:%%i:%%s.%%f')"), "{sql}");
         let interpolated = interpolate(&sql, &["2026-07-01", "2026-07-02"]).unwrap();
@@ -692,7 +674,7 @@ mod tests {
     fn mysql_checksum_sql_survives_client_side_interpolation() {
         let checksum = plan(&[pair("updated_at", "datetime", None), pair("status", "varchar", None)]);
         let metrics = [CheckType::RowCount, CheckType::RowChecksum];
-        let sql = query(&metrics, Some(&checksum)).sql(MySqlPlaceholders::Pyformat).unwrap();
+        let sql = query(&metrics, Some(&checksum)).mysql_sql(MySqlPlaceholders::Pyformat).unwrap();
         let interpolated = interpolate(&sql, &["2026-07-01 00:00:00", "2026-07-02 00:00:00"]).unwrap();
         assert!(interpolated.contains("DATE_FORMAT"));
         assert!(interpolated.contains("%Y-%m-%d %H:%i:%s.%f"), "{interpolated}");
@@ -700,7 +682,7 @@ mod tests {
         // Undoubled specifiers are what PyMySQL refuses.
         assert!(interpolate("DATE_FORMAT(`c`, '%Y') >= %s", &["x"]).is_err());
         // The executable form already has single specifiers and `?` parameters.
-        let executable = query(&metrics, Some(&checksum)).sql(MySqlPlaceholders::Question).unwrap();
+        let executable = query(&metrics, Some(&checksum)).mysql_sql(MySqlPlaceholders::Question).unwrap();
         assert_eq!(
             executable,
             interpolated.replace("'2026-07-01 00:00:00'", "?").replace("'2026-07-02 00:00:00'", "?")

@@ -11,8 +11,8 @@
 
 use chrono::{DateTime, Datelike, Timelike, Utc};
 use datadiff_diff_core::mysql::{
-    COLUMNS_QUERY, MySqlEngine, MySqlMetricQuery, MySqlPlaceholders, StatisticsRow, VISIBILITY_PROBE_QUERY,
-    VisibilityColumn, VisibilityProbe, bounded_count_sql, index_query, indexes_from_statistics, session_statements,
+    COLUMNS_QUERY, MySqlEngine, MySqlPlaceholders, StatisticsRow, VISIBILITY_PROBE_QUERY, VisibilityColumn,
+    VisibilityProbe, bounded_count_sql, index_query, indexes_from_statistics, session_statements,
 };
 use datadiff_diff_core::{
     AggregatePlan, CatalogColumn, CheckDefinition, CheckType, Extensions, Numeric, RunStatus, Side, SourceType,
@@ -146,7 +146,7 @@ fn mysql_aggregate(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<Vec<Value>, Failure> {
-    let query = MySqlMetricQuery {
+    let query = datadiff_diff_core::MetricQuery {
         schema: &definition.source_schema,
         table: &definition.source_table,
         key_column: &plan.columns().source_key().name,
@@ -154,9 +154,11 @@ fn mysql_aggregate(
         metrics: plan.metrics(),
         checksum: plan.checksum(),
         side: Side::Source,
+        soft_delete_column: None,
     };
-    let row: Row =
-        conn.exec_first(query.sql(MySqlPlaceholders::Question)?, (datetime(start), datetime(end)))?.ok_or("no row")?;
+    let row: Row = conn
+        .exec_first(query.mysql_sql(MySqlPlaceholders::Question)?, (datetime(start), datetime(end)))?
+        .ok_or("no row")?;
     (0..plan.metrics().len())
         .map(|index| match text(row.as_ref(index).ok_or("missing column")?)? {
             None => Ok(Value::Null),
