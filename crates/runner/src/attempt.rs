@@ -245,13 +245,18 @@ impl<'a> AttemptRun<'a> {
                 None => return self.metadata_only(&plan),
             }
         }
-        let table = SourceTable {
-            schema: &definition.source_schema,
-            table: &definition.source_table,
-            timestamp_column: &plan.columns().source_timestamp().name,
-        };
-        let record =
-            datadiff_preflight::preflight(sides.source.client(), &table, QueryFingerprint::of_sql(&fingerprint_sql));
+        let (schema, table, timestamp_column) = (
+            definition.source_schema.clone(),
+            definition.source_table.clone(),
+            plan.columns().source_timestamp().name.clone(),
+        );
+        let record = sides
+            .source
+            .with_client("preflight", move |client| {
+                let table = SourceTable { schema: &schema, table: &table, timestamp_column: &timestamp_column };
+                datadiff_preflight::preflight(client, &table, QueryFingerprint::of_sql(&fingerprint_sql))
+            })
+            .map_err(Stop::Failed)?;
         self.record(&record)?;
         if !record.passed() {
             return Ok(plan.preflight_stopped(record.status, record.error.as_deref(), &record.findings));
@@ -486,7 +491,7 @@ fn expected_rows(
         .and_then(|result| result.source_value.as_u64());
     counted.or_else(|| {
         let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end));
-        let messages = source.client().simple_query(&explain).ok()?;
+        let messages = source.with_client("EXPLAIN", move |client| client.simple_query(&explain)).ok()?.ok()?;
         messages.iter().find_map(|message| match message {
             SimpleQueryMessage::Row(row) => row.get(0).and_then(progress::plan_rows),
             _ => None,
