@@ -52,7 +52,9 @@ pub mod stream;
 mod table;
 pub mod tls;
 
-pub use deadline::{DeadlineError, within_deadline};
+pub use deadline::{
+    DeadlineError, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, with_keepalive_defaults, within_deadline,
+};
 pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
 pub use environment::Environment;
 pub use error::{Error, chain};

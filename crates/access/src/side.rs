@@ -397,7 +397,8 @@ pub fn table_columns(client: &mut Client, schema: &str, table: &str) -> Result<T
 
 /// Connects on a helper thread and waits at most `deadline` for the whole connection.
 fn connect_within(config: &postgres::Config, tls: LazyTls, deadline: Duration) -> Result<Client, String> {
-    let config = config.clone();
+    let mut config = config.clone();
+    crate::with_keepalive_defaults(&mut config);
     match within_deadline("datadiff-connect", deadline, move || config.connect(tls)) {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(error)) => Err(one_line(&error)),
