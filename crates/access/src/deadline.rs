@@ -19,15 +19,24 @@ pub const KEEPALIVES_INTERVAL: Duration = Duration::from_secs(10);
 /// `keepalives_count` (rust-postgres: `keepalives_retries`) set with [`KEEPALIVES_IDLE`].
 pub const KEEPALIVES_COUNT: u32 = 5;
 
-/// TCP keepalives as libpq offers them, with shorter defaults: a connection waiting for a
-/// long query through a network that silently dropped it (a partition, a NAT or firewall
-/// that forgot it, no reset sent) fails after about two minutes of silence instead of the
-/// kernel's two hours. Settings the configuration gives (`keepalives`, `keepalives_idle`,
-/// `keepalives_interval`, `keepalives_retries` in a DSN) are kept; `keepalives=0` stays off.
+/// `tcp_user_timeout` datadiff sets when a configuration leaves it unset: how long sent data
+/// may stay unacknowledged before the kernel drops the connection.
+pub const TCP_USER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// TCP keepalives and `tcp_user_timeout` as libpq offers them, with shorter defaults: a
+/// connection waiting for a long query through a network that silently dropped it (a
+/// partition, a NAT or firewall that forgot it, no reset sent) fails after about two minutes
+/// of silence instead of the kernel's two hours, and a request sent into such a network after
+/// two minutes instead of the kernel's fifteen of retransmissions. Settings the configuration
+/// gives (`keepalives`, `keepalives_idle`, `keepalives_interval`, `keepalives_retries`,
+/// `tcp_user_timeout` in a DSN) are kept; `keepalives=0` stays off.
 /// A server that keeps its socket open but stops answering (a frozen process) is not
 /// detected by keepalives — its kernel still acknowledges them — which is what the
 /// statements' own deadlines are for.
 pub fn with_keepalive_defaults(config: &mut postgres::Config) {
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
     if !config.get_keepalives() {
         return;
     }
@@ -88,6 +97,7 @@ mod tests {
         assert_eq!(config.get_keepalives_idle(), Duration::from_secs(60));
         assert_eq!(config.get_keepalives_interval(), Some(Duration::from_secs(10)));
         assert_eq!(config.get_keepalives_retries(), Some(5));
+        assert_eq!(config.get_tcp_user_timeout(), Some(&Duration::from_secs(120)));
         let mut given: postgres::Config = "host=db keepalives_idle=300 keepalives_retries=2".parse().unwrap();
         with_keepalive_defaults(&mut given);
         assert_eq!(given.get_keepalives_idle(), Duration::from_secs(300));

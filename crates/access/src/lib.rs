@@ -53,7 +53,8 @@ mod table;
 pub mod tls;
 
 pub use deadline::{
-    DeadlineError, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, with_keepalive_defaults, within_deadline,
+    DeadlineError, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, TCP_USER_TIMEOUT, with_keepalive_defaults,
+    within_deadline,
 };
 pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
 pub use environment::Environment;
