@@ -25,7 +25,8 @@
 //!    from the replica table. Either count above `max_rows`, or any invalid metadata row,
 //!    refuses.
 //! 5. **Snapshots**: `REPEATABLE READ READ ONLY` on both sides; the metadata check runs again
-//!    inside the replica's snapshot (CDC may have written since the inventory).
+//!    inside the replica's snapshot (CDC may have written since the inventory), and the
+//!    tombstones the report gives are counted there.
 //! 6. **Scan**: both tables stream ordered by key (text keys `COLLATE "C"`) on their own
 //!    reader threads through the merge core, the replica's deleted rows left out when a
 //!    deleted column is given alone; a side exceeding `max_rows` during the scan refuses (no
@@ -284,25 +285,41 @@ pub fn audit(
 
     source.begin_snapshot()?;
     replica.begin_snapshot()?;
-    // Take both snapshots now, the replica's with the metadata recheck.
+    // Take both snapshots now; the replica's with the metadata recheck and the tombstone
+    // count, so the report's tombstones are those of the scanned snapshot.
     source.client().batch_execute("SELECT 1").map_err(AccessError::query("source", "taking the snapshot"))?;
-    if let (Some(metadata), Some(marker)) = (&options.metadata, &plan.marker) {
-        let sql = format!(
-            "SELECT EXISTS (SELECT 1 FROM {} WHERE {})",
-            metadata.table.quoted(),
-            invalid_predicate(metadata, marker)
-        );
-        let invalid: bool = replica
-            .client()
-            .query_one(sql.as_str(), &[])
-            .map_err(AccessError::query("replica", format!("rechecking the CDC metadata of {}", metadata.table)))?
-            .get(0);
-        if invalid {
-            return Err(Error::Refused(Refusal::InvalidMetadataInSnapshot { table: metadata.table.to_string() }));
+    let tombstones = match (&options.metadata, &plan.marker) {
+        (Some(metadata), Some(marker)) => {
+            let sql = format!(
+                "SELECT count(*) FILTER (WHERE {}) > 0, count(*) FILTER (WHERE {})::bigint FROM {}",
+                invalid_predicate(metadata, marker),
+                marker.deleted_sql(),
+                metadata.table.quoted()
+            );
+            let row = replica
+                .client()
+                .query_one(sql.as_str(), &[])
+                .map_err(AccessError::query("replica", format!("rechecking the CDC metadata of {}", metadata.table)))?;
+            if row.get::<_, bool>(0) {
+                return Err(Error::Refused(Refusal::InvalidMetadataInSnapshot { table: metadata.table.to_string() }));
+            }
+            row.get::<_, i64>(1)
         }
-    } else {
-        replica.client().batch_execute("SELECT 1").map_err(AccessError::query("replica", "taking the snapshot"))?;
-    }
+        (None, Some(marker)) => {
+            let table = options.replica_table();
+            let sql =
+                format!("SELECT count(*) FILTER (WHERE {})::bigint FROM {}", marker.deleted_sql(), table.quoted());
+            replica
+                .client()
+                .query_one(sql.as_str(), &[])
+                .map_err(AccessError::query("replica", format!("counting the tombstones of {table}")))?
+                .get::<_, i64>(0)
+        }
+        (_, None) => {
+            replica.client().batch_execute("SELECT 1").map_err(AccessError::query("replica", "taking the snapshot"))?;
+            0
+        }
+    };
 
     let max_examples = usize::try_from(options.max_examples).unwrap_or(1);
     let max_rows = u64::try_from(options.max_rows).unwrap_or(0);
@@ -376,7 +393,7 @@ pub fn audit(
         started_at,
         finished_at: SystemTime::now(),
         duration_seconds: started.elapsed().as_secs_f64(),
-        tombstones: u64::try_from(inventory.tombstones).unwrap_or(0),
+        tombstones: u64::try_from(tombstones).unwrap_or(0),
     };
     let report = AuditReport::from_summary(&summary, options.allow_empty, provenance);
     tracing::info!(

@@ -208,7 +208,8 @@ pub struct AuditReport {
     pub started_at: String,
     /// PASS or BLOCK.
     pub status: Status,
-    /// Replica rows marked deleted, left out of the comparison (0 without a deleted marker).
+    /// Replica rows marked deleted (counted in the scan's snapshot), left out of the
+    /// comparison (0 without a deleted marker).
     pub tombstones: u64,
 }
 

@@ -275,3 +275,20 @@ fn the_report_names_both_databases_tables_times_and_version() {
     let millis = |instant: chrono::DateTime<chrono::Utc>| instant.timestamp_millis();
     assert!(millis(before) <= millis(started) && started <= finished && millis(finished) <= millis(after));
 }
+
+#[test]
+fn tombstones_are_counted_in_the_scanned_snapshot() {
+    let pair = Pair::new(SOURCE, &replica_with_marker("__deleted", "text", "'false'", "'true'"));
+    let mut options = pair.options("public.customers");
+    options.deleted_column = Some("__deleted".to_owned());
+    let mut writer = pair.replica.client().unwrap();
+    let report = audit(&options, &no_env(), &mut |progress| {
+        if let datadiff_audit::AuditProgress::Inventory { .. } = progress {
+            // A delete replicated between the inventory and the scan.
+            writer.batch_execute("UPDATE public.customers SET __deleted = 'true' WHERE id = 5").unwrap();
+        }
+    })
+    .unwrap();
+    assert_eq!((report.replica_rows, report.tombstones, report.missing), (4, 3, 1));
+    assert_eq!(report.status, Status::Block);
+}
