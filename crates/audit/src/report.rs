@@ -267,17 +267,24 @@ impl AuditReport {
         text
     }
 
-    /// A one-line summary for operators (no values): the seed's closing log lines.
+    /// A one-line summary for operators (no values): the seed's closing log lines, with the
+    /// tombstones left out when a deleted marker found some.
     pub fn summary_line(&self) -> String {
+        let tombstones = match self.tombstones {
+            0 => String::new(),
+            1 => ", 1 tombstone left out".to_owned(),
+            count => format!(", {count} tombstones left out"),
+        };
         match self.status {
             Status::Pass => format!(
-                "CDC parity verified for {} rows ({} columns compared). Source writes must stay stopped until the \
-                 cutover is complete.",
+                "CDC parity verified for {} rows ({} columns compared{tombstones}). Source writes must stay stopped \
+                 until the cutover is complete.",
                 self.source_rows,
                 self.columns.len()
             ),
             Status::Block => format!(
-                "CDC parity failed: {}. source={}, replica={}, differences={} (missing={}, extra={}, changed={}).",
+                "CDC parity failed: {}. source={}, replica={}, differences={} (missing={}, extra={}, \
+                 changed={}{tombstones}).",
                 self.reason,
                 self.source_rows,
                 self.replica_rows,

@@ -374,6 +374,11 @@ fn a_pipelinewise_replica_with_soft_deletes_and_a_renamed_column_passes_with_the
     assert_eq!(report["replica"]["deleted_column"], "_sdc_deleted_at");
     assert_eq!(report["replica"]["database"], pair.replica.name());
     assert_eq!(report["source"]["database"], pair.source.name());
+    assert!(
+        outcome.stderr.contains("CDC parity verified for 5 rows (3 columns compared, 1 tombstone left out)."),
+        "{}",
+        outcome.stderr
+    );
 
     let outcome = pair.audit(&["--cutover-ready", "--column-map", "email"]);
     assert_eq!(outcome.exit, Exit::Error);
