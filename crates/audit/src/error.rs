@@ -12,6 +12,9 @@ pub enum Error {
     /// The audit refused to run or to go on (exit 2, no report): see [`Refusal`].
     #[error("{0}")]
     Refused(Refusal),
+    /// The columns of the two tables cannot be matched.
+    #[error(transparent)]
+    Columns(#[from] crate::columns::ColumnMatchError),
     /// Talking to the source or the replica failed.
     #[error(transparent)]
     Access(#[from] datadiff_access::Error),

@@ -11,11 +11,21 @@
 //! 2. **each tap and each target** used by a definition — a read-only session opens with the
 //!    `db_conn` of the YAML (the source through `replica_*`), as the runner's; whether it is
 //!    a standby.
-//! 3. **each definition** — both tables' columns resolve (key, timestamp, compare columns,
-//!    with the runner's rules), the timestamp columns have a timestamp type, the metadata
-//!    checks (`schema_compatibility`, an unsupported `row_checksum`) would pass, and the
-//!    source preflight's verdict (index or bounded count) inside a read-only transaction,
-//!    exactly as an attempt computes it.
+//! 3. **each definition** — both tables exist (a missing table says so, not that its key
+//!    column is missing) and their columns resolve (key, timestamp, compare columns, with the
+//!    runner's rules), the timestamp columns have a timestamp type, the metadata checks
+//!    (`schema_compatibility`, an unsupported `row_checksum`) would pass, each side's server
+//!    plans the attempt's queries (see below), and the source preflight's verdict (index or
+//!    bounded count) inside a read-only transaction, exactly as an attempt computes it.
+//!
+//! **Queries.** Each side's server is asked to plan (`EXPLAIN`, never `EXPLAIN ANALYZE`: no
+//! row is read) every statement an attempt would send it: the aggregate query of the
+//! declared metric checks, the `MIN` query of a historical run's start, and, with the
+//! `row_diff` extension, its streaming `SELECT` (key, timestamp and compare columns over the
+//! window, soft deletes left out, text keys `COLLATE "C"`). So an error the server would
+//! raise — `function min(uuid) does not exist`, a missing privilege, a column dropped since
+//! — is a FAIL finding before the first run, with the server's message. The window bounds
+//! are bound as parameters of the timestamp column's type (the last hour).
 //!
 //! Exit codes (the sources are silent; decided here): 0 when no finding FAILs (warnings
 //! allowed), 1 when any does — a doctor reports what is wrong rather than stopping at it, so
@@ -27,11 +37,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use datadiff_access::{Dsn, Environment, Session, SessionSettings, table_columns};
+use datadiff_access::stream::{self, RowQuery};
+use datadiff_access::{Dsn, Environment, Session, SessionSettings, TableName, table_columns};
 use datadiff_backend_store::GrantGap;
 use datadiff_config::{Endpoint, Project};
 use datadiff_diff_core::{
-    AggregatePlan, CheckDefinition, PreflightStatus, ResultStatus, SourceType, TableColumns, TargetType,
+    AggregatePlan, CheckDefinition, PreflightStatus, ResultStatus, Side as PlanSide, SourceType, TableColumns,
+    TargetType, quoted_ident,
 };
 use datadiff_preflight::{QueryFingerprint, SourceTable};
 use serde_json::json;
@@ -328,10 +340,152 @@ fn dsn_text(endpoint: &Endpoint, application_name: &str) -> String {
     text
 }
 
-/// The columns of a table, as the runner reads them.
-fn columns(session: &mut Session, schema: &str, table: &str) -> Result<TableColumns, String> {
-    table_columns(session.client(), schema, table)
-        .map_err(|error| format!("catalog read failed: {}", one_line(&error.into())))
+/// The columns of a table, as the runner reads them. A table without a column visible to the
+/// role is looked up in `pg_class`: a missing table says so (rather than that its key column
+/// is missing), and so does a table the role may not read.
+fn columns(session: &mut Session, role: &str, schema: &str, table: &str) -> Result<TableColumns, String> {
+    let failed = |error: postgres::Error| format!("catalog read failed: {}", datadiff_access::one_line(&error));
+    let columns = table_columns(session.client(), schema, table).map_err(failed)?;
+    if !columns.columns().is_empty() {
+        return Ok(columns);
+    }
+    let exists = session
+        .client()
+        .query_opt(
+            "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = $2",
+            &[&schema, &table],
+        )
+        .map_err(failed)?
+        .is_some();
+    let name = TableName::new(schema, table);
+    Err(match exists {
+        false => format!("table {name} does not exist in the {role} database"),
+        true => format!("table {name} has no column the {role} role may read (grant it SELECT)"),
+    })
+}
+
+/// Asks the server to plan `sql` (`EXPLAIN`, no row read), its parameters bound as window
+/// bounds of their inferred type; the server's message when it cannot.
+fn explain(session: &mut Session, sql: &str) -> Result<(), String> {
+    use postgres::types::{ToSql, Type};
+    let message = |error: postgres::Error| datadiff_access::one_line(&error);
+    let statement = session.client().prepare(&format!("EXPLAIN {sql}")).map_err(message)?;
+    let end = chrono::Utc::now();
+    let start = end - chrono::TimeDelta::hours(1);
+    let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
+    for (index, parameter) in statement.params().iter().enumerate() {
+        let bound = if index == 0 { start } else { end };
+        match *parameter {
+            Type::TIMESTAMPTZ => params.push(Box::new(bound)),
+            Type::TIMESTAMP => params.push(Box::new(bound.naive_utc())),
+            Type::DATE => params.push(Box::new(bound.date_naive())),
+            ref other => return Err(format!("cannot bind a window bound of type {other}")),
+        }
+    }
+    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|param| param.as_ref() as &(dyn ToSql + Sync)).collect();
+    session.client().query(&statement, &params).map_err(message)?;
+    Ok(())
+}
+
+/// The `row_diff` streaming `SELECT` of a side, as the runner builds it, with `$1` and `$2`
+/// for the window bounds.
+fn row_diff_select(
+    definition: &CheckDefinition,
+    plan: &AggregatePlan,
+    sessions: (&mut Session, &mut Session),
+    side: PlanSide,
+) -> Result<String, String> {
+    let (source_table, target_table) = (
+        TableName::new(&definition.source_schema, &definition.source_table),
+        TableName::new(&definition.target_schema, &definition.target_table),
+    );
+    let read = |session: &mut Session, table: &TableName| {
+        stream::read_columns(session, table).map_err(|error| one_line(&anyhow::Error::new(error)))
+    };
+    let (source_types, target_types) = (read(sessions.0, &source_table)?, read(sessions.1, &target_table)?);
+    let mut selected = Vec::new();
+    for pair in plan.columns().pairs() {
+        let (Some(source), Some(target)) = (&pair.source, &pair.target) else {
+            return Err(format!("column {} is missing on a side", pair.logical_name));
+        };
+        let find = |types: &[stream::ColumnType], name: &str| {
+            types.iter().find(|column| column.name == name).cloned().ok_or_else(|| format!("column {name} is missing"))
+        };
+        selected.push((find(&source_types, &source.name)?, find(&target_types, &target.name)?));
+    }
+    let Some(((source_key, target_key), rest)) = selected.split_first() else {
+        return Err("no key column".to_owned());
+    };
+    let (source_key, target_key) =
+        stream::plan_key(source_key, target_key, "target").map_err(|error| one_line(&anyhow::Error::new(error)))?;
+    let mut columns = Vec::with_capacity(rest.len());
+    for (source, target) in rest {
+        let (source_decoder, target_decoder) =
+            stream::plan_pair(source, target, "target").map_err(|error| one_line(&anyhow::Error::new(error)))?;
+        columns.push(match side {
+            PlanSide::Source => (source.name.clone(), source_decoder),
+            PlanSide::Target => (target.name.clone(), target_decoder),
+        });
+    }
+    let resolved = plan.columns();
+    let (table, key_name, key, timestamp) = match side {
+        PlanSide::Source => (&source_table, &resolved.source_key().name, source_key, &resolved.source_timestamp().name),
+        PlanSide::Target => (&target_table, &resolved.target_key().name, target_key, &resolved.target_timestamp().name),
+    };
+    let timestamp = quoted_ident(timestamp);
+    let mut filter = format!("{timestamp} >= $1 AND {timestamp} < $2");
+    if let (PlanSide::Target, Some(column)) = (side, plan.soft_delete_column()) {
+        filter.push_str(&format!(" AND {} IS NULL", quoted_ident(column)));
+    }
+    Ok(RowQuery::for_table(table, key_name, key, columns, Some(&filter)).select_sql().to_owned())
+}
+
+/// One finding per side: whether its server plans every statement an attempt sends it.
+fn check_queries(
+    definition: &CheckDefinition,
+    plan: &AggregatePlan,
+    source: &mut Session,
+    target: &mut Session,
+    findings: &mut Findings,
+) {
+    let name = definition.full_check_name.as_str();
+    let metrics: Vec<&str> = plan.metrics().iter().map(|check| check.as_str()).collect();
+    for side in [PlanSide::Source, PlanSide::Target] {
+        let (label, check) = match side {
+            PlanSide::Source => ("source", "source queries"),
+            PlanSide::Target => ("target", "target queries"),
+        };
+        let mut planned = Vec::new();
+        let mut failures = Vec::new();
+        let mut statements: Vec<(String, Result<String, String>)> = Vec::new();
+        if !metrics.is_empty() {
+            statements
+                .push((format!("aggregate query ({})", metrics.join(", ")), Ok(plan.metric_sql(side).to_owned())));
+            statements.push(("MIN query".to_owned(), Ok(plan.minimum_sql(side).to_owned())));
+        }
+        if definition.extensions.row_diff.is_some() {
+            statements.push(("row_diff SELECT".to_owned(), row_diff_select(definition, plan, (source, target), side)));
+        }
+        if statements.is_empty() {
+            continue;
+        }
+        let session = match side {
+            PlanSide::Source => &mut *source,
+            PlanSide::Target => &mut *target,
+        };
+        for (statement, sql) in statements {
+            match sql.and_then(|sql| explain(session, &sql)) {
+                Ok(()) => planned.push(statement),
+                Err(reason) => failures.push(format!("{statement}: {reason}")),
+            }
+        }
+        if failures.is_empty() {
+            findings.add(name, check, Verdict::Ok, format!("the {label} server plans the {}", planned.join(", ")));
+        } else {
+            findings.add(name, check, Verdict::Fail, format!("the {label} server refuses the {}", failures.join("; ")));
+        }
+    }
 }
 
 fn check_definition(definition: &CheckDefinition, source: &mut Session, target: &mut Session, findings: &mut Findings) {
@@ -339,8 +493,9 @@ fn check_definition(definition: &CheckDefinition, source: &mut Session, target: 
     debug_assert!(
         definition.source_type == SourceType::TapPostgres && definition.target_type == TargetType::TargetPostgres
     );
-    let tables = columns(source, &definition.source_schema, &definition.source_table)
-        .and_then(|source| Ok((source, columns(target, &definition.target_schema, &definition.target_table)?)));
+    let tables = columns(source, "source", &definition.source_schema, &definition.source_table).and_then(|source| {
+        Ok((source, columns(target, "target", &definition.target_schema, &definition.target_table)?))
+    });
     let (source_columns, target_columns) = match tables {
         Ok(tables) => tables,
         Err(reason) => return findings.add(name, "columns", Verdict::Fail, reason),
@@ -389,6 +544,7 @@ fn check_definition(definition: &CheckDefinition, source: &mut Session, target: 
         };
         findings.add(name, result.check_type.as_str(), verdict, detail);
     }
+    check_queries(definition, &plan, source, target, findings);
     if !plan.has_metric_checks() {
         findings.add(name, "preflight", Verdict::Skip, "metadata-only: no source data is read");
         return;

@@ -2,4 +2,5 @@
 
 mod audit;
 mod memory;
+mod replicas;
 mod support;
