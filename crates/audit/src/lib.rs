@@ -42,8 +42,10 @@ mod error;
 mod refusal;
 mod report;
 mod tombstone;
+mod watch;
 
-use std::time::{Instant, SystemTime};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant, SystemTime};
 
 use datadiff_diff_core::{Key, MergeError, Summary, merge, quoted_ident};
 
@@ -65,6 +67,7 @@ use datadiff_access::{TableName, split_identifiers};
 
 use crate::columns::{Tables, match_columns};
 use crate::tombstone::DeletedMarker;
+use crate::watch::{BOTH, Role, Watch};
 
 /// The replica's CDC metadata: a table with an LSN and a deleted flag per row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +116,10 @@ pub struct AuditOptions {
     pub max_examples: i64,
     /// Let two empty tables pass.
     pub allow_empty: bool,
+    /// Each session's `statement_timeout` (the seed's 15 minutes by default); the audit also
+    /// gives up on a server that has not answered a step within it plus
+    /// [`datadiff_access::ANSWER_GRACE`].
+    pub statement_timeout: Duration,
 }
 
 impl std::fmt::Debug for AuditOptions {
@@ -131,13 +138,15 @@ impl std::fmt::Debug for AuditOptions {
             .field("max_rows", &self.max_rows)
             .field("max_examples", &self.max_examples)
             .field("allow_empty", &self.allow_empty)
+            .field("statement_timeout", &self.statement_timeout)
             .finish()
     }
 }
 
 impl AuditOptions {
     /// Options with the seed's defaults: key `id`, every shared column, no metadata table, no
-    /// deleted column, no column map, not cutover-ready, `max_rows` 5,000,000, `max_examples` 20, empty tables blocked.
+    /// deleted column, no column map, not cutover-ready, `max_rows` 5,000,000, `max_examples`
+    /// 20, empty tables blocked, the seed's 15-minute statement timeout.
     pub fn new(source: impl Into<String>, replica: impl Into<String>, table: TableName) -> AuditOptions {
         AuditOptions {
             source: source.into(),
@@ -153,6 +162,7 @@ impl AuditOptions {
             max_rows: 5_000_000,
             max_examples: 20,
             allow_empty: false,
+            statement_timeout: datadiff_access::AUDIT_STATEMENT_TIMEOUT,
         }
     }
 
@@ -225,10 +235,72 @@ pub enum AuditProgress {
 /// How often (in merged keys) the scan reports progress.
 const PROGRESS_EVERY: u64 = 16_384;
 
+/// How often the caller looks at the audit's deadline.
+const WATCH_POLL: Duration = Duration::from_millis(100);
+
+/// What the audit's helper thread tells its caller.
+enum Event {
+    /// A progress step; the helper waits for the acknowledgement, so the callback runs
+    /// between the audit's steps as it always did (the inventory before the snapshots).
+    Progress(AuditProgress, mpsc::SyncSender<()>),
+    Done(Box<Result<AuditReport, Error>>),
+}
+
 /// Runs the audit. `progress` is called with the inventory and periodically during the scan.
+///
+/// The audit runs on a helper thread while this one watches its deadline (see the `watch`
+/// module): a server that does not answer a step within the statement timeout plus
+/// [`datadiff_access::ANSWER_GRACE`] ends the audit with [`Error::NoAnswer`].
 pub fn audit(
     options: &AuditOptions,
     environment: &Environment,
+    progress: &mut dyn FnMut(AuditProgress),
+) -> Result<AuditReport, Error> {
+    let watch = Arc::new(Watch::default());
+    let (sender, events) = mpsc::channel();
+    let (owned_options, owned_environment, helper_watch) = (options.clone(), environment.clone(), Arc::clone(&watch));
+    let dispatch = tracing::dispatcher::get_default(Clone::clone);
+    std::thread::Builder::new()
+        .name("datadiff-audit".to_owned())
+        .spawn(move || {
+            tracing::dispatcher::with_default(&dispatch, || {
+                let progress_sender = sender.clone();
+                let (acknowledge, acknowledged) = mpsc::sync_channel(1);
+                let mut forward = |step| {
+                    if progress_sender.send(Event::Progress(step, acknowledge.clone())).is_ok() {
+                        let _ = acknowledged.recv();
+                    }
+                };
+                let result = audit_watched(&owned_options, &owned_environment, &helper_watch, &mut forward);
+                let _ = sender.send(Event::Done(Box::new(result)));
+            });
+        })
+        .map_err(|_| Error::Thread("cannot be started"))?;
+    let deadline = options.statement_timeout + datadiff_access::ANSWER_GRACE;
+    loop {
+        match events.recv_timeout(WATCH_POLL) {
+            Ok(Event::Progress(step, acknowledge)) => {
+                progress(step);
+                let _ = acknowledge.send(());
+            }
+            Ok(Event::Done(result)) => return *result,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Some((roles, step)) = watch.overdue(deadline) {
+                    watch.cancel();
+                    tracing::warn!(step, "no answer: the audit's connections are abandoned");
+                    return Err(watch::no_answer(&roles, step, options.statement_timeout));
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::Thread("stopped unexpectedly")),
+        }
+    }
+}
+
+/// The audit itself, marking on `watch` what it waits for.
+fn audit_watched(
+    options: &AuditOptions,
+    environment: &Environment,
+    watch: &Watch,
     progress: &mut dyn FnMut(AuditProgress),
 ) -> Result<AuditReport, Error> {
     let started = Instant::now();
@@ -237,18 +309,22 @@ pub fn audit(
     let source_dsn = Dsn::parse("source", &options.source, environment)?;
     let replica_dsn = Dsn::parse("replica", &options.replica, environment)?;
 
+    let settings = SessionSettings { statement_timeout: Some(options.statement_timeout), read_only: true };
+    let connecting = watch.busy("connecting", &BOTH);
     let (source, replica) = std::thread::scope(|scope| {
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
-        let source = scope.spawn(move || {
-            tracing::dispatcher::with_default(&dispatch, || Session::connect(&source_dsn, SessionSettings::audit()))
-        });
-        let replica = Session::connect(&replica_dsn, SessionSettings::audit());
+        let source = scope
+            .spawn(move || tracing::dispatcher::with_default(&dispatch, || Session::connect(&source_dsn, settings)));
+        let replica = Session::connect(&replica_dsn, settings);
         (source.join().unwrap_or(Err(AccessError::ReaderLost { role: "source".to_owned() })), replica)
     });
     let (mut source, mut replica) = (source?, replica?);
+    watch.set_canceller(Role::Source, source.canceller());
+    watch.set_canceller(Role::Replica, replica.canceller());
 
     let source_identity = source.identity()?;
     let replica_identity = replica.identity()?;
+    drop(connecting);
     if source_identity == replica_identity {
         return Err(Error::Refused(Refusal::SameDatabase {
             database: source_identity.database,
@@ -256,10 +332,14 @@ pub fn audit(
         }));
     }
 
+    let reading = watch.busy("reading the catalogs", &BOTH);
     let plan = Plan::resolve(&mut source, &mut replica, options, &key)?;
+    drop(reading);
     tracing::info!(columns = ?plan.names, replica_columns = ?plan.replica_names, key = %key, "comparing columns");
 
+    let counting = watch.busy("counting rows", &BOTH);
     let inventory = inventory(&mut source, &mut replica, options, plan.marker.as_ref())?;
+    drop(counting);
     tracing::info!(
         source_rows = inventory.source_rows,
         replica_rows = inventory.replica_rows,
@@ -283,6 +363,7 @@ pub fn audit(
         replica_rows: u64::try_from(inventory.replica_rows).unwrap_or(0),
     });
 
+    let snapshots = watch.busy("taking the snapshots", &BOTH);
     source.begin_snapshot()?;
     replica.begin_snapshot()?;
     // Take both snapshots now; the replica's with the metadata recheck and the tombstone
@@ -321,6 +402,8 @@ pub fn audit(
         }
     };
 
+    drop(snapshots);
+
     let max_examples = usize::try_from(options.max_examples).unwrap_or(1);
     let max_rows = u64::try_from(options.max_rows).unwrap_or(0);
     let source_query =
@@ -341,6 +424,7 @@ pub fn audit(
     std::thread::scope(|scope| -> Result<(), Error> {
         let source_rows = RowStream::spawn(scope, &mut source, source_query, StreamOptions::default());
         let replica_rows = RowStream::spawn(scope, &mut replica, replica_query, StreamOptions::default());
+        let _scanning = watch.scanning(source_rows.stopper(), replica_rows.stopper());
         let mut merged = 0u64;
         for change in merge(source_rows, replica_rows) {
             let change = change.map_err(|error| Error::from(merge_error(error, options)))?;
@@ -368,8 +452,10 @@ pub fn audit(
         Ok(())
     })?;
     progress(AuditProgress::Scanned { source_rows: summary.source_rows(), replica_rows: summary.target_rows() });
+    let ending = watch.busy("ending the snapshots", &BOTH);
     source.finish()?;
     replica.finish()?;
+    drop(ending);
 
     let provenance = Provenance {
         source: SideIdentity {

@@ -54,6 +54,11 @@ pub(crate) struct AuditArgs {
     /// Let two empty tables pass (by default they block: a wrong target, most likely).
     #[arg(long)]
     allow_empty: bool,
+    /// Each session's statement timeout (`15min`, `1h`, ...; at most `24d20h31min23s`): the
+    /// longest any step may take, the whole scan included. The audit also gives up on a
+    /// server that has not answered a step within it plus 5 s.
+    #[arg(long, value_name = "DURATION", default_value = "15min", value_parser = statement_timeout)]
+    statement_timeout: std::time::Duration,
     /// Write the JSON report to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -139,8 +144,15 @@ impl AuditArgs {
         options.max_rows = self.max_rows;
         options.max_examples = self.max_examples;
         options.allow_empty = self.allow_empty;
+        options.statement_timeout = self.statement_timeout;
         Ok(options)
     }
+}
+
+/// `--statement-timeout`, in the definitions' duration grammar.
+fn statement_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let duration = datadiff_diff_core::Duration::parse_statement_timeout(text).map_err(|error| error.to_string())?;
+    Ok(std::time::Duration::from_secs(u64::try_from(duration.seconds()).unwrap_or(1).max(1)))
 }
 
 /// Runs the audit and prints or writes its report.
