@@ -6,8 +6,8 @@
 //! 1. **Preconditions**, before any connection: `cutover_ready`, `max_rows` in
 //!    1..=50,000,000, `max_examples` in 1..=100, one key column, the metadata flags together
 //!    (or `--deleted-column` alone), a well-formed column map.
-//! 2. **Separate databases**: both sessions connect (read-only, 10 s connect timeout,
-//!    15 min statement timeout) and compare `pg_control_system().system_identifier` and
+//! 2. **Separate databases**: both sessions connect (read-only, 10 s connect timeout, the
+//!    statement timeout: 15 min by default) and compare `pg_control_system().system_identifier` and
 //!    `current_database()`. (The seed compares server address, port and database; the
 //!    address is NULL over a Unix socket, so two socket DSNs to one database would pass.) A
 //!    physical standby shares its primary's system identifier, so a database and its own
