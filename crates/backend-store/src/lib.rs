@@ -298,6 +298,6 @@ pub use report::{
 };
 pub use result::{Difference, StoredDifference};
 pub use status::{AppliedExtension, SchemaStatus, UpstreamState};
-pub use store::{PoolOptions, PooledConnection, Store, migrate_backend};
+pub use store::{DEFAULT_OPERATION_TIME, PoolOptions, PooledConnection, Store, migrate_backend};
 pub use sweep::SweptRun;
 pub use warning::WarningDelivery;
