@@ -9,7 +9,8 @@
 //! attempt number, status and error, times, the remediation link, the preflight record
 //! (status, bounded row count, leading index, fingerprint, findings), then every
 //! `dd_run_results` row with both values as stored (counts, min/max keys, checksums: what
-//! PipelineWise stores; never a row), both query times and its error, and the `row_diff`
+//! PipelineWise stores; never a row; the table shows a `schema_compatibility` value as
+//! `<n> columns`, JSON and CSV in full), both query times and its error, and the `row_diff`
 //! totals (`matched` is worked out: the source rows neither missing nor changed) with the
 //! command that lists the differing rows. JSON: `{"report": "run", run_id, check_id,
 //! full_check_name, revision, scheduled_for, window_start, window_end, trigger_type, attempt,
@@ -509,14 +510,24 @@ fn result_listing(results: &[CheckResult]) -> Listing {
         listing.push(vec![
             Cell::string(result.check_type.as_str()),
             Cell::string(result.status.as_str()),
-            Cell::json(result.source_value.clone()),
-            Cell::json(result.target_value.clone()),
+            value_cell(&result.source_value),
+            value_cell(&result.target_value),
             seconds(result.source_query_seconds),
             seconds(result.target_query_seconds),
             Cell::text(result.error.clone()),
         ]);
     }
     listing
+}
+
+/// A result value: as JSON holds it, and in tables compact JSON — except a
+/// `schema_compatibility` value (its `columns` array of type descriptions), which tables
+/// show as `<n> columns` (JSON has them all).
+fn value_cell(value: &Json) -> Cell {
+    match value.get("columns").and_then(Json::as_array) {
+        Some(columns) => Cell::with_text(format!("{} columns", columns.len()), value.clone()),
+        None => Cell::json(value.clone()),
+    }
 }
 
 /// The totals a `row_diff` result stored (its values' count strings), with the matched rows
