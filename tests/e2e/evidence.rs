@@ -243,7 +243,7 @@ fn run_and_rerun_log_a_start_and_an_end_line_without_v_and_one_line_per_check_wi
     assert_eq!(ended.len(), 1, "{}", outcome.stderr);
     assert_eq!(
         without_duration(ended[0]),
-        "run_data_diff_checks finished checks=1 pass=0 fail=1 error=0 skipped=0 deferred=0 exit=1"
+        "run_data_diff_checks finished checks=1 PASS=0 FAIL=1 ERROR=0 SKIPPED=0 DEFERRED=0 exit=1"
     );
     assert!(info_lines(&outcome.stderr, "check ").is_empty(), "per-check lines only with -v: {}", outcome.stderr);
     let failed = fixture.newest_run_id();
@@ -254,7 +254,7 @@ fn run_and_rerun_log_a_start_and_an_end_line_without_v_and_one_line_per_check_wi
     let ended = info_lines(&outcome.stderr, "run_data_diff_checks finished");
     assert_eq!(
         ended.iter().map(|line| without_duration(line)).collect::<Vec<_>>(),
-        ["run_data_diff_checks finished checks=1 pass=0 fail=0 error=0 skipped=1 deferred=0 exit=0"]
+        ["run_data_diff_checks finished checks=1 PASS=0 FAIL=0 ERROR=0 SKIPPED=1 DEFERRED=0 exit=0"]
     );
     assert_eq!(
         info_lines(&outcome.stderr, "check "),
@@ -282,7 +282,7 @@ fn run_and_rerun_log_a_start_and_an_end_line_without_v_and_one_line_per_check_wi
     let ended = info_lines(&outcome.stderr, "rerun_data_diff_check finished");
     assert_eq!(
         ended.iter().map(|line| without_duration(line)).collect::<Vec<_>>(),
-        ["rerun_data_diff_check finished checks=1 pass=0 fail=1 error=0 skipped=0 deferred=0 exit=1"]
+        ["rerun_data_diff_check finished checks=1 PASS=0 FAIL=1 ERROR=0 SKIPPED=0 DEFERRED=0 exit=1"]
     );
     let remediation = fixture.newest_run_id();
     let checks = info_lines(&outcome.stderr, "check ");

@@ -115,6 +115,9 @@
 //!   `remediation_attempt`, `remediation_status`, `remediation_reference`,
 //!   `remediation_finished_at`, `recovered`; differences `check_type`, `ordinal`, `kind`
 //!   (MISSING_IN_TARGET, EXTRA_IN_TARGET, CHANGED), `key` (the key's JSON), `fields`.
+//!   `report run` (one attempt): see `report.rs`; its `rows` are the results `check_type`,
+//!   `status`, `source_value`, `target_value`, `source_query_seconds`,
+//!   `target_query_seconds`, `error`.
 //!   `max_lag`: `{max_lag_seconds, passed, offenders: [{check_id, full_check_name, problem
 //!   (BLOCKED, NOT_RUN, LAGGING), lag_seconds}]}` — what a metrics scraper reads. With CSV
 //!   the verdict goes to stderr.

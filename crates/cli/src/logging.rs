@@ -11,11 +11,12 @@
 //!
 //! ```text
 //! 2026-07-22T13:05:00.412311Z  INFO run_data_diff_checks started at=2026-07-22T13:05:00Z jobs=1
-//! 2026-07-22T13:05:01.048207Z  INFO run_data_diff_checks finished duration_seconds=0.636 checks=2 pass=1 fail=1 error=0 skipped=0 deferred=0 exit=1
+//! 2026-07-22T13:05:01.048207Z  INFO run_data_diff_checks finished duration_seconds=0.636 checks=2 PASS=1 FAIL=1 ERROR=0 SKIPPED=0 DEFERRED=0 exit=1
 //! ```
 //!
 //! `checks` counts the lines of the run table (attempts, skips, checks that failed before an
-//! attempt); the audit's end line has `checks=1` and `pass`/`block`. The start line comes
+//! attempt), each status its own count, named as the run table names it; the audit's end
+//! line has `checks=1` and `PASS`/`BLOCK`. The start line comes
 //! once the command can work (the backend opened and its schema checked; for the audit, the
 //! inventory passed), so an error that stops it before, such as a missing `backend_db`,
 //! stays one `error:` line; a command that fails after its start logs its end line as
@@ -138,8 +139,8 @@ impl Invocation {
         let Tally { checks, pass, fail, error, skipped, deferred } = tally;
         tracing::info!(
             target: INVOCATION,
-            "{} finished duration_seconds={} checks={checks} pass={pass} fail={fail} error={error} \
-             skipped={skipped} deferred={deferred} exit={}",
+            "{} finished duration_seconds={} checks={checks} PASS={pass} FAIL={fail} ERROR={error} \
+             SKIPPED={skipped} DEFERRED={deferred} exit={}",
             self.command,
             self.seconds(),
             exit.code()
@@ -152,7 +153,7 @@ impl Invocation {
         let (pass, block) = if passed { (1, 0) } else { (0, 1) };
         tracing::info!(
             target: INVOCATION,
-            "{} finished duration_seconds={} checks=1 pass={pass} block={block} exit={}",
+            "{} finished duration_seconds={} checks=1 PASS={pass} BLOCK={block} exit={}",
             self.command,
             self.seconds(),
             exit.code()

@@ -60,7 +60,7 @@ use crate::project::{ProjectArgs, open_gated};
 use crate::timestamp;
 
 /// Print a report from the backend: watermarks, daily results, unresolved failures,
-/// remediations, a run's row differences, or Prometheus metrics.
+/// remediations, a run's row differences, one run's whole record, or Prometheus metrics.
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
     #[command(flatten)]
