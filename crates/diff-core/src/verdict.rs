@@ -390,7 +390,7 @@ mod tests {
         let equal = RowDiffCounts { source_rows: 7, target_rows: 7, ..RowDiffCounts::default() };
         let result = CheckResult::row_diff(equal, None, None);
         assert_eq!(result.status, ResultStatus::Pass);
-        assert_eq!((result.error, result.failure_text()), (None, None));
+        assert_eq!((result.error.clone(), result.failure_text()), (None, None));
         for difference in [
             RowDiffCounts { missing: 1, ..equal },
             RowDiffCounts { extra: 1, ..equal },
