@@ -104,17 +104,13 @@ fn report_run_prints_one_attempt_as_the_backend_keeps_it() {
         .unwrap();
     let (preflight_status, fingerprint, table_rows): (String, String, Option<i64>) =
         (preflight.get(0), preflight.get(1), preflight.get(2));
-    let results: Vec<(String, String, Option<serde_json::Value>, Option<serde_json::Value>, Option<f64>, Option<f64>)> =
-        backend
-            .query(
-                "SELECT check_type, status, source_value, target_value, source_query_seconds, target_query_seconds \
-                   FROM public.dd_run_results WHERE run_id = $1::text::uuid",
-                &[&run_id],
-            )
-            .unwrap()
-            .iter()
-            .map(|row| (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4), row.get(5)))
-            .collect();
+    let results = backend
+        .query(
+            "SELECT check_type, status, source_value, target_value, source_query_seconds, target_query_seconds \
+               FROM public.dd_run_results WHERE run_id = $1::text::uuid",
+            &[&run_id],
+        )
+        .unwrap();
     assert_eq!(results.len(), 9, "eight upstream checks and row_diff");
 
     // JSON: the attempt, its preflight, every result with both values, the row_diff totals.
@@ -140,13 +136,15 @@ fn report_run_prints_one_attempt_as_the_backend_keeps_it() {
     );
     let rows = json["rows"].as_array().cloned().unwrap_or_default();
     assert_eq!(rows.len(), results.len(), "{rows:?}");
-    for (check_type, status, source, target, source_seconds, target_seconds) in &results {
+    for result in &results {
+        let check_type: String = result.get("check_type");
         let row = rows.iter().find(|row| row["check_type"] == check_type.as_str()).unwrap();
-        assert_eq!(row["status"], status.as_str(), "{check_type}");
-        assert_eq!(row["source_value"], source.clone().unwrap_or_default(), "{check_type}");
-        assert_eq!(row["target_value"], target.clone().unwrap_or_default(), "{check_type}");
-        assert_eq!(row["source_query_seconds"].as_f64(), *source_seconds, "{check_type}");
-        assert_eq!(row["target_query_seconds"].as_f64(), *target_seconds, "{check_type}");
+        assert_eq!(row["status"], result.get::<_, String>("status").as_str(), "{check_type}");
+        for (field, seconds) in [("source_value", "source_query_seconds"), ("target_value", "target_query_seconds")] {
+            let value: Option<serde_json::Value> = result.get(field);
+            assert_eq!(row[field], value.unwrap_or_default(), "{check_type} {field}");
+            assert_eq!(row[seconds].as_f64(), result.get::<_, Option<f64>>(seconds), "{check_type} {seconds}");
+        }
     }
     let row_count = rows.iter().find(|row| row["check_type"] == "row_count").unwrap();
     assert_eq!((row_count["status"].as_str(), row_count["source_value"].as_str()), (Some("PASS"), Some("50")));
