@@ -696,7 +696,8 @@ fn run_text(evidence: &RunEvidence, results: &Listing, width: Option<usize>) -> 
     text
 }
 
-/// A window start in tables: blank while a historical first run has not resolved it.
+/// A window start in tables; `unresolved (initial scan)` while a historical first run has not
+/// resolved it.
 fn window_start(start: Option<DateTime<Utc>>) -> String {
     match start {
         Some(start) => timestamp::table(Some(start)),
@@ -971,6 +972,75 @@ mod tests {
         let empty = metrics_text(&[], at(13, 30));
         let samples: Vec<&str> = empty.lines().filter(|line| !line.starts_with('#')).collect();
         assert_eq!(samples, ["datadiff_report_timestamp_seconds 1784727000"]);
+    }
+
+    #[test]
+    fn a_run_reads_as_name_value_lines_wrapped_to_the_terminal_then_its_results() {
+        use chrono::TimeZone;
+        use datadiff_backend_store::Attempt;
+        use datadiff_diff_core::{Bounds, CheckId, RowDiffCounts, TriggerType};
+
+        let at = |hour, minute| Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap();
+        let counts = RowDiffCounts { source_rows: 10, target_rows: 9, missing: 2, extra: 1, changed: 3 };
+        let error = "row_diff FAIL: 2 missing, 1 extra, 3 changed";
+        let evidence = RunEvidence {
+            attempt: Attempt {
+                run_id: RunId::new(uuid::Uuid::from_u128(0x12)),
+                check_id: CheckId::new(uuid::Uuid::from_u128(1)),
+                scheduled_for: at(13, 0),
+                bounds: Bounds { start: None, end: at(13, 0) },
+                attempt: 2,
+                trigger: TriggerType::Remediation,
+                status: RunStatus::Fail,
+                rerun_of_run_id: Some(RunId::new(uuid::Uuid::from_u128(0x11))),
+                remediation_reference: Some("INC-9".into()),
+                preflight_id: None,
+                started_at: at(13, 30),
+                finished_at: Some(at(13, 31)),
+                error: Some(error.into()),
+            },
+            full_check_name: "pg/pay/public/t".into(),
+            revision: 3,
+            preflight: None,
+            results: vec![CheckResult::row_diff(counts, Some(1.5), Some(0.25))],
+        };
+        let listing = result_listing(&evidence.results);
+        let text = run_text(&evidence, &listing, None);
+        for line in [
+            "Run ID            00000000-0000-0000-0000-000000000012",
+            "Check             pg/pay/public/t (revision 3)",
+            "Window            unresolved (initial scan) .. 2026-07-22T13:00:00+00:00 (end exclusive)",
+            "Trigger           REMEDIATION",
+            "Attempt           2",
+            "Error             row_diff FAIL: 2 missing, 1 extra, 3 changed",
+            "Remediation of    00000000-0000-0000-0000-000000000011",
+            "Reference         INC-9",
+            "Preflight         none recorded",
+            "row_diff: 2 missing, 1 extra, 3 changed, 5 matched (source 10 rows, target 9 rows)",
+            "The rows: datadiff report differences --run-id 00000000-0000-0000-0000-000000000012",
+        ] {
+            assert!(text.lines().any(|candidate| candidate == line), "{line:?} missing from:\n{text}");
+        }
+        let row = text.lines().find(|line| line.starts_with("row_diff  ")).unwrap_or_default();
+        assert!(row.contains("1.500") && row.contains("0.250") && row.ends_with(error), "{row}");
+
+        // On a 40-column terminal the error wraps under its value column (22 characters).
+        let narrow = run_text(&evidence, &listing, Some(40));
+        let lines: Vec<&str> = narrow.lines().collect();
+        let at_error = lines.iter().position(|line| line.starts_with("Error ")).unwrap();
+        assert_eq!(lines[at_error], "Error             row_diff FAIL: 2");
+        assert_eq!(lines[at_error + 1], format!("{}missing, 1 extra, 3", " ".repeat(18)));
+        assert_eq!(lines[at_error + 2], format!("{}changed", " ".repeat(18)));
+        assert!(lines[..at_error + 3].iter().all(|line| line.chars().count() <= 40), "{narrow}");
+
+        // JSON: the totals with the matched rows, the attempt's fields.
+        let json = run_json(&evidence);
+        assert_eq!(
+            json["row_diff"],
+            json!({"source_rows": 10, "target_rows": 9, "missing": 2, "extra": 1, "changed": 3, "matched": 5})
+        );
+        assert_eq!((json["window_start"].clone(), json["preflight"].clone()), (Json::Null, Json::Null));
+        assert_eq!(json["rerun_of_run_id"], "00000000-0000-0000-0000-000000000011");
     }
 
     #[test]
