@@ -137,6 +137,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     }
     if let Some(reason) = &report.backend_lost {
         // SPEC §8: a backend problem is exit 2, whatever the checks said before it.
+        invocation.finish(Tally::of(&report.summaries), Exit::Error);
         console.stderr().line(&format!("error: the backend went away; no further check was run: {reason}"));
         return Ok(Exit::Error);
     }
