@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use datadiff_access::TableName;
-use datadiff_audit::{self as audit, AuditOptions, CdcMetadata, Refusal, Status};
+use datadiff_audit::{self as audit, AuditOptions, AuditProgress, CdcMetadata, Refusal, Status};
 
 use crate::console::Console;
 use crate::exit::Exit;
+use crate::logging::Invocation;
 use crate::progress::ScanProgress;
 
 /// Verify that a replica table equals its source before a cutover. Exits 0 on PASS, 1 on
@@ -163,9 +164,18 @@ fn statement_timeout(text: &str) -> Result<std::time::Duration, String> {
 /// that ends without a report (a refusal or an error, exit 2) removes a file left at the path
 /// by an earlier run, so an old PASS cannot be read as this audit's verdict.
 pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exit> {
+    // The start line comes with the inventory: refusals and connection errors before it stay
+    // one line.
+    let mut invocation = None;
     let result = args.options().map_err(datadiff_audit::Error::Refused).and_then(|options| {
         let progress = ScanProgress::new(console.stderr_is_terminal());
-        let result = audit::audit(&options, console.environment(), &mut |event| progress.update(event));
+        let result = audit::audit(&options, console.environment(), &mut |event| {
+            if let (None, AuditProgress::Inventory { source_rows, replica_rows }) = (&invocation, event) {
+                invocation =
+                    Some(Invocation::start("audit", &format!("source_rows={source_rows} replica_rows={replica_rows}")));
+            }
+            progress.update(event);
+        });
         progress.finish();
         result
     });
@@ -194,10 +204,14 @@ pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exi
             stderr.line(&report.summary_line());
         }
     }
-    Ok(match report.status {
+    let exit = match report.status {
         Status::Pass => Exit::Success,
         Status::Block => Exit::Failure,
-    })
+    };
+    if let Some(invocation) = invocation {
+        invocation.finish_audit(report.status == Status::Pass, exit);
+    }
+    Ok(exit)
 }
 
 /// Writes `contents` to a new file beside `path` (`.<name>.<pid>.tmp`), flushes it to disk

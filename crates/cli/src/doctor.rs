@@ -140,7 +140,7 @@ pub(crate) fn run(args: &DoctorArgs, console: &mut Console) -> anyhow::Result<Ex
     let passed = !findings.failed();
     let text = match args.output_format {
         OutputFormat::Json => format!("{:#}\n", json!({"passed": passed, "findings": listing.json_rows()})),
-        OutputFormat::Table => listing.table(),
+        OutputFormat::Table => listing.table_within(console.stdout_width()),
     };
     console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
     Ok(if passed { Exit::Success } else { Exit::Failure })

@@ -71,6 +71,23 @@ fn pass_prints_the_json_report_on_stdout_and_exits_zero() {
     assert_eq!(report["replica_rows"], 25);
     assert_eq!(report["columns"], serde_json::json!(["email", "plan", "notes"]));
     assert!(outcome.stderr.contains("CDC parity verified for 25 rows"), "{}", outcome.stderr);
+    // Without -v: one start and one end line, with the UTC time, the duration and the counts.
+    let logged = |message: &str| -> Vec<String> {
+        outcome
+            .stderr
+            .lines()
+            .filter_map(|line| {
+                let (time, rest) = line.split_once(' ')?;
+                let rest = rest.trim_start().strip_prefix("INFO ")?.strip_prefix(message)?;
+                assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok() && time.ends_with('Z'), "{line}");
+                Some(rest.to_owned())
+            })
+            .collect()
+    };
+    assert_eq!(logged("audit started "), ["source_rows=25 replica_rows=25"], "{}", outcome.stderr);
+    let ended = logged("audit finished duration_seconds=");
+    let counts: Vec<&str> = ended.iter().filter_map(|rest| rest.split_once(' ').map(|(_, counts)| counts)).collect();
+    assert_eq!(counts, ["checks=1 PASS=1 BLOCK=0 exit=0"], "{}", outcome.stderr);
 }
 
 #[test]
@@ -87,6 +104,7 @@ fn block_exits_one_and_the_report_file_gets_the_json() {
     let path_text = path.display().to_string();
     let outcome = pair.audit(&["--cutover-ready", "--report", &path_text]);
     assert_eq!(outcome.exit, Exit::Failure, "{}", outcome.stderr);
+    assert!(outcome.stderr.contains(" checks=1 PASS=0 BLOCK=1 exit=1"), "{}", outcome.stderr);
     let report = json(&std::fs::read_to_string(&path).unwrap());
     assert_eq!(report["status"], "BLOCK");
     assert_eq!(report["reason"], "ROW_DIFFERENCES");
