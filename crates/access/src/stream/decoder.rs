@@ -234,6 +234,9 @@ fn plan_exact(source: &ColumnType, target: &ColumnType, target_role: &str) -> Re
         role: role.to_owned(),
         column: column.name.clone(),
         type_name: column.type_name.clone(),
+        source_type: source.type_name.clone(),
+        target_role: target_role.to_owned(),
+        target_type: target.type_name.clone(),
     };
     if source.family == F::Unsupported {
         return Err(unsupported(source, "source"));
@@ -244,7 +247,12 @@ fn plan_exact(source: &ColumnType, target: &ColumnType, target_role: &str) -> Re
     let text_like = |family| matches!(family, F::Text | F::Char | F::Enum);
     let text_decoder = |family| if family == F::Char { Decoder::PaddedChar } else { Decoder::Text };
     let floating = |family| matches!(family, F::Float4 | F::Float8);
-    let needs_scale = || Error::NeedsScale { column: source.name.clone() };
+    let needs_scale = || Error::NeedsScale {
+        column: source.name.clone(),
+        source_type: source.type_name.clone(),
+        target_role: target_role.to_owned(),
+        target_type: target.type_name.clone(),
+    };
     let pair = match (source.family, target.family) {
         (F::Integer, F::Integer) if source.type_name == target.type_name => {
             (Decoder::IntSameWidth, Decoder::IntSameWidth)
@@ -1092,9 +1100,21 @@ mod tests {
     #[test]
     fn unsupported_and_incompatible_types_name_the_column() {
         let error =
-            plan_pair(&column("doc", "jsonb", Family::Unsupported), &column("doc", "jsonb", Family::Unsupported), "r")
+            plan_pair(&column("doc", "json", Family::Unsupported), &column("doc", "jsonb", Family::Unsupported), "r")
                 .unwrap_err();
-        assert!(error.to_string().contains("doc") && error.to_string().contains("jsonb"), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "column doc has type json on the source database, which datadiff cannot compare \
+             (json on the source, jsonb on the r)"
+        );
+        let error =
+            plan_pair(&column("tags", "text", Family::Text), &column("tags", "jsonb", Family::Unsupported), "replica")
+                .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "column tags has type jsonb on the replica database, which datadiff cannot compare \
+             (text on the source, jsonb on the replica)"
+        );
         let error = plan_pair(&column("d", "date", Family::Date), &column("d", "boolean", Family::Bool), "replica")
             .unwrap_err();
         assert_eq!(error.to_string(), "column d cannot be compared: date on the source, boolean on the replica");
