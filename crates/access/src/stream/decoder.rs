@@ -17,6 +17,10 @@
 //! one table: `docs/operator-guide.md`, section "Comparing values across types" (it covers
 //! `row_diff` and `audit`, which both plan their columns here).
 //!
+//! **Opt-in coercions.** [`plan_pair_with`] takes the [`Coercions`] a user declared
+//! expected of the pipeline (today `empty_string_as_null`: target-postgres loads every `''`
+//! as NULL); [`plan_pair`] is the exact comparison, the default.
+//!
 //! **Wire encodings.** Where both sides send equal values as equal bytes — the same integer
 //! width, numerics of one declared scale (PostgreSQL stores them rounded to that scale, so
 //! the digits and display scale agree), text of any kind, booleans, dates, times, timestamps
@@ -234,9 +238,7 @@ fn plan_exact(source: &ColumnType, target: &ColumnType, target_role: &str) -> Re
         role: role.to_owned(),
         column: column.name.clone(),
         type_name: column.type_name.clone(),
-        source_type: source.type_name.clone(),
-        target_role: target_role.to_owned(),
-        target_type: target.type_name.clone(),
+        pair: format!("{} on the source, {} on the {target_role}", source.type_name, target.type_name),
     };
     if source.family == F::Unsupported {
         return Err(unsupported(source, "source"));
