@@ -115,14 +115,16 @@ pub enum Error {
         column: String,
     },
     /// A column's type has no canonical comparison (json, arrays, intervals, ...).
-    #[error("column {column} has type {type_name} on the {role} database, which datadiff cannot compare")]
+    #[error("column {column} has type {type_name} on the {role} database, which datadiff cannot compare ({pair})")]
     UnsupportedType {
-        /// Which connection.
+        /// Which connection has the type (`source`, or the target's name).
         role: String,
         /// The column.
         column: String,
         /// The type as `format_type` prints it.
         type_name: String,
+        /// Both sides' types: `<type> on the source, <type> on the <target side>`.
+        pair: String,
     },
     /// The two sides of a column pair have types that do not compare.
     #[error("column {column} cannot be compared: {source_type} on the source, {target_type} on the {target_role}")]
@@ -137,10 +139,19 @@ pub enum Error {
         target_type: String,
     },
     /// An exact numeric without a declared scale is compared against a floating-point column.
-    #[error("column {column} needs declared numeric scales to compare numeric with floating point")]
+    #[error(
+        "column {column} needs declared numeric scales to compare numeric with floating point \
+         ({source_type} on the source, {target_type} on the {target_role})"
+    )]
     NeedsScale {
         /// The column.
         column: String,
+        /// The source column's type.
+        source_type: String,
+        /// What the target side is called (`target`, `replica`).
+        target_role: String,
+        /// The target column's type.
+        target_type: String,
     },
     /// The key column's type is not an integer, uuid or text type on both sides.
     #[error(

@@ -11,6 +11,8 @@
 //!   postgres/payments/public/transfers:
 //!     row_diff: {max_examples: 20}          # 1..100, default 20
 //!     exclude_soft_deleted: true
+//!   postgres/payments/public/customers:
+//!     row_diff: {empty_string_as_null: true} # '' and NULL compare equal (default false)
 //! ```
 
 use std::path::PathBuf;
@@ -150,7 +152,18 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
     if let Some(row_diff) = settings.get("row_diff") {
         let row_diff_path = join(path, "row_diff");
         if document.mapping(row_diff, &row_diff_path).is_some() {
-            document.reject_unknown_keys(row_diff, &row_diff_path, &["max_examples"]);
+            document.reject_unknown_keys(row_diff, &row_diff_path, &["max_examples", "empty_string_as_null"]);
+            let empty_string_as_null = match row_diff.get("empty_string_as_null") {
+                None => false,
+                Some(flag) => flag.as_bool().unwrap_or_else(|| {
+                    document.problem(
+                        &join(&row_diff_path, "empty_string_as_null"),
+                        Some(flag.line),
+                        "empty_string_as_null must be a boolean",
+                    );
+                    false
+                }),
+            };
             let max_examples = match row_diff.get("max_examples") {
                 None => Some(RowDiffSettings::DEFAULT_MAX_EXAMPLES),
                 Some(value) => value
@@ -160,7 +173,7 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
                     .filter(|n| (1..=RowDiffSettings::MAX_MAX_EXAMPLES).contains(n)),
             };
             match max_examples.and_then(RowDiffSettings::new) {
-                Some(settings) => extensions.row_diff = Some(settings),
+                Some(settings) => extensions.row_diff = Some(settings.with_empty_string_as_null(empty_string_as_null)),
                 None => document.problem(
                     &join(&row_diff_path, "max_examples"),
                     row_diff.get("max_examples").map(|n| n.line),

@@ -161,6 +161,9 @@ impl RowDiffPlan {
             ))
         };
         let pairs = columns.pairs();
+        let empty_string_as_null =
+            definition.extensions.row_diff.is_some_and(|settings| settings.empty_string_as_null());
+        let coercions = stream::Coercions::NONE.empty_string_as_null(empty_string_as_null);
         let (source_key, target_key) = resolve(&pairs[0])?;
         let (source_key_decoder, target_key_decoder) =
             stream::plan_key(&source_key, &target_key, "target").map_err(|error| prefixed(&error))?;
@@ -170,7 +173,7 @@ impl RowDiffPlan {
         for pair in &pairs[1..] {
             let (source, target) = resolve(pair)?;
             let (source_decoder, target_decoder) =
-                stream::plan_pair(&source, &target, "target").map_err(|error| prefixed(&error))?;
+                stream::plan_pair_with(&source, &target, "target", coercions).map_err(|error| prefixed(&error))?;
             source_columns.push((source.name, source_decoder));
             target_columns.push((target.name, target_decoder));
             field_names.push(pair.logical_name.clone());

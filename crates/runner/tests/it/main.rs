@@ -8,6 +8,7 @@ mod attempt_deadlines;
 mod attempt_faults;
 mod attempt_history;
 mod context;
+mod pipeline;
 mod row_diff;
 mod row_diff_progress;
 mod row_diff_values;
