@@ -48,6 +48,8 @@ pub struct SideConfig {
     pub address: String,
     /// The whole connection's deadline (TCP, TLS and authentication).
     pub connect_timeout: Duration,
+    /// The TLS to connect with (verification, client certificate): [`crate::ClientTls`].
+    pub tls: crate::ClientTls,
 }
 
 /// A connected side inside its read-only transaction.
@@ -73,7 +75,7 @@ pub struct SideCanceller {
 impl SideCanceller {
     /// Asks the server to cancel whatever the session runs; best effort.
     pub fn cancel(&self) {
-        if let Err(error) = self.token.cancel_query(self.tls) {
+        if let Err(error) = self.token.cancel_query(self.tls.clone()) {
             tracing::debug!(error = %one_line(&error), "cancelling a query failed");
         }
     }
@@ -86,8 +88,8 @@ impl SideSession {
         let side = config.side;
         let cannot_connect =
             |reason: String| format!("cannot connect to the {side} database {}: {reason}", config.address);
-        let tls = LazyTls::new(crate::tls::unverified_connector);
-        let client = connect_within(&config.config, tls, config.connect_timeout).map_err(cannot_connect)?;
+        let tls = config.tls.lazy();
+        let client = connect_within(&config.config, tls.clone(), config.connect_timeout).map_err(cannot_connect)?;
         let mut session = SideSession { side, client, tls };
         let seconds = statement_timeout.as_secs().max(1);
         session
@@ -114,7 +116,7 @@ impl SideSession {
 
     /// A handle cancelling this session's running statement.
     pub fn canceller(&self) -> SideCanceller {
-        SideCanceller { token: self.client.cancel_token(), tls: self.tls }
+        SideCanceller { token: self.client.cancel_token(), tls: self.tls.clone() }
     }
 
     /// `<side> <action> failed: <message>`.
