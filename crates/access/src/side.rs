@@ -293,11 +293,12 @@ fn connect_within(config: &postgres::Config, tls: LazyTls, deadline: Duration) -
 }
 
 /// A driver error in one line: a server error's primary message only, else the error's own
-/// description (which names the cause, never a password).
+/// description with its causes (a refused connection, a certificate that does not verify;
+/// never a password).
 pub fn one_line(error: &postgres::Error) -> String {
     let text = match error.as_db_error() {
         Some(db) => db.message().to_owned(),
-        None => error.to_string(),
+        None => crate::chain(error),
     };
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
