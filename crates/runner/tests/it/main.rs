@@ -13,3 +13,4 @@ mod row_diff_values;
 mod tick;
 mod tick_processes;
 mod tick_remediation;
+mod tls;
