@@ -545,4 +545,32 @@ mod tests {
         let error = missing.route(&definition(60)).unwrap_err();
         assert!(error.starts_with("the source connection names service \"gone\", which is not defined in"), "{error}");
     }
+
+    #[test]
+    fn from_project_takes_datadiff_yml_tls_per_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write("config.yml", "alert_handlers: {}\n");
+        write(
+            "target_postgres.yml",
+            "id: postgres\ntype: target-postgres\ndb_conn: {host: dwh, user: u, dbname: dwh}\n",
+        );
+        write(
+            "tap_payments.yml",
+            "id: payments\ntype: tap-postgres\ntarget: postgres\ndb_conn: {host: primary, user: u, dbname: payments}\n",
+        );
+        write("datadiff.yml", "tls:\n  targets:\n    postgres: {sslmode: verify-ca, sslrootcert: system}\n");
+        let project = datadiff_config::load_with(
+            dir.path(),
+            &datadiff_config::LoadOptions { secret: None, env: Some(Default::default()) },
+        )
+        .unwrap();
+        let mut definition = definition(60);
+        definition.source_database = "payments".into();
+        let route = Connections::from_project(&project).route(&definition).unwrap();
+        assert!(route.target.tls.is_configured(), "verify-ca from datadiff.yml");
+        assert_eq!(route.target.config.get_ssl_mode(), DriverSslMode::Require);
+        assert!(!route.source.tls.is_configured(), "the tap has no tls entry");
+        assert_eq!(route.source.config.get_ssl_mode(), DriverSslMode::Prefer);
+    }
 }
