@@ -9,8 +9,8 @@
 //!    and `datadiff_*` data table, `SELECT` on the two version tables, `USAGE, SELECT` on
 //!    the sequences — and a warning for `DELETE` or `TRUNCATE`, which neither tool grants.
 //! 2. **each tap and each target** used by a definition — a read-only session opens with the
-//!    `db_conn` of the YAML (the source through `replica_*`), as the runner's; whether it is
-//!    a standby.
+//!    `db_conn` of the YAML (the source through `replica_*`) and `datadiff.yml`'s `tls` entry,
+//!    as the runner's; whether it is a standby.
 //! 3. **each definition** — both tables' columns resolve (key, timestamp, compare columns,
 //!    with the runner's rules), the timestamp columns have a timestamp type, the metadata
 //!    checks (`schema_compatibility`, an unsupported `row_checksum`) would pass, and the
@@ -29,7 +29,7 @@ use anyhow::Context;
 use clap::Args;
 use datadiff_access::{Dsn, Environment, Session, SessionSettings, table_columns};
 use datadiff_backend_store::GrantGap;
-use datadiff_config::{Endpoint, Project};
+use datadiff_config::{Endpoint, Project, SideTls};
 use datadiff_diff_core::{
     AggregatePlan, CheckDefinition, PreflightStatus, ResultStatus, SourceType, TableColumns, TargetType,
 };
@@ -270,7 +270,11 @@ fn open_side(project: &Project, environment: &Environment, side: Side, id: &str)
             (db_conn.target_endpoint(), "target", datadiff_runner::TARGET_APPLICATION_NAME)
         }
     };
-    let dsn = Dsn::parse(role, &dsn_text(&endpoint, application_name), environment)
+    let tls = match side {
+        Side::Source => project.tls.tap(id),
+        Side::Target => project.tls.target(id),
+    };
+    let dsn = Dsn::parse(role, &dsn_text(&endpoint, application_name, tls), environment)
         .map_err(|error| one_line(&error.into()))?;
     let address = format!(
         "{}:{}/{}",
@@ -299,7 +303,7 @@ fn open_side(project: &Project, environment: &Environment, side: Side, id: &str)
 
 /// A libpq key=value connection string for an endpoint (values single-quoted, `\` and `'`
 /// escaped); it lives only in memory and is never printed.
-fn dsn_text(endpoint: &Endpoint, application_name: &str) -> String {
+fn dsn_text(endpoint: &Endpoint, application_name: &str, tls: Option<&SideTls>) -> String {
     fn pair(out: &mut String, key: &str, value: &str) {
         out.push_str(key);
         out.push_str("='");
@@ -322,7 +326,22 @@ fn dsn_text(endpoint: &Endpoint, application_name: &str) -> String {
     if let Some(dbname) = &endpoint.dbname {
         pair(&mut text, "dbname", dbname);
     }
-    pair(&mut text, "sslmode", if endpoint.ssl { "require" } else { "prefer" });
+    // As the runner: datadiff.yml's `tls` entry, then `ssl: true`.
+    let mode = match tls.and_then(|tls| tls.sslmode) {
+        Some(mode) => mode.as_str(),
+        None if endpoint.ssl => "require",
+        None => "prefer",
+    };
+    pair(&mut text, "sslmode", mode);
+    for (key, file) in [
+        ("sslrootcert", tls.and_then(|tls| tls.sslrootcert.as_ref())),
+        ("sslcert", tls.and_then(|tls| tls.sslcert.as_ref())),
+        ("sslkey", tls.and_then(|tls| tls.sslkey.as_ref())),
+    ] {
+        if let Some(file) = file {
+            pair(&mut text, key, &file.display().to_string());
+        }
+    }
     pair(&mut text, "application_name", application_name);
     pair(&mut text, "connect_timeout", "10");
     text
@@ -442,7 +461,7 @@ mod tests {
             dbname: Some("pay ments".into()),
             ssl: true,
         };
-        let text = dsn_text(&endpoint, "pipelinewise-data-diff-source");
+        let text = dsn_text(&endpoint, "pipelinewise-data-diff-source", None);
         let config: postgres::Config = text.parse().unwrap();
         assert_eq!(config.get_user(), Some("o'neil"));
         assert_eq!(config.get_password(), Some(&b"p\\w 'x'"[..]));
@@ -450,5 +469,15 @@ mod tests {
         assert_eq!(config.get_ports(), [6432]);
         assert_eq!(config.get_application_name(), Some("pipelinewise-data-diff-source"));
         assert!(text.contains("sslmode='require'"));
+        let tls = SideTls {
+            sslmode: Some(datadiff_diff_core::SslMode::VerifyFull),
+            sslrootcert: Some("/certs/ca.pem".into()),
+            sslcert: Some("/certs/dd.crt".into()),
+            sslkey: Some("/certs/dd.key".into()),
+        };
+        let dsn = Dsn::parse("target", &dsn_text(&endpoint, "x", Some(&tls)), &Environment::default()).unwrap();
+        assert_eq!(dsn.tls().mode, datadiff_diff_core::SslMode::VerifyFull);
+        assert_eq!(dsn.tls().roots, datadiff_access::RootCertificates::File("/certs/ca.pem".into()));
+        assert_eq!(dsn.tls().client.as_ref().map(|client| client.key.clone()), Some("/certs/dd.key".into()));
     }
 }
