@@ -7,9 +7,12 @@
 //! back to `PGHOST`, `PGPORT`, `PGUSER` (then the login name) and `PGDATABASE`; a missing host
 //! means the local Unix socket. The connect timeout defaults to 10 seconds.
 //!
-//! `sslmode` (or `PGSSLMODE`) and `sslrootcert` (or `PGSSLROOTCERT`) are read here, before
-//! rust-postgres parses the rest (its parser knows only `disable`, `prefer` and `require`),
-//! and keep libpq's meanings: see [`crate::tls`] for the table.
+//! `service` (or `PGSERVICE`) names a connection service ([`crate::service`]): its values fill
+//! what the DSN leaves out, before the environment does, as libpq's. `sslmode` (or
+//! `PGSSLMODE`), `sslrootcert` (or `PGSSLROOTCERT`), `sslcert` and `sslkey` (or `PGSSLCERT`,
+//! `PGSSLKEY`) and `passfile` are read here, before rust-postgres parses the rest (its parser
+//! knows only `disable`, `prefer` and `require`, and none of the others), and keep libpq's
+//! meanings: see [`crate::tls`] for the table.
 //!
 //! The DSN text is never shown, logged or kept: only the parsed [`postgres::Config`], whose
 //! `Debug` redacts the password.
