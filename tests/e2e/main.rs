@@ -3,6 +3,7 @@
 //! backend rows more than printed text.
 
 mod alerts;
+mod backend_lost;
 mod config;
 mod demo;
 mod deploy;

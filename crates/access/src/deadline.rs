@@ -1,5 +1,5 @@
 //! One deadline for a whole connection — TCP, TLS and authentication — as libpq's
-//! `connect_timeout` has.
+//! `connect_timeout` has, and the TCP keepalives every connection gets.
 //!
 //! rust-postgres applies its `connect_timeout` to the TCP connect only, so a server that
 //! accepts and never answers would block a TLS handshake or a login forever. The connection
@@ -10,6 +10,46 @@
 
 use std::sync::mpsc;
 use std::time::Duration;
+
+/// `keepalives_idle` datadiff sets when a configuration leaves the driver's default (two
+/// hours, the operating system's usual default, which libpq also keeps).
+pub const KEEPALIVES_IDLE: Duration = Duration::from_secs(60);
+/// `keepalives_interval` set with [`KEEPALIVES_IDLE`].
+pub const KEEPALIVES_INTERVAL: Duration = Duration::from_secs(10);
+/// `keepalives_count` (rust-postgres: `keepalives_retries`) set with [`KEEPALIVES_IDLE`].
+pub const KEEPALIVES_COUNT: u32 = 5;
+
+/// `tcp_user_timeout` datadiff sets when a configuration leaves it unset: how long sent data
+/// may stay unacknowledged before the kernel drops the connection.
+pub const TCP_USER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// TCP keepalives and `tcp_user_timeout` as libpq offers them, with shorter defaults: a
+/// connection waiting for a long query through a network that silently dropped it (a
+/// partition, a NAT or firewall that forgot it, no reset sent) fails after about two minutes
+/// of silence instead of the kernel's two hours, and a request sent into such a network after
+/// two minutes instead of the kernel's fifteen of retransmissions. Settings the configuration
+/// gives (`keepalives`, `keepalives_idle`, `keepalives_interval`, `keepalives_retries`,
+/// `tcp_user_timeout` in a DSN) are kept; `keepalives=0` stays off.
+/// A server that keeps its socket open but stops answering (a frozen process) is not
+/// detected by keepalives — its kernel still acknowledges them — which is what the
+/// statements' own deadlines are for.
+pub fn with_keepalive_defaults(config: &mut postgres::Config) {
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+    if !config.get_keepalives() {
+        return;
+    }
+    if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+        config.keepalives_idle(KEEPALIVES_IDLE);
+    }
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(KEEPALIVES_INTERVAL);
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(KEEPALIVES_COUNT);
+    }
+}
 
 /// Why [`within_deadline`] returned no value.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +89,23 @@ pub fn within_deadline<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keepalive_defaults_fill_what_the_configuration_leaves_and_keep_what_it_says() {
+        let mut config: postgres::Config = "host=db user=u".parse().unwrap();
+        with_keepalive_defaults(&mut config);
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(60));
+        assert_eq!(config.get_keepalives_interval(), Some(Duration::from_secs(10)));
+        assert_eq!(config.get_keepalives_retries(), Some(5));
+        assert_eq!(config.get_tcp_user_timeout(), Some(&Duration::from_secs(120)));
+        let mut given: postgres::Config = "host=db keepalives_idle=300 keepalives_retries=2".parse().unwrap();
+        with_keepalive_defaults(&mut given);
+        assert_eq!(given.get_keepalives_idle(), Duration::from_secs(300));
+        assert_eq!(given.get_keepalives_retries(), Some(2));
+        let mut off: postgres::Config = "host=db keepalives=0".parse().unwrap();
+        with_keepalive_defaults(&mut off);
+        assert_eq!(off.get_keepalives_interval(), None, "keepalives=0 stays off");
+    }
 
     #[test]
     fn an_answer_in_time_is_returned_and_a_late_one_abandoned() {

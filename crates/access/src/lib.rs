@@ -54,7 +54,10 @@ pub mod stream;
 mod table;
 pub mod tls;
 
-pub use deadline::{DeadlineError, within_deadline};
+pub use deadline::{
+    DeadlineError, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, TCP_USER_TIMEOUT, with_keepalive_defaults,
+    within_deadline,
+};
 pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
 pub use environment::Environment;
 pub use error::{Error, chain};
@@ -62,7 +65,7 @@ pub use lazy_tls::{LazyTls, LazyTlsConnect};
 pub use passfile::{PassfileQuery, lookup as passfile_lookup};
 pub use service::{Service, ServiceParam};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
-pub use side::{SideCanceller, SideConfig, SideSession, one_line, table_columns};
+pub use side::{ANSWER_GRACE, SideCanceller, SideConfig, SideSession, one_line, table_columns};
 pub use table::{TableName, TableNameError, split_identifiers};
 pub use tls::{
     ClientCertificate, ClientTls, RootCertificates, TlsSettings, TlsSetupError, Verify, tls_context,

@@ -74,7 +74,8 @@ impl Session {
         // is made on a helper thread and abandoned at the deadline (the helper ends when the
         // server answers or closes the socket, or with the process).
         let deadline = dsn.config().get_connect_timeout().copied().unwrap_or(crate::DEFAULT_CONNECT_TIMEOUT);
-        let config = dsn.config().clone();
+        let mut config = dsn.config().clone();
+        crate::with_keepalive_defaults(&mut config);
         let connector = tls.clone();
         let connected = within_deadline(&format!("datadiff-connect-{role}"), deadline, move || match connector {
             None => config.connect(NoTls),

@@ -25,6 +25,7 @@
 //! Failure texts are one line: a server error contributes its primary message only (never
 //! its DETAIL, which can quote row values), other failures their description.
 
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -52,16 +53,38 @@ pub struct SideConfig {
     pub tls: crate::ClientTls,
 }
 
+/// What a side session waits for an answer beyond the statement timeout before it gives up
+/// on the server (see [`SideSession`]).
+pub const ANSWER_GRACE: Duration = Duration::from_secs(5);
+
 /// A connected side inside its read-only transaction.
+///
+/// **Every statement has a client-side deadline**: the statement timeout plus
+/// [`ANSWER_GRACE`]. The server enforces the statement timeout itself, so a healthy server
+/// always answers within it — with its rows or with `canceling statement due to statement
+/// timeout`. A server that cannot answer at all (its process frozen, a partition that sends
+/// no reset) would otherwise block the attempt for ever, since the driver has no timeout of
+/// its own. So each statement runs on a helper thread that owns the connection while it
+/// works; when the deadline passes, a cancel request is sent (best effort, from another
+/// thread) and the connection is abandoned to that helper, which ends when the server
+/// answers or the socket closes, or with the process. The statement fails with one line
+/// naming the side, the deadline and its parts; an abandoned session refuses further
+/// statements.
 pub struct SideSession {
     side: Side,
-    client: Client,
-    tls: LazyTls,
+    /// `None` once abandoned to a helper that got no answer.
+    client: Option<Client>,
+    canceller: SideCanceller,
+    /// The statement timeout of the transaction, as applied (whole seconds).
+    statement_timeout: Duration,
 }
 
 impl std::fmt::Debug for SideSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SideSession").field("side", &self.side).finish_non_exhaustive()
+        f.debug_struct("SideSession")
+            .field("side", &self.side)
+            .field("abandoned", &self.client.is_none())
+            .finish_non_exhaustive()
     }
 }
 
@@ -83,23 +106,25 @@ impl SideCanceller {
 
 impl SideSession {
     /// Connects within the side's deadline and opens the read-only transaction with UTC and
-    /// `statement_timeout`.
+    /// `statement_timeout` (whole seconds, at least one).
     pub fn open(config: &SideConfig, statement_timeout: Duration) -> Result<SideSession, String> {
         let side = config.side;
         let cannot_connect =
             |reason: String| format!("cannot connect to the {side} database {}: {reason}", config.address);
         let tls = config.tls.lazy();
         let client = connect_within(&config.config, tls.clone(), config.connect_timeout).map_err(cannot_connect)?;
-        let mut session = SideSession { side, client, tls };
-        let seconds = statement_timeout.as_secs().max(1);
+        let canceller = SideCanceller { token: client.cancel_token(), tls };
+        let statement_timeout = Duration::from_secs(statement_timeout.as_secs().max(1));
+        let mut session = SideSession { side, client: Some(client), canceller, statement_timeout };
+        let seconds = statement_timeout.as_secs();
+        let setup = format!(
+            "BEGIN READ ONLY; SELECT pg_catalog.set_config('search_path', 'pg_catalog', true); \
+             SELECT pg_catalog.set_config('TimeZone', 'UTC', true); \
+             SELECT pg_catalog.set_config('statement_timeout', '{seconds}s', true)"
+        );
+        let action = "starting the read-only transaction";
         session
-            .client
-            .batch_execute(&format!(
-                "BEGIN READ ONLY; SELECT pg_catalog.set_config('search_path', 'pg_catalog', true); \
-                 SELECT pg_catalog.set_config('TimeZone', 'UTC', true); \
-                 SELECT pg_catalog.set_config('statement_timeout', '{seconds}s', true)"
-            ))
-            .map_err(|error| session.failure("starting the read-only transaction", &error))?;
+            .supervised(action, move |client| client.batch_execute(&setup).map_err(|e| failure(side, action, &e)))?;
         tracing::debug!(side = %side, address = %config.address, "side session open");
         Ok(session)
     }
@@ -109,41 +134,57 @@ impl SideSession {
         self.side
     }
 
-    /// The client, inside the transaction (for the preflight).
-    pub fn client(&mut self) -> &mut Client {
-        &mut self.client
+    /// How long a statement may go unanswered: the statement timeout plus [`ANSWER_GRACE`].
+    pub fn answer_deadline(&self) -> Duration {
+        self.statement_timeout + ANSWER_GRACE
+    }
+
+    /// Runs `job` on the client, inside the transaction, within [`Self::answer_deadline`]
+    /// (for the preflight and catalog reads). `action` names the step in the failure text.
+    pub fn with_client<T: Send + 'static>(
+        &mut self,
+        action: &str,
+        job: impl FnOnce(&mut Client) -> T + Send + 'static,
+    ) -> Result<T, String> {
+        self.supervised(action, move |client| Ok(job(client)))
     }
 
     /// A handle cancelling this session's running statement.
     pub fn canceller(&self) -> SideCanceller {
-        SideCanceller { token: self.client.cancel_token(), tls: self.tls.clone() }
+        self.canceller.clone()
     }
 
     /// `<side> <action> failed: <message>`.
     pub fn failure(&self, action: &str, error: &postgres::Error) -> String {
-        format!("{} {action} failed: {}", self.side, one_line(error))
+        failure(self.side, action, error)
     }
 
     /// The columns of `schema.table` ([`table_columns`]).
     pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, String> {
-        table_columns(&mut self.client, schema, table).map_err(|error| self.failure("catalog read", &error))
+        let (side, schema, table) = (self.side, schema.to_owned(), table.to_owned());
+        self.supervised("catalog read", move |client| {
+            table_columns(client, &schema, &table).map_err(|error| failure(side, "catalog read", &error))
+        })
     }
 
     /// `MIN(ts) … WHERE ts < $1` with `cutoff` bound as the column wants it; `None` when no
     /// row has a timestamp before the cutoff.
     pub fn minimum(&mut self, sql: &str, cutoff: DateTime<Utc>, naive: bool) -> Result<Option<DateTime<Utc>>, String> {
-        let bound = Bound::of(cutoff, naive);
-        let row = self.client.query_one(sql, &[bound.param()]).map_err(|error| self.failure("MIN query", &error))?;
-        let field = row.try_get::<_, Raw<'_>>(0).map_err(|error| self.failure("MIN query", &error))?;
-        let Some(bytes) = field.0 else {
-            return Ok(None);
-        };
-        match Decoder::Timestamp.decode(bytes) {
-            Ok(Value::Timestamp(micros)) => DateTime::from_timestamp_micros(micros)
-                .map(Some)
-                .ok_or_else(|| format!("{} MIN query returned a timestamp out of range", self.side)),
-            Ok(_) | Err(_) => Err(format!("{} MIN query returned an unreadable timestamp", self.side)),
-        }
+        let (side, sql) = (self.side, sql.to_owned());
+        self.supervised("MIN query", move |client| {
+            let bound = Bound::of(cutoff, naive);
+            let row = client.query_one(&sql, &[bound.param()]).map_err(|error| failure(side, "MIN query", &error))?;
+            let field = row.try_get::<_, Raw<'_>>(0).map_err(|error| failure(side, "MIN query", &error))?;
+            let Some(bytes) = field.0 else {
+                return Ok(None);
+            };
+            match Decoder::Timestamp.decode(bytes) {
+                Ok(Value::Timestamp(micros)) => DateTime::from_timestamp_micros(micros)
+                    .map(Some)
+                    .ok_or_else(|| format!("{side} MIN query returned a timestamp out of range")),
+                Ok(_) | Err(_) => Err(format!("{side} MIN query returned an unreadable timestamp")),
+            }
+        })
     }
 
     /// Runs the side's aggregate query over `bounds` (the start must be resolved) and decodes
@@ -155,43 +196,117 @@ impl SideSession {
         naive: bool,
         metrics: &[CheckType],
     ) -> Result<(Vec<Value>, f64), String> {
+        let side = self.side;
         let Some(start) = bounds.start else {
-            return Err(format!("{} aggregate query has no window start", self.side));
+            return Err(format!("{side} aggregate query has no window start"));
         };
-        let (start, end) = (Bound::of(start, naive), Bound::of(bounds.end, naive));
-        let started = Instant::now();
-        let row = self
-            .client
-            .query_one(sql, &[start.param(), end.param()])
-            .map_err(|error| self.failure("aggregate query", &error))?;
-        let seconds = started.elapsed().as_secs_f64();
-        if row.len() != metrics.len() {
-            return Err(format!(
-                "{} aggregate query returned {} columns, {} expected",
-                self.side,
-                row.len(),
-                metrics.len()
-            ));
-        }
-        let mut values = Vec::with_capacity(metrics.len());
-        for (index, check) in metrics.iter().enumerate() {
-            let field = row.try_get::<_, Raw<'_>>(index).map_err(|error| self.failure("aggregate query", &error))?;
-            let value = match field.0 {
-                None => Value::Null,
-                Some(bytes) => decode_aggregate(row.columns()[index].type_(), bytes)
-                    .map_err(|problem| format!("{} aggregate value of {check} cannot be read: {problem}", self.side))?,
-            };
-            values.push(value);
-        }
-        Ok((values, seconds))
+        let (sql, metrics) = (sql.to_owned(), metrics.to_vec());
+        let action = "aggregate query";
+        self.supervised(action, move |client| {
+            let (start, end) = (Bound::of(start, naive), Bound::of(bounds.end, naive));
+            let started = Instant::now();
+            let row =
+                client.query_one(&sql, &[start.param(), end.param()]).map_err(|error| failure(side, action, &error))?;
+            let seconds = started.elapsed().as_secs_f64();
+            if row.len() != metrics.len() {
+                return Err(format!(
+                    "{side} aggregate query returned {} columns, {} expected",
+                    row.len(),
+                    metrics.len()
+                ));
+            }
+            let mut values = Vec::with_capacity(metrics.len());
+            for (index, check) in metrics.iter().enumerate() {
+                let field = row.try_get::<_, Raw<'_>>(index).map_err(|error| failure(side, action, &error))?;
+                let value = match field.0 {
+                    None => Value::Null,
+                    Some(bytes) => decode_aggregate(row.columns()[index].type_(), bytes)
+                        .map_err(|problem| format!("{side} aggregate value of {check} cannot be read: {problem}"))?,
+                };
+                values.push(value);
+            }
+            Ok((values, seconds))
+        })
     }
 
-    /// Ends the transaction (rolls back) and closes the connection; best effort.
+    /// Ends the transaction (rolls back) and closes the connection; best effort, waiting at
+    /// most [`ANSWER_GRACE`] for the server (an abandoned session has nothing to close).
     pub fn close(mut self) {
-        if let Err(error) = self.client.batch_execute("ROLLBACK") {
-            tracing::debug!(side = %self.side, error = %one_line(&error), "rollback failed");
+        let side = self.side;
+        if self.client.is_none() {
+            return;
+        }
+        let action = "rollback";
+        let closed = self.supervised_within(ANSWER_GRACE, action, move |client| {
+            client.batch_execute("ROLLBACK").map_err(|error| failure(side, action, &error))
+        });
+        if let Err(reason) = closed {
+            tracing::debug!(side = %side, %reason, "closing the side session");
         }
     }
+
+    /// Runs `job` on the connection from a helper thread within [`Self::answer_deadline`].
+    fn supervised<T: Send + 'static>(
+        &mut self,
+        action: &str,
+        job: impl FnOnce(&mut Client) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, String> {
+        self.supervised_within(self.answer_deadline(), action, job)
+    }
+
+    /// Runs `job` on the connection from a helper thread, waiting at most `deadline`; past
+    /// it, cancels and abandons the connection (see [`SideSession`]).
+    fn supervised_within<T: Send + 'static>(
+        &mut self,
+        deadline: Duration,
+        action: &str,
+        job: impl FnOnce(&mut Client) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, String> {
+        let side = self.side;
+        let Some(mut client) = self.client.take() else {
+            return Err(format!(
+                "{side} {action} failed: the connection was abandoned after an earlier statement got no answer"
+            ));
+        };
+        let (sender, receiver) = mpsc::sync_channel(1);
+        let spawned = std::thread::Builder::new().name(format!("datadiff-{side}-session")).spawn(move || {
+            let result = job(&mut client);
+            // A late answer finds the receiver gone: the connection is dropped (closed) here.
+            let _ = sender.send((client, result));
+        });
+        if let Err(error) = spawned {
+            return Err(format!("{side} {action} failed: cannot start a session thread: {error}"));
+        }
+        match receiver.recv_timeout(deadline) {
+            Ok((client, result)) => {
+                self.client = Some(client);
+                result
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let canceller = self.canceller.clone();
+                // The cancel request opens a connection of its own, which may hang as well.
+                let _ = std::thread::Builder::new()
+                    .name(format!("datadiff-{side}-cancel"))
+                    .spawn(move || canceller.cancel());
+                tracing::warn!(side = %side, action, seconds = deadline.as_secs(), "no answer: connection abandoned");
+                Err(format!(
+                    "{side} {action} failed: no answer from the {side} database within {} s (statement_timeout {} s + \
+                     {} s grace); a cancel request was sent and the connection abandoned",
+                    deadline.as_secs(),
+                    self.statement_timeout.as_secs(),
+                    ANSWER_GRACE.as_secs(),
+                ))
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Err(format!("{side} {action} failed: the session thread stopped unexpectedly"))
+            }
+        }
+    }
+}
+
+/// `<side> <action> failed: <message>`.
+fn failure(side: Side, action: &str, error: &postgres::Error) -> String {
+    format!("{side} {action} failed: {}", one_line(error))
 }
 
 /// A window bound as the timestamp column wants it: `timestamptz` for an aware column,
@@ -284,7 +399,8 @@ pub fn table_columns(client: &mut Client, schema: &str, table: &str) -> Result<T
 
 /// Connects on a helper thread and waits at most `deadline` for the whole connection.
 fn connect_within(config: &postgres::Config, tls: LazyTls, deadline: Duration) -> Result<Client, String> {
-    let config = config.clone();
+    let mut config = config.clone();
+    crate::with_keepalive_defaults(&mut config);
     match within_deadline("datadiff-connect", deadline, move || config.connect(tls)) {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(error)) => Err(one_line(&error)),

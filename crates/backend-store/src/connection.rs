@@ -131,6 +131,7 @@ fn connect_now(config: &BackendConfig, role: Role) -> Result<Client, Error> {
 fn driver_config(config: &BackendConfig, role: Role) -> postgres::Config {
     let mut driver = postgres::Config::new();
     driver.host(&config.host).port(config.port).dbname(&config.dbname);
+    datadiff_access::with_keepalive_defaults(&mut driver);
     let mut options = String::from("-c timezone=UTC");
     match role {
         Role::Application => {

@@ -335,6 +335,30 @@ impl Error {
         matches!(self, Error::Connect { .. } | Error::ConnectTimeout { .. } | Error::Pool(_))
     }
 
+    /// True when the backend went away: it cannot be reached ([`Error::is_connection`]), or
+    /// a query failed because its connection closed or the server is shutting down or
+    /// starting (SQLSTATE class 08, `57P01`–`57P03`). Nothing after it can be recorded until
+    /// the backend is back.
+    pub fn is_backend_lost(&self) -> bool {
+        if self.is_connection() {
+            return true;
+        }
+        let Error::Query { source, .. } = self else {
+            return false;
+        };
+        if source.is_closed() {
+            return true;
+        }
+        match source.code() {
+            Some(code) => {
+                let code = code.code();
+                code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+            }
+            // Not a server error: lost when the driver's I/O on the connection failed.
+            None => std::error::Error::source(source).is_some_and(|cause| cause.is::<std::io::Error>()),
+        }
+    }
+
     /// True when the backend schema is not the one this datadiff needs (the gate, an
     /// unknown revision or extension, a changed extension migration, or a foreign catalog).
     pub fn is_schema(&self) -> bool {

@@ -296,7 +296,7 @@ pub use pool::{ConnectionManager, PoolConnectError};
 pub use preflight::NewPreflight;
 pub use report::{
     DailyReportRow, FailureReportRow, LagOffender, LagProblem, LagVerdict, LastAttempt, MetricsRow,
-    RemediationReportRow, WatermarkReportRow, WatermarkStatus,
+    RemediationReportRow, WatermarkEventRow, WatermarkReportRow, WatermarkStatus,
 };
 pub use result::{Difference, StoredDifference};
 pub use status::{AppliedExtension, SchemaStatus, UpstreamState};

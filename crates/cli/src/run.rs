@@ -131,6 +131,11 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     if let Some(line) = &undelivered {
         console.stderr().line(&format!("error: {line}"));
     }
+    if let Some(reason) = &report.backend_lost {
+        // SPEC §8: a backend problem is exit 2, whatever the checks said before it.
+        console.stderr().line(&format!("error: the backend went away; no further check was run: {reason}"));
+        return Ok(Exit::Error);
+    }
     let failed = report.has_failures() || report.interrupted.is_some() || undelivered.is_some();
     Ok(if failed { Exit::Failure } else { Exit::Success })
 }

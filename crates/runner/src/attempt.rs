@@ -92,6 +92,28 @@ impl From<WriteStop> for Stop {
     }
 }
 
+/// Runs a backend write, and once more when the connection it ran on died under it (the
+/// backend restarted, a proxy dropped it): the pool then opens a new connection, waiting up to
+/// its checkout timeout for the backend to come back, so an attempt whose backend returns in
+/// that time is recorded as it ended. A write that could not get a connection at all is not
+/// repeated — the pool has already waited that long — and ends the execution with
+/// [`Error::Backend`] (the tick then stops, see `TickReport::backend_lost`).
+///
+/// Repeating a finish whose commit reached the backend before the connection died finds the
+/// attempt no longer RUNNING: it is then reported SKIPPED like any lost lease.
+fn write_retrying<T>(
+    action: &str,
+    mut write: impl FnMut() -> Result<T, datadiff_backend_store::Error>,
+) -> Result<T, datadiff_backend_store::Error> {
+    match write() {
+        Err(error) if error.is_backend_lost() && !error.is_connection() => {
+            tracing::warn!(action, error = %crate::error::chain(&error), "backend connection lost; writing again");
+            write()
+        }
+        other => other,
+    }
+}
+
 /// Both open sides of an attempt.
 struct Sides {
     source: SideSession,
@@ -245,13 +267,18 @@ impl<'a> AttemptRun<'a> {
                 None => return self.metadata_only(&plan),
             }
         }
-        let table = SourceTable {
-            schema: &definition.source_schema,
-            table: &definition.source_table,
-            timestamp_column: &plan.columns().source_timestamp().name,
-        };
-        let record =
-            datadiff_preflight::preflight(sides.source.client(), &table, QueryFingerprint::of_sql(&fingerprint_sql));
+        let (schema, table, timestamp_column) = (
+            definition.source_schema.clone(),
+            definition.source_table.clone(),
+            plan.columns().source_timestamp().name.clone(),
+        );
+        let record = sides
+            .source
+            .with_client("preflight", move |client| {
+                let table = SourceTable { schema: &schema, table: &table, timestamp_column: &timestamp_column };
+                datadiff_preflight::preflight(client, &table, QueryFingerprint::of_sql(&fingerprint_sql))
+            })
+            .map_err(Stop::Failed)?;
         self.record(&record)?;
         if !record.passed() {
             return Ok(plan.preflight_stopped(record.status, record.error.as_deref(), &record.findings));
@@ -279,8 +306,8 @@ impl<'a> AttemptRun<'a> {
             match plan.historical_start(source_minimum, target_minimum, cutoff) {
                 HistoricalStart::Stop(outcome) => return Ok(outcome),
                 HistoricalStart::Resolved(start) => {
-                    self.store
-                        .resolve_historical_start(self.attempt.run_id, start)
+                    let (store, run_id) = (self.store, self.attempt.run_id);
+                    write_retrying("recording the historical start", || store.resolve_historical_start(run_id, start))
                         .map_err(WriteStop::of("recording the historical start", stored))?;
                     bounds.start = Some(start);
                     self.attempt.bounds.start = Some(start);
@@ -383,10 +410,11 @@ impl<'a> AttemptRun<'a> {
             row_limit: record.row_limit,
             has_leading_index: record.has_leading_index,
         };
-        let id = self
-            .store
-            .record_preflight(self.attempt.run_id, self.attempt.check_id, &preflight, self.options.clock.now())
-            .map_err(WriteStop::of("recording the preflight", self.stored))?;
+        let (store, attempt, now) = (self.store, &self.attempt, self.options.clock.now());
+        let id = write_retrying("recording the preflight", || {
+            store.record_preflight(attempt.run_id, attempt.check_id, &preflight, now)
+        })
+        .map_err(WriteStop::of("recording the preflight", self.stored))?;
         self.preflight = Some((id, PreflightFacts::of(record)));
         Ok(())
     }
@@ -402,7 +430,7 @@ impl<'a> AttemptRun<'a> {
             differences: std::mem::take(&mut self.differences),
             finished_at: self.options.clock.now(),
         };
-        match self.store.finish_attempt(&completion) {
+        match write_retrying("finishing the attempt", || self.store.finish_attempt(&completion)) {
             Ok(finished) => {
                 let stored = finished.attempt;
                 Ok(RunSummary {
@@ -486,7 +514,7 @@ fn expected_rows(
         .and_then(|result| result.source_value.as_u64());
     counted.or_else(|| {
         let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end));
-        let messages = source.client().simple_query(&explain).ok()?;
+        let messages = source.with_client("EXPLAIN", move |client| client.simple_query(&explain)).ok()?.ok()?;
         messages.iter().find_map(|message| match message {
             SimpleQueryMessage::Row(row) => row.get(0).and_then(progress::plan_rows),
             _ => None,

@@ -55,6 +55,13 @@ pub enum Error {
 }
 
 impl Error {
+    /// True when the backend went away (see
+    /// [`datadiff_backend_store::Error::is_backend_lost`]) or did not answer a login.
+    pub fn is_backend_lost(&self) -> bool {
+        matches!(self, Error::Backend { source, .. } if source.is_backend_lost())
+            || matches!(self, Error::BackendTimeout { .. })
+    }
+
     /// True when `rerun` was given a run that cannot be remediated (unknown, not FAIL or
     /// ERROR, or an empty reference): the CLI exits 2. A slot with a RUNNING attempt is not
     /// among them (a passing state: exit 1 with upstream's message).

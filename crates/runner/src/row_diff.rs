@@ -69,7 +69,7 @@ use datadiff_access::TableName;
 use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
-use datadiff_access::{SideSession, one_line};
+use datadiff_access::{ANSWER_GRACE, SideSession, one_line};
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
@@ -207,6 +207,16 @@ impl RowDiffPlan {
         self.source.query(["%s", "%s"]).select_sql().to_owned()
     }
 
+    /// A side's streaming `SELECT` with `$1` and `$2` for the window bounds (for a server
+    /// to plan it, see [`row_diff_select`]).
+    fn parameterised_select(&self, side: Side) -> String {
+        let plan = match side {
+            Side::Source => &self.source,
+            Side::Target => &self.target,
+        };
+        plan.query(["$1", "$2"]).select_sql().to_owned()
+    }
+
     /// The source streaming `SELECT` over `[start, end)` (for its row estimate).
     pub(crate) fn source_select_sql(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> String {
         self.source.window_query(start, end).select_sql().to_owned()
@@ -234,6 +244,7 @@ impl RowDiffPlan {
         let (source_query, target_query) = self.queries(start, end);
         let mut summary: Summary<Key> = Summary::new(max_examples, self.field_names.clone());
         let started = Instant::now();
+        let expired = std::sync::OnceLock::<Vec<Side>>::new();
         let (source_seconds, target_seconds) = std::thread::scope(|scope| -> Result<(f64, f64), String> {
             let mut source = Timed::new(
                 RowStream::connect(scope, source_endpoint, source_query, StreamOptions::default()),
@@ -243,18 +254,34 @@ impl RowDiffPlan {
                 Timed::new(RowStream::connect(scope, target_endpoint, target_query, StreamOptions::default()), None);
             let stoppers = [source.rows.stopper(), target.rows.stopper()];
             let (done, finished) = crossbeam_channel::bounded::<()>(0);
+            // The streams' client-side deadline (see the module docs): the sides that had not
+            // answered in full when it passed.
+            let deadline = started + answer_deadline(route);
+            let expired_sides = &expired;
             scope.spawn(move || {
                 // Ends when the merge is over (the sender is dropped) or after stopping both.
                 while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = finished.recv_timeout(INTERRUPT_POLL) {
-                    if interrupted() {
+                    let late = Instant::now() >= deadline;
+                    if late {
+                        let waiting = [Side::Source, Side::Target]
+                            .into_iter()
+                            .zip(&stoppers)
+                            .filter(|(_, stopper)| !stopper.reader_completed())
+                            .map(|(side, _)| side)
+                            .collect();
+                        let _ = expired_sides.set(waiting);
+                    }
+                    if late || interrupted() {
                         stoppers.iter().for_each(StreamStopper::stop);
                         return;
                     }
                 }
             });
             for change in merge(source.by_ref(), target.by_ref()) {
-                let change = change.map_err(|error| {
-                    if interrupted() { "row_diff: interrupted".to_owned() } else { self.merge_failure(error, route) }
+                let change = change.map_err(|error| match expired.get() {
+                    Some(sides) => no_answer(sides, route),
+                    None if interrupted() => "row_diff: interrupted".to_owned(),
+                    None => self.merge_failure(error, route),
                 })?;
                 summary.record(&change);
             }
@@ -309,6 +336,27 @@ impl RowDiffPlan {
     }
 }
 
+/// How long a stream may take to answer in full: the statement timeout (which the server
+/// enforces on the whole `COPY`, transfer included) plus the sessions' grace.
+fn answer_deadline(route: &Route) -> Duration {
+    route.statement_timeout.max(Duration::from_secs(1)) + ANSWER_GRACE
+}
+
+/// The reason of streams stopped at their deadline, naming the sides still waiting.
+fn no_answer(sides: &[Side], route: &Route) -> String {
+    let databases = match sides {
+        [side] => format!("the {side} database"),
+        _ => "the source and target databases".to_owned(),
+    };
+    let timeout = route.statement_timeout.max(Duration::from_secs(1)).as_secs();
+    format!(
+        "row_diff: no answer from {databases} within {} s (statement_timeout {timeout} s + {} s grace); \
+         a cancel request was sent and the connection abandoned",
+        timeout + ANSWER_GRACE.as_secs(),
+        ANSWER_GRACE.as_secs(),
+    )
+}
+
 /// What a completed `row_diff` found.
 #[derive(Debug, Clone)]
 pub(crate) struct RowDiffOutcome {
@@ -342,27 +390,46 @@ pub(crate) fn error_result(reason: String) -> CheckResult {
     }
 }
 
+/// Both sides' `row_diff` streaming `SELECT`s for `definition`, planned exactly as an attempt
+/// plans them (from both catalogs, over `plan`'s resolved columns), with `$1` and `$2` for
+/// the window bounds: source, target. For `doctor`, which asks each server to plan them. The
+/// error is the `row_diff` result's one-line reason.
+pub fn row_diff_select(
+    definition: &CheckDefinition,
+    plan: &AggregatePlan,
+    source: &mut SideSession,
+    target: &mut SideSession,
+) -> Result<(String, String), String> {
+    let source_catalog = catalog(source, &definition.source_schema, &definition.source_table)?;
+    let target_catalog = catalog(target, &definition.target_schema, &definition.target_table)?;
+    let planned = RowDiffPlan::new(definition, plan, &source_catalog, &target_catalog)?;
+    Ok((planned.parameterised_select(Side::Source), planned.parameterised_select(Side::Target)))
+}
+
 /// The `pg_catalog` types of a side's table (the decoders need type OIDs and typmods, which
 /// `information_schema` does not give), and whether the session is encrypted.
 pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Result<SideCatalog, String> {
-    let role = side.side().to_string();
+    let which = side.side();
     let table = TableName::new(schema, table);
-    let columns = match stream::read_columns_with(side.client(), &role, &table) {
-        Ok(columns) => columns,
-        // The information_schema read found the table: a table missing now is a race.
-        Err(Error::TableNotFound { .. }) => Vec::new(),
-        Err(Error::Query { source, .. }) => return Err(side.failure("catalog read", &source)),
-        Err(other) => return Err(format!("{role} catalog read failed: {other}")),
-    };
-    let encrypted = side
-        .client()
-        .query_one(
-            "SELECT coalesce((SELECT ssl FROM pg_catalog.pg_stat_ssl WHERE pid = pg_catalog.pg_backend_pid()), false)",
-            &[],
-        )
-        .and_then(|row| row.try_get::<_, bool>(0))
-        .map_err(|error| side.failure("catalog read", &error))?;
-    Ok(SideCatalog { columns, encrypted })
+    let read = side.with_client("catalog read", move |client| {
+        let role = which.to_string();
+        let columns = match stream::read_columns_with(client, &role, &table) {
+            Ok(columns) => columns,
+            // The information_schema read found the table: a table missing now is a race.
+            Err(Error::TableNotFound { .. }) => Vec::new(),
+            Err(Error::Query { source, .. }) => return Err(format!("{role} catalog read failed: {}", one_line(&source))),
+            Err(other) => return Err(format!("{role} catalog read failed: {other}")),
+        };
+        let encrypted = client
+            .query_one(
+                "SELECT coalesce((SELECT ssl FROM pg_catalog.pg_stat_ssl WHERE pid = pg_catalog.pg_backend_pid()), false)",
+                &[],
+            )
+            .and_then(|row| row.try_get::<_, bool>(0))
+            .map_err(|error| format!("{role} catalog read failed: {}", one_line(&error)))?;
+        Ok(SideCatalog { columns, encrypted })
+    });
+    read?
 }
 
 /// A row stream that notes when it ended and counts its rows on a progress meter when given

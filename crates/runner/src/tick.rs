@@ -2,6 +2,7 @@
 //! definitions at a given `now` (runs note §1–§3, SPEC §4); the rules are on [`tick`].
 
 use std::num::NonZeroUsize;
+use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, ScheduleOverview, Store, StoredDefinition, SweptRun};
@@ -175,6 +176,11 @@ pub struct TickReport {
     /// The signal that stopped the tick early, when the process survived it (its previous
     /// disposition did not end it).
     pub interrupted: Option<Signal>,
+    /// Why the tick stopped early because the backend went away (its connection closed or
+    /// it could not be reached, see `datadiff_backend_store::Error::is_backend_lost`): no
+    /// further definition was worked on, since nothing could be recorded. `run` prints it
+    /// after the summaries and exits 2 (SPEC §8: a backend problem).
+    pub backend_lost: Option<String>,
 }
 
 impl TickReport {
@@ -224,9 +230,11 @@ impl TickReport {
 ///
 /// **Failures.** A backend failure while working on one definition is that definition's
 /// ERROR summary without a run (upstream's behaviour): the summaries it already produced are
-/// kept, its remaining slots wait for the next tick, and the other definitions go on. A
-/// backend failure before any per-definition work (reading the selection, the overview) is
-/// the tick's `Err`.
+/// kept, its remaining slots wait for the next tick, and the other definitions go on —
+/// unless the backend went away (its connection closed, it cannot be reached): then no
+/// further definition is worked on, since nothing could be recorded, and the report says
+/// why in [`TickReport::backend_lost`]. A backend failure before any per-definition work
+/// (reading the selection, the overview) is the tick's `Err`.
 ///
 /// **`--jobs N`.** Definitions are worked on by N threads, each definition wholly by one
 /// (its slots stay sequential, two attempts of one definition never overlap); summaries come
@@ -304,9 +312,10 @@ fn run(context: &TickContext, now: DateTime<Utc>, interruption: &Interruption) -
         .collect();
     let overviews = store.schedule_overview(&runnable, now).map_err(backend("reading the schedule overview"))?;
 
+    let lost = Mutex::new(None);
     let ticks = Workers::new(context.jobs).map(&items, |item| {
         let mut check = CheckTick::default();
-        if interruption.is_set() {
+        if interruption.is_set() || lost.lock().map_or(true, |lost| lost.is_some()) {
             return check;
         }
         let identity = || CheckIdentity::of(item.definition);
@@ -317,7 +326,8 @@ fn run(context: &TickContext, now: DateTime<Utc>, interruption: &Interruption) -
             }
             Plan::Run { schedule, current, overview } => match overviews.get(*overview) {
                 Some(overview) => {
-                    let mut work = CheckWork { context, definition: item.definition, now, interruption, tick: check };
+                    let mut work =
+                        CheckWork { context, definition: item.definition, now, interruption, lost: &lost, tick: check };
                     work.run(schedule, *current, overview);
                     check = work.tick;
                 }
@@ -333,7 +343,8 @@ fn run(context: &TickContext, now: DateTime<Utc>, interruption: &Interruption) -
         summaries.extend(check.summaries);
         swept.extend(check.swept);
     }
-    Ok(TickReport { now, summaries, swept, interrupted: None })
+    let backend_lost = lost.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    Ok(TickReport { now, summaries, swept, interrupted: None, backend_lost })
 }
 
 /// Whether the definition's remaining work goes on.
@@ -347,6 +358,8 @@ struct CheckWork<'a> {
     definition: &'a StoredDefinition,
     now: DateTime<Utc>,
     interruption: &'a Interruption,
+    /// Set when the backend went away: the tick's other workers stop too.
+    lost: &'a Mutex<Option<String>>,
     tick: CheckTick,
 }
 
@@ -419,10 +432,16 @@ impl CheckWork<'_> {
         }
     }
 
-    /// Upstream's summary of a check whose work failed outside an attempt.
+    /// Upstream's summary of a check whose work failed outside an attempt; a backend that
+    /// went away also stops the tick (see [`TickReport::backend_lost`]).
     fn failed(&mut self, error: &Error) {
         tracing::error!(check = %self.definition.definition.full_check_name, error = %chain(error), "check failed");
         self.tick.summaries.push(RunSummary::failed_without_run(CheckIdentity::of(self.definition), chain(error)));
+        if error.is_backend_lost()
+            && let Ok(mut lost) = self.lost.lock()
+        {
+            lost.get_or_insert_with(|| chain(error));
+        }
     }
 }
 

@@ -142,9 +142,12 @@ const BATCH_BYTES: usize = 1 << 20;
 type Recycle<'scope> = Box<dyn FnMut(Batch) + Send + 'scope>;
 
 /// Stops a [`RowStream`]'s reader (and its query) from any thread, as dropping the stream
-/// does: for an interruption that must not wait for the next row.
+/// does: for an interruption that must not wait for the next row, or a deadline.
 #[derive(Debug, Clone)]
-pub struct StreamStopper(Stopper);
+pub struct StreamStopper {
+    how: Stopper,
+    completed: Arc<AtomicBool>,
+}
 
 #[derive(Debug, Clone)]
 enum Stopper {
@@ -159,10 +162,16 @@ enum Stopper {
 impl StreamStopper {
     /// Stops the reader; best effort, idempotent. The stream then ends with an error.
     pub fn stop(&self) {
-        match &self.0 {
+        match &self.how {
             Stopper::Cancel(canceller) => canceller.cancel(),
             Stopper::Wake(stop) => stop.stop(),
         }
+    }
+
+    /// Whether the reader has read the whole answer (every row, or the server's error): a
+    /// stream that has not is still waiting for its server.
+    pub fn reader_completed(&self) -> bool {
+        self.completed.load(Ordering::Acquire)
     }
 }
 
@@ -256,7 +265,7 @@ impl<'scope> RowStream<'scope> {
         let recycle: Recycle<'scope> = Box::new(move |batch: Batch| {
             let _ = recycle_sender.try_send(batch);
         });
-        let stopper = StreamStopper(stopper);
+        let stopper = StreamStopper { how: stopper, completed: Arc::clone(&completed) };
         RowStream { role, rows: Batches::new(receiver, recycle), completed, stopper, finished: false }
     }
 

@@ -130,8 +130,12 @@ fn side_sessions_and_their_row_streams_use_the_sides_tls() {
     for (host, mode) in [("localhost", SslMode::VerifyFull), ("127.0.0.1", SslMode::VerifyCa)] {
         let side = side_config(host, &settings(mode));
         let mut session = SideSession::open(&side, Duration::from_secs(30)).unwrap();
-        let ssl: bool =
-            session.client().query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).unwrap().get(0);
+        let ssl: bool = session
+            .with_client("reading pg_stat_ssl", |client| {
+                client.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).map(|row| row.get(0))
+            })
+            .unwrap()
+            .unwrap();
         assert!(ssl, "{host} {mode:?}");
         session.close();
         let table: TableName = "public.t".parse().unwrap();

@@ -4,6 +4,7 @@ mod alerts_delivery;
 mod alerts_server;
 mod alerts_warnings;
 mod attempt_checks;
+mod attempt_deadlines;
 mod attempt_faults;
 mod attempt_history;
 mod context;
