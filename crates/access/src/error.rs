@@ -38,6 +38,51 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The service a DSN (`service=`) or `PGSERVICE` names is in no service file.
+    #[error(
+        "the {role} connection names service {service:?}, which is not defined in {}",
+        files.iter().map(|file| file.display().to_string()).collect::<Vec<_>>().join(" or ")
+    )]
+    ServiceNotFound {
+        /// Which connection.
+        role: String,
+        /// The service's name.
+        service: String,
+        /// The files looked in, in order.
+        files: Vec<PathBuf>,
+    },
+    /// A service file exists but could not be read.
+    #[error("cannot read the service file {}", path.display())]
+    ServiceFileRead {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of the service section read is not valid.
+    #[error("{}:{line}: {problem}", path.display())]
+    ServiceFile {
+        /// The file.
+        path: PathBuf,
+        /// The line.
+        line: usize,
+        /// What is wrong (names the key, never a value).
+        problem: String,
+    },
+    /// The parameters of a service are not valid connection parameters.
+    #[error("the {role} connection's service {service:?} in {} has invalid parameters", path.display())]
+    ServiceParams {
+        /// Which connection.
+        role: String,
+        /// The service's name.
+        service: String,
+        /// The file it was read from.
+        path: PathBuf,
+        /// The parser's complaint (names the parameter, never its value).
+        #[source]
+        source: postgres::Error,
+    },
     /// TLS could not be set up.
     #[error("cannot set up TLS for the {role} connection")]
     Tls {
@@ -53,6 +98,17 @@ pub enum Error {
         /// Which connection.
         role: String,
         /// The `sslrootcert` file.
+        path: PathBuf,
+        /// What was wrong with it.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The client certificate or its key could not be loaded.
+    #[error("cannot load the client certificate {} for the {role} connection", path.display())]
+    ClientCertificate {
+        /// Which connection.
+        role: String,
+        /// The `sslcert` or `sslkey` file.
         path: PathBuf,
         /// What was wrong with it.
         #[source]

@@ -69,7 +69,7 @@ use datadiff_access::TableName;
 use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
-use datadiff_access::{ANSWER_GRACE, SideSession, one_line, unverified_tls};
+use datadiff_access::{ANSWER_GRACE, SideSession, one_line};
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
@@ -472,14 +472,15 @@ impl Iterator for Timed<'_, '_> {
 
 /// A side's own streaming connection: the attempt session's settings, the same connect
 /// deadline and statement timeout, and TLS exactly when the session is encrypted, as the
-/// sessions negotiate it (libpq's `prefer`/`require`: encrypted when asked, certificate not
-/// verified). A server that declined TLS to the session declines it to the stream too, so an
+/// sessions negotiate it, with the side's TLS ([`datadiff_access::ClientTls`]: verification
+/// and client certificate as configured). A server that declined TLS to the session declines it to the stream too, so an
 /// unencrypted side streams without TLS.
 fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoint, String> {
     let tls = match encrypted {
         false => None,
         true => Some(
-            unverified_tls()
+            side.tls
+                .ssl_connector()
                 .map_err(|error| format!("row_diff: TLS setup for the {} stream failed: {error}", side.side))?,
         ),
     };

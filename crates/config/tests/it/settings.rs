@@ -91,13 +91,13 @@ fn extension_alert_handlers_belong_in_datadiff_yml() {
 #[test]
 fn datadiff_yml_rejects_unknown_keys_and_names() {
     let text = tap("", "", VALID);
-    let extensions = "checks:\n  postgres/payments/public/transfers:\n    row_diff: {max_examples: 20, sample: 1}\n    exclude_soft_deleted: true\n  postgres/payments/public/nope:\n    exclude_soft_deleted: true\nbackend_db: {sslrootcert: ca.pem, sslcert: c.pem}\n";
+    let extensions = "checks:\n  postgres/payments/public/transfers:\n    row_diff: {max_examples: 20, sample: 1}\n    exclude_soft_deleted: true\n  postgres/payments/public/nope:\n    exclude_soft_deleted: true\nbackend_db: {sslrootcert: ca.pem, sslcrl: c.pem}\n";
     let found = problems(&project(&files(CONFIG, &text, &[("datadiff.yml", extensions)])));
     let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
     assert_eq!(
         paths,
         [
-            "backend_db.sslcert",
+            "backend_db.sslcrl",
             "checks.postgres/payments/public/transfers.row_diff.sample",
             "checks.postgres/payments/public/nope"
         ],

@@ -15,3 +15,4 @@ mod row_diff_values;
 mod tick;
 mod tick_processes;
 mod tick_remediation;
+mod tls;
