@@ -51,7 +51,7 @@ fn a_row_diff_failure_says_its_counts_and_the_command_that_lists_the_rows() {
         [
             ("max_key".to_owned(), None),
             ("row_checksum".to_owned(), None),
-            ("row_diff".to_owned(), Some("row_diff FAIL: 1 missing, 1 extra, 2 changed".to_owned())),
+            ("row_diff".to_owned(), Some(format!("row_diff FAIL: 1 missing, 1 extra, 2 changed ({command})"))),
         ]
     );
     let attempt_error: Option<String> = backend
@@ -60,7 +60,10 @@ fn a_row_diff_failure_says_its_counts_and_the_command_that_lists_the_rows() {
         .get(0);
     assert_eq!(
         attempt_error.as_deref(),
-        Some("max_key FAIL; row_checksum FAIL; row_diff FAIL: 1 missing, 1 extra, 2 changed")
+        Some(
+            format!("max_key FAIL; row_checksum FAIL; row_diff FAIL: 1 missing, 1 extra, 2 changed ({command})")
+                .as_str()
+        )
     );
 
     // The alert: the counts in its error detail and its own line, the command in its next action.
@@ -73,15 +76,15 @@ fn a_row_diff_failure_says_its_counts_and_the_command_that_lists_the_rows() {
     assert!(alert["next_action"].as_str().unwrap_or_default().contains(&command), "{alert}");
     assert!(!bodies[0].contains(MARKER), "no row value in the alert");
 
-    // The run table's reason adds the command (the run id is known there).
+    // The run table's reason is the stored one, the forced attempt's own command in it.
     let rerun = fixture.run(&["run", "--all", "--force", "--at", RUN_AT, "--output-format", "json"]);
     let json = rerun.expect(1).json();
     let forced = fixture.newest_run_id();
     assert_eq!(
         json["summaries"][0]["reason"],
         format!(
-            "max_key FAIL; row_checksum FAIL; row_diff FAIL: 1 missing, 1 extra, 2 changed; \
-             see datadiff report differences --run-id {forced}"
+            "max_key FAIL; row_checksum FAIL; row_diff FAIL: 1 missing, 1 extra, 2 changed \
+             (datadiff report differences --run-id {forced})"
         )
     );
     // And the command it names works.
@@ -125,7 +128,13 @@ fn report_run_prints_one_attempt_as_the_backend_keeps_it() {
     assert_eq!(json["trigger_type"], "SCHEDULED");
     assert_eq!(json["attempt"], 1);
     assert_eq!(json["status"], "FAIL");
-    assert_eq!(json["error"], "max_key FAIL; row_checksum FAIL; row_diff FAIL: 1 missing, 1 extra, 2 changed");
+    assert_eq!(
+        json["error"],
+        format!(
+            "max_key FAIL; row_checksum FAIL; row_diff FAIL: 1 missing, 1 extra, 2 changed \
+             (datadiff report differences --run-id {run_id})"
+        )
+    );
     assert_eq!(json["started_at"], "2026-07-22T13:05:00Z");
     assert_eq!(json["preflight"]["status"], preflight_status.as_str());
     assert_eq!(json["preflight"]["query_fingerprint"], fingerprint.trim_end());

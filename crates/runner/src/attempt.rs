@@ -399,7 +399,11 @@ impl<'a> AttemptRun<'a> {
         let progress = self.options.progress.as_ref().map(|meter| meter.start_stream(expected_rows));
         match plan.run(route, start, end, max_examples, &|| registration.interrupted(), progress) {
             Ok(found) => {
-                let result = found.result();
+                let mut result = found.result();
+                if let Some(error) = &mut result.error {
+                    // The command that lists the rows: only here is the run id at hand.
+                    error.push_str(&format!(" (datadiff report differences --run-id {})", self.attempt.run_id));
+                }
                 self.differences = found.differences;
                 result
             }

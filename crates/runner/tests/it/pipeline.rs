@@ -173,7 +173,9 @@ fn hand_made_replica_sql() -> String {
     format!(
         r#"
 CREATE SCHEMA {REPLICA_SCHEMA};
-CREATE TABLE {REPLICA_SCHEMA}.matrix (id bigint, updated_at timestamp without time zone, {columns});
+CREATE TABLE {REPLICA_SCHEMA}.matrix (id bigint, updated_at timestamp without time zone, {columns},
+    _sdc_extracted_at timestamp without time zone, _sdc_batched_at timestamp without time zone,
+    _sdc_deleted_at character varying);
 INSERT INTO {REPLICA_SCHEMA}.matrix (id, updated_at, {names}) VALUES
     (1, '2026-07-22 12:00:00', 1, 2, 3, 19.99, 1.5, 0.1::real, 0.1, true, 'text', 'varchar', 'ab      ',
      '2026-07-01 00:00:00', '12:34:56.789', '2026-07-01 12:00:00.5', '2026-07-01 12:00:00',
@@ -317,6 +319,8 @@ fn assert_matrix(context: &Context) {
     let report = audit(&audit_options(context, "matrix", Some(&columns), true)).unwrap();
     assert_eq!((report.status, report.matched), (Status::Pass, 18), "{}", report.to_json());
 
+    assert_soft_deletes(context, &columns);
+
     // Each ERROR row is an error naming the column and both types; row_count still runs.
     for row in MATRIX.iter().filter(|row| matches!(row.outcome, Outcome::Error(_))) {
         let run_id = context.run(&matrix_definition(context, &[row.column], true)).run_id.unwrap();
@@ -420,6 +424,68 @@ fn assert_matrix(context: &Context) {
             json!({"id": "b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12", "kind": "MISSING_IN_REPLICA"}),
         ]
     );
+}
+
+/// A row deleted at the source and kept on the replica as a soft delete (`_sdc_deleted_at`
+/// set, as target-postgres keeps a replicated delete): `row_diff` with
+/// `exclude_soft_deleted` and `audit --deleted-column _sdc_deleted_at` PASS (the tombstone
+/// counted), and name the right key when a live row differs. The replica is restored after.
+fn assert_soft_deletes(context: &Context, columns: &[&str]) {
+    let mut replica = context.replica.client().unwrap();
+    replica
+        .batch_execute(&format!(
+            "INSERT INTO {REPLICA_SCHEMA}.matrix (id, updated_at, c_text, _sdc_deleted_at) \
+             VALUES (99, '2026-07-22 12:30:00', 'gone', '2026-07-22T12:31:00.000000+00:00')"
+        ))
+        .unwrap();
+    // Each run is a revision of its own (a slot is attempted once per revision): the example
+    // limit tells them apart.
+    let revision = |max_examples: u32, exclude_soft_deleted: bool| {
+        let mut definition = matrix_definition(context, columns, true);
+        definition.extensions.row_diff =
+            Some(RowDiffSettings::new(max_examples).unwrap().with_empty_string_as_null(true));
+        definition.extensions.exclude_soft_deleted = exclude_soft_deleted;
+        definition
+    };
+    let with_tombstones = |deleted: bool| {
+        let mut options = audit_options(context, "matrix", Some(columns), true);
+        options.deleted_column = deleted.then(|| "_sdc_deleted_at".to_owned());
+        options
+    };
+
+    // Counted as data, the soft-deleted row is extra.
+    let extra = context.run(&revision(41, false));
+    assert_eq!(
+        differences(context, extra.run_id.unwrap()),
+        vec![difference(1, "EXTRA_IN_TARGET", json!({"id": "99"}), &[])]
+    );
+    let report = audit(&with_tombstones(false)).unwrap();
+    assert_eq!((report.status, report.extra), (Status::Block, 1));
+
+    // Left out as a soft delete, the replica equals its source.
+    let summary = context.run(&revision(42, true));
+    assert_eq!(summary.status, SummaryStatus::Pass, "{:?}", summary.reason);
+    let report = audit(&with_tombstones(true)).unwrap();
+    assert_eq!((report.status, report.matched, report.tombstones), (Status::Pass, 18, 1), "{}", report.to_json());
+
+    // A live row that differs is named, the tombstone still left out.
+    replica.batch_execute(&format!("UPDATE {REPLICA_SCHEMA}.matrix SET c_bigint = c_bigint + 1 WHERE id = 1")).unwrap();
+    let summary = context.run(&revision(43, true));
+    assert_eq!(summary.status, SummaryStatus::Fail);
+    assert_eq!(
+        differences(context, summary.run_id.unwrap()),
+        vec![difference(1, "CHANGED", json!({"id": "1"}), &["c_bigint"])]
+    );
+    let report = audit(&with_tombstones(true)).unwrap();
+    assert_eq!(examples(&report), vec![json!({"id": 1, "kind": "CHANGED", "fields": ["c_bigint"]})]);
+    assert_eq!((report.status, report.tombstones), (Status::Block, 1));
+
+    replica
+        .batch_execute(&format!(
+            "UPDATE {REPLICA_SCHEMA}.matrix SET c_bigint = c_bigint - 1 WHERE id = 1; \
+             DELETE FROM {REPLICA_SCHEMA}.matrix WHERE id = 99"
+        ))
+        .unwrap();
 }
 
 #[test]
@@ -533,6 +599,8 @@ fn replicate(context: &Context, venvs: &Venvs) {
     tap_config["filter_schemas"] = json!("public");
     let mut target_config = connection(&context.replica);
     target_config["default_target_schema"] = json!(REPLICA_SCHEMA);
+    // The `_sdc_*` columns, `_sdc_deleted_at` among them, as PipelineWise configures it.
+    target_config["add_metadata_columns"] = json!(true);
     let tap_path = work.path().join("tap.json");
     let target_path = work.path().join("target.json");
     std::fs::write(&tap_path, tap_config.to_string()).unwrap();

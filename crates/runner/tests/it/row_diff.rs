@@ -127,10 +127,9 @@ fn drift_differences(context: &Context) -> Vec<StoredDifference> {
     assert!(row_diff.source_seconds.is_some() && row_diff.target_seconds.is_some());
     assert_eq!(result(&rows, "row_count").status, "PASS");
     let attempt = context.attempt_row(run_id);
-    assert_eq!(
-        (attempt.status.as_str(), attempt.error.as_deref()),
-        ("FAIL", Some("row_diff FAIL: 1 missing, 1 extra, 2 changed"))
-    );
+    let expected =
+        format!("row_diff FAIL: 1 missing, 1 extra, 2 changed (datadiff report differences --run-id {run_id})");
+    assert_eq!((attempt.status.as_str(), attempt.error.as_deref()), ("FAIL", Some(expected.as_str())));
     assert_eq!(summary.status, SummaryStatus::Fail);
     differences(context, run_id)
 }
@@ -494,7 +493,9 @@ fn a_failed_aggregate_query_keeps_the_row_diff_result_and_its_evidence() {
         assert_eq!(attempt.status, "ERROR", "{check}: ERROR beats FAIL");
         let error = attempt.error.unwrap();
         assert!(error.contains("aggregate query failed") && error.contains(cause), "{check}: {error}");
-        assert!(error.ends_with("; row_diff FAIL: 0 missing, 0 extra, 1 changed"), "{check}: {error}");
+        let counts =
+            format!("; row_diff FAIL: 0 missing, 0 extra, 1 changed (datadiff report differences --run-id {run_id})");
+        assert!(error.ends_with(&counts), "{check}: {error}");
         let rows = context.result_rows(run_id);
         assert_eq!(rows.len(), 1, "{check}: only row_diff has a result: {rows:?}");
         let row_diff = result(&rows, "row_diff");
