@@ -206,3 +206,42 @@ fn a_frozen_server_ends_the_statement_at_its_deadline() -> TestResult {
     session.close();
     Ok(())
 }
+
+/// The session's TLS cipher, read through the aggregate path; empty without TLS.
+fn cipher(session: &mut MySqlSideSession) -> Result<String, Box<dyn std::error::Error>> {
+    let bounds = Bounds { start: Some(instant("2026-07-01T00:00:00Z")), end: instant("2026-07-02T00:00:00Z") };
+    let (values, _) = session.aggregate(
+        "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher' AND ? < ?",
+        bounds,
+        &[CheckType::RowCount],
+    )?;
+    Ok(values[0].canonical_text().unwrap_or_default())
+}
+
+#[test]
+fn tls_is_offered_without_verification_and_verified_when_asked() -> TestResult {
+    let server = MariaDb::start_with(datadiff_testkit::MariaDbOptions::new().require_tls())?;
+    let database = server.fresh_database()?;
+    let mut config = config(&server, &database, datadiff_testkit::MARIADB_SUPERUSER, server.superuser_password());
+    // Opportunistic: a server that refuses plain TCP is reached encrypted (without it the
+    // login would fail as "Access denied").
+    let mut session = MySqlSideSession::open(&config, Duration::from_secs(10))?;
+    assert!(!cipher(&mut session)?.is_empty(), "TLS in use");
+    session.close();
+    // Verified against the server's CA: encrypted.
+    let ca = server.ca_certificate().ok_or("no CA")?.display().to_string();
+    config.tls = MySqlTls::Verified { ca: Some(ca), client_certificate: None };
+    let mut session = MySqlSideSession::open(&config, Duration::from_secs(10))?;
+    assert!(!cipher(&mut session)?.is_empty(), "TLS in use");
+    session.close();
+    // Verified against the system's roots (`ssl: true`): the throwaway CA is not among them.
+    config.tls = MySqlTls::Verified { ca: None, client_certificate: None };
+    let error = MySqlSideSession::open(&config, Duration::from_secs(10)).unwrap_err();
+    assert!(error.starts_with("cannot connect to the source database 127.0.0.1:"), "{error}");
+    // Without TLS at all on a plain server: a plain connection (the shared server has none).
+    let (_plain, plain_config) = source()?;
+    let mut session = MySqlSideSession::open(&plain_config, Duration::from_secs(10))?;
+    assert_eq!(cipher(&mut session)?, "");
+    session.close();
+    Ok(())
+}
