@@ -26,6 +26,8 @@ fn a_healthy_project_passes_every_check_and_nothing_is_written() {
         (CHECK, "columns"),
         (CHECK, "timestamp types"),
         (CHECK, "schema_compatibility"),
+        (CHECK, "source queries"),
+        (CHECK, "target queries"),
         (CHECK, "preflight"),
     ] {
         let line = outcome
@@ -36,6 +38,8 @@ fn a_healthy_project_passes_every_check_and_nothing_is_written() {
         assert!(line.contains("OK"), "{line}");
     }
     outcome.stdout_has("an index leads with the timestamp column");
+    outcome.stdout_has("the source server plans the aggregate query (row_count, distinct_key_count,");
+    outcome.stdout_has("the target server plans the aggregate query");
     let json = fixture.run(&["doctor", "--output-format", "json"]).expect(0).json();
     assert_eq!(json["passed"], true);
     let finding = &json["findings"][0];
@@ -89,4 +93,92 @@ fn an_unreachable_backend_is_a_fail_finding() {
     outcome.expect(1);
     let line = outcome.stdout.lines().find(|line| line.starts_with("backend")).unwrap_or_default();
     assert!(line.contains("FAIL") && line.contains("application role"), "{}", outcome.stdout);
+}
+
+/// The finding `(status, detail)` of `check` for `scope` in the doctor's JSON.
+fn finding(json: &serde_json::Value, scope: &str, check: &str) -> (String, String) {
+    let found = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|finding| finding["scope"] == scope && finding["check"] == check)
+        .unwrap_or_else(|| panic!("no {scope} {check} finding: {json}"));
+    (found["status"].as_str().unwrap_or_default().to_owned(), found["detail"].as_str().unwrap_or_default().to_owned())
+}
+
+#[test]
+fn each_server_plans_the_queries_and_a_query_it_would_refuse_fails() {
+    let fixture = Fixture::new();
+    fixture.run(&["migrate"]).expect(0);
+    let reader = datadiff_testkit::quote_ident(&fixture.reader.name);
+    let table = "(id uuid PRIMARY KEY, updated_at timestamptz, status text, note text)";
+    fixture
+        .source
+        .client()
+        .unwrap()
+        .batch_execute(&format!("CREATE TABLE public.accounts {table}; GRANT SELECT ON public.accounts TO {reader};"))
+        .unwrap();
+    fixture.replica_sql(&format!(
+        "CREATE TABLE payments.accounts {table}; GRANT SELECT ON payments.accounts TO {reader};"
+    ));
+    let mut files = fixture.files();
+    files.tap = files
+        .tap
+        .replace("table_name: transfers", "table_name: accounts")
+        .replace(crate::support::ALL_CHECKS, "[schema_compatibility, row_count, min_key]");
+    fixture.write(&files);
+    let json = fixture.run(&["doctor", "--output-format", "json"]).expect(1).json();
+    let check = "postgres/payments/public/accounts";
+    assert_eq!(finding(&json, check, "schema_compatibility").0, "OK", "{json}");
+    for side in ["source", "target"] {
+        let (status, detail) = finding(&json, check, &format!("{side} queries"));
+        assert_eq!(status, "FAIL", "{detail}");
+        assert!(detail.contains("aggregate query (row_count, min_key): function min(uuid) does not exist"), "{detail}");
+    }
+    assert_eq!(fixture.count("SELECT count(*) FROM public.dd_run_attempts"), 0);
+}
+
+#[test]
+fn the_row_diff_select_is_planned_on_both_sides() {
+    let fixture = Fixture::new();
+    fixture.run(&["migrate"]).expect(0);
+    let mut files = fixture.files();
+    files.tap = files.tap.replace(crate::support::ALL_CHECKS, "[schema_compatibility]");
+    files.datadiff = Some(format!("checks:\n  {CHECK}:\n    row_diff: {{max_examples: 5}}\n"));
+    fixture.write(&files);
+    let json = fixture.run(&["doctor", "--output-format", "json"]).expect(0).json();
+    for side in ["source", "target"] {
+        let (status, detail) = finding(&json, CHECK, &format!("{side} queries"));
+        assert_eq!(
+            (status.as_str(), detail.as_str()),
+            ("OK", &*format!("the {side} server plans the row_diff SELECT"))
+        );
+    }
+}
+
+#[test]
+fn a_missing_table_is_named_as_a_table() {
+    let fixture = Fixture::new();
+    let mut files = fixture.files();
+    files.tap = files.tap.replace("table_name: transfers", "table_name: refunds");
+    fixture.write(&files);
+    let json = fixture.run(&["doctor", "--output-format", "json"]).expect(1).json();
+    let (status, detail) = finding(&json, "postgres/payments/public/refunds", "columns");
+    assert_eq!(status, "FAIL");
+    assert_eq!(detail, "table public.refunds does not exist in the source database");
+
+    // Present at the source, missing at the target.
+    fixture
+        .source
+        .client()
+        .unwrap()
+        .batch_execute(&format!(
+            "CREATE TABLE public.refunds (id bigint PRIMARY KEY, updated_at timestamptz, status text, note text); \
+             GRANT SELECT ON public.refunds TO {};",
+            datadiff_testkit::quote_ident(&fixture.reader.name)
+        ))
+        .unwrap();
+    let json = fixture.run(&["doctor", "--output-format", "json"]).expect(1).json();
+    let (_, detail) = finding(&json, "postgres/payments/public/refunds", "columns");
+    assert_eq!(detail, "table payments.refunds does not exist in the target database");
 }

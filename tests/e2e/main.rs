@@ -8,6 +8,7 @@ mod config;
 mod demo;
 mod deploy;
 mod doctor;
+mod evidence;
 mod guards;
 mod import;
 mod list;

@@ -303,6 +303,12 @@ fn the_readme_tour_runs_as_written() {
                     .get(0);
                 assert_eq!(run_id.as_deref(), Some(failed.as_str()), "the Run ID the report printed");
             }
+            "report" if line.contains(" run --run-id") => {
+                // The failed attempt's whole record, and the command that lists its rows.
+                let run_id = run_id.as_deref().unwrap_or_default();
+                outcome.stdout_has(run_id).stdout_has(CHECK).stdout_has("FAIL").stdout_has("row_diff: ");
+                outcome.stdout_has(&format!("The rows: datadiff report differences --run-id {run_id}"));
+            }
             "report" if line.contains(" differences") => {
                 // The rows the world deleted from the replica, by key; no value.
                 let keys: Vec<i64> = outcome

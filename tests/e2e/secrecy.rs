@@ -46,6 +46,9 @@ fn no_password_or_row_value_reaches_any_output_alert_or_backend_row() {
         }
     }
     run(&["report", "differences", "--run-id", &failed, "--output-format", "json"], 0);
+    for format in ["table", "json", "csv"] {
+        run(&["report", "run", "--run-id", &failed, "--output-format", format], 0);
+    }
     run(&["doctor", "--output-format", "json"], 0);
     // Failures print errors: the source unreachable, then the backend's DDL login refused.
     let mut broken = fixture.files();

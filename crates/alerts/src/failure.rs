@@ -65,7 +65,9 @@
 //! # datadiff's additions (extra lines only)
 //!
 //! When the attempt's `row_diff` extension found differences, the details end with one more
-//! line, `row_diff_counts   : missing=a, extra=b, changed=c`, and the next action with one
+//! line, `row_diff_counts   : a missing, b extra, c changed` (the words of the `row_diff`
+//! result's stored error, `row_diff FAIL: a missing, b extra, c changed`, which
+//! `error_detail` shows as part of the attempt's error), and the next action with one
 //! more line naming `datadiff report differences --run-id <id>`. An alert of a definition
 //! without `row_diff` is exactly upstream's.
 
@@ -462,11 +464,11 @@ fn error_detail(summary: &RunSummary) -> Option<String> {
     Some(reason)
 }
 
-/// `missing=a, extra=b, changed=c` of a `row_diff` result that found differences.
+/// `a missing, b extra, c changed` of a `row_diff` result that found differences.
 fn row_diff_counts(summary: &RunSummary) -> Option<String> {
     let result = summary.result(ResultType::RowDiff).filter(|result| result.status == ResultStatus::Fail)?;
     let field = |name: &str| result.target_value.get(name).and_then(count).map(|count| count.0);
-    Some(format!("missing={}, extra={}, changed={}", field("missing")?, field("extra")?, field("changed")?))
+    Some(format!("{} missing, {} extra, {} changed", field("missing")?, field("extra")?, field("changed")?))
 }
 
 fn next_action(summary: &RunSummary) -> String {

@@ -676,7 +676,7 @@ fn row_diff_counts_and_the_differences_report_are_added_lines_only() {
     assert_eq!(
         extended.details,
         format!(
-            "{}\n\nrow_diff_counts   : missing=20, extra=0, changed=3",
+            "{}\n\nrow_diff_counts   : 20 missing, 0 extra, 3 changed",
             plain.details.replace("distinct_key_count\nerror_detail", "distinct_key_count, row_diff\nerror_detail")
         )
     );

@@ -4,43 +4,57 @@
 //! The flow, in order (each step only when the previous one passed):
 //!
 //! 1. **Preconditions**, before any connection: `cutover_ready`, `max_rows` in
-//!    1..=50,000,000, `max_examples` in 1..=100, one key column, the metadata flags together.
-//! 2. **Separate databases**: both sessions connect (read-only, 10 s connect timeout,
-//!    15 min statement timeout) and compare `pg_control_system().system_identifier` and
+//!    1..=50,000,000, `max_examples` in 1..=100, one key column, the metadata flags together
+//!    (or `--deleted-column` alone), a well-formed column map.
+//! 2. **Separate databases**: both sessions connect (read-only, 10 s connect timeout, the
+//!    statement timeout: 15 min by default) and compare `pg_control_system().system_identifier` and
 //!    `current_database()`. (The seed compares server address, port and database; the
 //!    address is NULL over a Unix socket, so two socket DSNs to one database would pass.) A
 //!    physical standby shares its primary's system identifier, so a database and its own
 //!    streaming standby count as one database too: they are copies by construction.
-//! 3. **Columns**: the key and the compared columns are resolved on both sides and a decoder
-//!    pair is chosen per column, so an incomparable type fails before any table is read (the
-//!    pairs of the stream decoders, as for `row_diff`: the replica is read as the
-//!    source's type would hold it; the table is in `docs/operator-guide.md` §8).
+//! 3. **Columns**: the key and the compared columns are matched on both sides (exact name,
+//!    else the name lower-cased as pipelinewise-target-postgres writes it, or an explicit
+//!    map: see [`ColumnMatchError`]'s module rule, `columns.rs`) and a decoder pair is chosen
+//!    per column, so an incomparable type fails before any table is read (the pairs of the
+//!    stream decoders, as for `row_diff`: the replica is read as the source's type would
+//!    hold it; the table is in `docs/operator-guide.md` §8). The deleted marker's column is
+//!    found and its type read (see `tombstone.rs`).
 //! 4. **Inventory**: the source row count; the replica's from the metadata table's
 //!    non-deleted rows when one is given (with tombstones and invalid metadata rows counted),
-//!    else from the replica table. Either count above `max_rows`, or any invalid metadata
-//!    row, refuses.
+//!    from the replica table's live rows (and tombstones) with a deleted column alone, else
+//!    from the replica table. Either count above `max_rows`, or any invalid metadata row,
+//!    refuses.
 //! 5. **Snapshots**: `REPEATABLE READ READ ONLY` on both sides; the metadata check runs again
-//!    inside the replica's snapshot (CDC may have written since the inventory).
+//!    inside the replica's snapshot (CDC may have written since the inventory), and the
+//!    tombstones the report gives are counted there.
 //! 6. **Scan**: both tables stream ordered by key (text keys `COLLATE "C"`) on their own
-//!    reader threads through the merge core; a side exceeding `max_rows` during the scan
-//!    refuses (no report). Memory is flat: bounded channels and at most `max_examples`
-//!    examples.
+//!    reader threads through the merge core, the replica's deleted rows left out when a
+//!    deleted column is given alone; a side exceeding `max_rows` during the scan refuses (no
+//!    report). Memory is flat: bounded channels and at most `max_examples` examples.
 //! 7. **Report**: PASS/BLOCK with the seed's reason, counts and examples (keys and column
-//!    names only, never a value).
+//!    names only, never a value), both sides' identities, the times and the version.
 //!
 //! Refusals ([`Refusal`], wrapped in [`Error::Refused`]) and errors end the audit without a
 //! report; callers exit 2 for both.
 
+mod columns;
 mod error;
 mod refusal;
 mod report;
+mod tombstone;
+mod watch;
 
-use std::time::Instant;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant, SystemTime};
 
 use datadiff_diff_core::{Key, MergeError, Summary, merge, quoted_ident};
 
+pub use columns::ColumnMatchError;
 pub use refusal::{MAX_EXAMPLES_LIMIT, MAX_ROWS_LIMIT, PRECONDITIONS, PREFLIGHT, Refusal};
-pub use report::{AuditExample, AuditReport, CAVEAT, ExampleKind, Reason, ReportKey, Status};
+pub use report::{
+    AuditExample, AuditReport, CAVEAT, DATADIFF_VERSION, ExampleKind, Provenance, Reason, ReportKey, SideIdentity,
+    Status,
+};
 
 use datadiff_access::Dsn;
 use datadiff_access::Environment;
@@ -51,6 +65,10 @@ use datadiff_access::stream::{self, ColumnType, Decoder, KeyDecoder, RowQuery, R
 use datadiff_access::{Session, SessionSettings};
 use datadiff_access::{TableName, split_identifiers};
 
+use crate::columns::{Tables, match_columns};
+use crate::tombstone::DeletedMarker;
+use crate::watch::{BOTH, Role, Watch};
+
 /// The replica's CDC metadata: a table with an LSN and a deleted flag per row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CdcMetadata {
@@ -58,7 +76,8 @@ pub struct CdcMetadata {
     pub table: TableName,
     /// The LSN column: NULL or negative is invalid.
     pub lsn_column: String,
-    /// The boolean deleted flag: NULL is invalid; replica rows are the rows where it is false.
+    /// The deleted flag, boolean or text `'true'`/`'false'`: NULL (or other text) is
+    /// invalid; replica rows are the rows where it is false.
     pub deleted_column: String,
 }
 
@@ -81,6 +100,14 @@ pub struct AuditOptions {
     pub columns: Option<Vec<String>>,
     /// The replica's CDC metadata, when it has some.
     pub metadata: Option<CdcMetadata>,
+    /// A deleted marker on the replica table itself (no metadata table): a boolean (true is
+    /// deleted), text (any non-NULL value but `'false'` is deleted: Debezium's `__deleted`,
+    /// PipelineWise's `_sdc_deleted_at` text) or any other type (any non-NULL value is
+    /// deleted). Deleted rows leave the comparison and are counted as tombstones.
+    pub deleted_column: Option<String>,
+    /// Replica column names for source columns, `(source, replica)`, taken before the exact
+    /// and lower-cased names.
+    pub column_map: Vec<(String, String)>,
     /// The operator's confirmation that source writes are paused and CDC is drained.
     pub cutover_ready: bool,
     /// Refuse when either side has more rows than this (1..=50,000,000).
@@ -89,6 +116,10 @@ pub struct AuditOptions {
     pub max_examples: i64,
     /// Let two empty tables pass.
     pub allow_empty: bool,
+    /// Each session's `statement_timeout` (the seed's 15 minutes by default); the audit also
+    /// gives up on a server that has not answered a step within it plus
+    /// [`datadiff_access::ANSWER_GRACE`].
+    pub statement_timeout: Duration,
 }
 
 impl std::fmt::Debug for AuditOptions {
@@ -101,17 +132,21 @@ impl std::fmt::Debug for AuditOptions {
             .field("key", &self.key)
             .field("columns", &self.columns)
             .field("metadata", &self.metadata)
+            .field("deleted_column", &self.deleted_column)
+            .field("column_map", &self.column_map)
             .field("cutover_ready", &self.cutover_ready)
             .field("max_rows", &self.max_rows)
             .field("max_examples", &self.max_examples)
             .field("allow_empty", &self.allow_empty)
+            .field("statement_timeout", &self.statement_timeout)
             .finish()
     }
 }
 
 impl AuditOptions {
-    /// Options with the seed's defaults: key `id`, every shared column, no metadata table,
-    /// not cutover-ready, `max_rows` 5,000,000, `max_examples` 20, empty tables blocked.
+    /// Options with the seed's defaults: key `id`, every shared column, no metadata table, no
+    /// deleted column, no column map, not cutover-ready, `max_rows` 5,000,000, `max_examples`
+    /// 20, empty tables blocked, the seed's 15-minute statement timeout.
     pub fn new(source: impl Into<String>, replica: impl Into<String>, table: TableName) -> AuditOptions {
         AuditOptions {
             source: source.into(),
@@ -121,10 +156,13 @@ impl AuditOptions {
             key: "id".to_owned(),
             columns: None,
             metadata: None,
+            deleted_column: None,
+            column_map: Vec::new(),
             cutover_ready: false,
             max_rows: 5_000_000,
             max_examples: 20,
             allow_empty: false,
+            statement_timeout: datadiff_access::AUDIT_STATEMENT_TIMEOUT,
         }
     }
 
@@ -151,6 +189,18 @@ impl AuditOptions {
             }
             if columns.contains(&key) {
                 return Err(Refusal::KeyInColumns { key });
+            }
+        }
+        if self.metadata.is_some() && self.deleted_column.is_some() {
+            return Err(Refusal::DeletedColumnTwice);
+        }
+        if self.deleted_column.as_deref() == Some("") {
+            return Err(Refusal::InvalidColumnList { flag: "--deleted-column" });
+        }
+        for (index, (source, replica)) in self.column_map.iter().enumerate() {
+            let twice = self.column_map[..index].iter().any(|(other, _)| other == source);
+            if source.is_empty() || replica.is_empty() || twice {
+                return Err(Refusal::InvalidColumnMap { entry: format!("{source}={replica}") });
             }
         }
         Ok(key)
@@ -185,29 +235,96 @@ pub enum AuditProgress {
 /// How often (in merged keys) the scan reports progress.
 const PROGRESS_EVERY: u64 = 16_384;
 
+/// How often the caller looks at the audit's deadline.
+const WATCH_POLL: Duration = Duration::from_millis(100);
+
+/// What the audit's helper thread tells its caller.
+enum Event {
+    /// A progress step; the helper waits for the acknowledgement, so the callback runs
+    /// between the audit's steps as it always did (the inventory before the snapshots).
+    Progress(AuditProgress, mpsc::SyncSender<()>),
+    Done(Box<Result<AuditReport, Error>>),
+}
+
 /// Runs the audit. `progress` is called with the inventory and periodically during the scan.
+///
+/// The audit runs on a helper thread while this one watches its deadline (see the `watch`
+/// module): a server that does not answer a step within the statement timeout plus
+/// [`datadiff_access::ANSWER_GRACE`] ends the audit with [`Error::NoAnswer`].
 pub fn audit(
     options: &AuditOptions,
     environment: &Environment,
     progress: &mut dyn FnMut(AuditProgress),
 ) -> Result<AuditReport, Error> {
+    let watch = Arc::new(Watch::default());
+    let (sender, events) = mpsc::channel();
+    let (owned_options, owned_environment, helper_watch) = (options.clone(), environment.clone(), Arc::clone(&watch));
+    let dispatch = tracing::dispatcher::get_default(Clone::clone);
+    std::thread::Builder::new()
+        .name("datadiff-audit".to_owned())
+        .spawn(move || {
+            tracing::dispatcher::with_default(&dispatch, || {
+                let progress_sender = sender.clone();
+                let (acknowledge, acknowledged) = mpsc::sync_channel(1);
+                let mut forward = |step| {
+                    if progress_sender.send(Event::Progress(step, acknowledge.clone())).is_ok() {
+                        let _ = acknowledged.recv();
+                    }
+                };
+                let result = audit_watched(&owned_options, &owned_environment, &helper_watch, &mut forward);
+                let _ = sender.send(Event::Done(Box::new(result)));
+            });
+        })
+        .map_err(|_| Error::Thread("cannot be started"))?;
+    let deadline = options.statement_timeout + datadiff_access::ANSWER_GRACE;
+    loop {
+        match events.recv_timeout(WATCH_POLL) {
+            Ok(Event::Progress(step, acknowledge)) => {
+                progress(step);
+                let _ = acknowledge.send(());
+            }
+            Ok(Event::Done(result)) => return *result,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Some((roles, step)) = watch.overdue(deadline) {
+                    watch.cancel();
+                    tracing::warn!(step, "no answer: the audit's connections are abandoned");
+                    return Err(watch::no_answer(&roles, step, options.statement_timeout));
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::Thread("stopped unexpectedly")),
+        }
+    }
+}
+
+/// The audit itself, marking on `watch` what it waits for.
+fn audit_watched(
+    options: &AuditOptions,
+    environment: &Environment,
+    watch: &Watch,
+    progress: &mut dyn FnMut(AuditProgress),
+) -> Result<AuditReport, Error> {
     let started = Instant::now();
+    let started_at = SystemTime::now();
     let key = options.validate().map_err(Error::Refused)?;
     let source_dsn = Dsn::parse("source", &options.source, environment)?;
     let replica_dsn = Dsn::parse("replica", &options.replica, environment)?;
 
+    let settings = SessionSettings { statement_timeout: Some(options.statement_timeout), read_only: true };
+    let connecting = watch.busy("connecting", &BOTH);
     let (source, replica) = std::thread::scope(|scope| {
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
-        let source = scope.spawn(move || {
-            tracing::dispatcher::with_default(&dispatch, || Session::connect(&source_dsn, SessionSettings::audit()))
-        });
-        let replica = Session::connect(&replica_dsn, SessionSettings::audit());
+        let source = scope
+            .spawn(move || tracing::dispatcher::with_default(&dispatch, || Session::connect(&source_dsn, settings)));
+        let replica = Session::connect(&replica_dsn, settings);
         (source.join().unwrap_or(Err(AccessError::ReaderLost { role: "source".to_owned() })), replica)
     });
     let (mut source, mut replica) = (source?, replica?);
+    watch.set_canceller(Role::Source, source.canceller());
+    watch.set_canceller(Role::Replica, replica.canceller());
 
     let source_identity = source.identity()?;
     let replica_identity = replica.identity()?;
+    drop(connecting);
     if source_identity == replica_identity {
         return Err(Error::Refused(Refusal::SameDatabase {
             database: source_identity.database,
@@ -215,10 +332,14 @@ pub fn audit(
         }));
     }
 
+    let reading = watch.busy("reading the catalogs", &BOTH);
     let plan = Plan::resolve(&mut source, &mut replica, options, &key)?;
-    tracing::info!(columns = ?plan.names, key = %key, "comparing columns");
+    drop(reading);
+    tracing::info!(columns = ?plan.names, replica_columns = ?plan.replica_names, key = %key, "comparing columns");
 
-    let inventory = inventory(&mut source, &mut replica, options)?;
+    let counting = watch.busy("counting rows", &BOTH);
+    let inventory = inventory(&mut source, &mut replica, options, plan.marker.as_ref())?;
+    drop(counting);
     tracing::info!(
         source_rows = inventory.source_rows,
         replica_rows = inventory.replica_rows,
@@ -242,34 +363,68 @@ pub fn audit(
         replica_rows: u64::try_from(inventory.replica_rows).unwrap_or(0),
     });
 
+    let snapshots = watch.busy("taking the snapshots", &BOTH);
     source.begin_snapshot()?;
     replica.begin_snapshot()?;
-    // Take both snapshots now, the replica's with the metadata recheck.
+    // Take both snapshots now; the replica's with the metadata recheck and the tombstone
+    // count, so the report's tombstones are those of the scanned snapshot.
     source.client().batch_execute("SELECT 1").map_err(AccessError::query("source", "taking the snapshot"))?;
-    if let Some(metadata) = &options.metadata {
-        let sql =
-            format!("SELECT EXISTS (SELECT 1 FROM {} WHERE {})", metadata.table.quoted(), invalid_predicate(metadata));
-        let invalid: bool = replica
-            .client()
-            .query_one(sql.as_str(), &[])
-            .map_err(AccessError::query("replica", format!("rechecking the CDC metadata of {}", metadata.table)))?
-            .get(0);
-        if invalid {
-            return Err(Error::Refused(Refusal::InvalidMetadataInSnapshot { table: metadata.table.to_string() }));
+    let tombstones = match (&options.metadata, &plan.marker) {
+        (Some(metadata), Some(marker)) => {
+            let sql = format!(
+                "SELECT count(*) FILTER (WHERE {}) > 0, count(*) FILTER (WHERE {})::bigint FROM {}",
+                invalid_predicate(metadata, marker),
+                marker.deleted_sql(),
+                metadata.table.quoted()
+            );
+            let row = replica
+                .client()
+                .query_one(sql.as_str(), &[])
+                .map_err(AccessError::query("replica", format!("rechecking the CDC metadata of {}", metadata.table)))?;
+            if row.get::<_, bool>(0) {
+                return Err(Error::Refused(Refusal::InvalidMetadataInSnapshot { table: metadata.table.to_string() }));
+            }
+            row.get::<_, i64>(1)
         }
-    } else {
-        replica.client().batch_execute("SELECT 1").map_err(AccessError::query("replica", "taking the snapshot"))?;
-    }
+        (None, Some(marker)) => {
+            let table = options.replica_table();
+            let sql =
+                format!("SELECT count(*) FILTER (WHERE {})::bigint FROM {}", marker.deleted_sql(), table.quoted());
+            replica
+                .client()
+                .query_one(sql.as_str(), &[])
+                .map_err(AccessError::query("replica", format!("counting the tombstones of {table}")))?
+                .get::<_, i64>(0)
+        }
+        (_, None) => {
+            replica.client().batch_execute("SELECT 1").map_err(AccessError::query("replica", "taking the snapshot"))?;
+            0
+        }
+    };
+
+    drop(snapshots);
 
     let max_examples = usize::try_from(options.max_examples).unwrap_or(1);
     let max_rows = u64::try_from(options.max_rows).unwrap_or(0);
-    let source_query = RowQuery::for_table(&options.table, &key, plan.source_key, plan.source_decoders(), None);
-    let replica_query =
-        RowQuery::for_table(options.replica_table(), &key, plan.replica_key, plan.replica_decoders(), None);
+    let source_query =
+        RowQuery::for_table(&options.table, &plan.source_key_name, plan.source_key, plan.source_decoders(), None);
+    // With a deleted column on the replica table itself, only its live rows are compared.
+    let live = match (&options.metadata, &plan.marker) {
+        (None, Some(marker)) => Some(marker.live_sql()),
+        _ => None,
+    };
+    let replica_query = RowQuery::for_table(
+        options.replica_table(),
+        &plan.replica_key_name,
+        plan.replica_key,
+        plan.replica_decoders(),
+        live.as_deref(),
+    );
     let mut summary: Summary<Key> = Summary::new(max_examples, plan.names.clone());
     std::thread::scope(|scope| -> Result<(), Error> {
         let source_rows = RowStream::spawn(scope, &mut source, source_query, StreamOptions::default());
         let replica_rows = RowStream::spawn(scope, &mut replica, replica_query, StreamOptions::default());
+        let _scanning = watch.scanning(source_rows.stopper(), replica_rows.stopper());
         let mut merged = 0u64;
         for change in merge(source_rows, replica_rows) {
             let change = change.map_err(|error| Error::from(merge_error(error, options)))?;
@@ -297,27 +452,61 @@ pub fn audit(
         Ok(())
     })?;
     progress(AuditProgress::Scanned { source_rows: summary.source_rows(), replica_rows: summary.target_rows() });
+    let ending = watch.busy("ending the snapshots", &BOTH);
     source.finish()?;
     replica.finish()?;
+    drop(ending);
 
-    let report = AuditReport::from_summary(&summary, options.allow_empty, started.elapsed().as_secs_f64());
+    let provenance = Provenance {
+        source: SideIdentity {
+            columns: plan.names.clone(),
+            database: source_identity.database,
+            deleted_column: None,
+            key: plan.source_key_name.clone(),
+            metadata_table: None,
+            system_identifier: source_identity.system_identifier,
+            table: options.table.to_string(),
+        },
+        replica: SideIdentity {
+            columns: plan.replica_names.clone(),
+            database: replica_identity.database,
+            deleted_column: plan.marker.as_ref().map(|marker| marker.column().to_owned()),
+            key: plan.replica_key_name.clone(),
+            metadata_table: options.metadata.as_ref().map(|metadata| metadata.table.to_string()),
+            system_identifier: replica_identity.system_identifier,
+            table: options.replica_table().to_string(),
+        },
+        started_at,
+        finished_at: SystemTime::now(),
+        duration_seconds: started.elapsed().as_secs_f64(),
+        tombstones: u64::try_from(tombstones).unwrap_or(0),
+    };
+    let report = AuditReport::from_summary(&summary, options.allow_empty, provenance);
     tracing::info!(
         status = %report.status,
         reason = %report.reason,
         source_rows = report.source_rows,
         replica_rows = report.replica_rows,
+        tombstones = report.tombstones,
         differences = report.difference_count,
         "audit finished"
     );
     Ok(report)
 }
 
-/// The key and compared columns with the decoders of each side.
+/// The key and compared columns with the decoders of each side, and the deleted marker.
 struct Plan {
+    /// The compared columns' source names.
     names: Vec<String>,
+    /// The replica names of the same columns, in the same order.
+    replica_names: Vec<String>,
+    source_key_name: String,
+    replica_key_name: String,
     source_key: KeyDecoder,
     replica_key: KeyDecoder,
     decoders: Vec<(Decoder, Decoder)>,
+    /// The deleted marker: the metadata table's flag, or the replica table's column.
+    marker: Option<DeletedMarker>,
 }
 
 impl Plan {
@@ -325,31 +514,51 @@ impl Plan {
         let replica_table = options.replica_table();
         let source_columns = stream::read_columns(source, &options.table)?;
         let replica_columns = stream::read_columns(replica, replica_table)?;
-        let find = |columns: &[ColumnType], role: &str, table: &TableName, name: &str| {
+        let find = |columns: &[ColumnType], table: &TableName, name: &str| {
             columns.iter().find(|column| column.name == name).cloned().ok_or_else(|| AccessError::ColumnNotFound {
-                role: role.to_owned(),
+                role: "replica".to_owned(),
                 table: table.to_string(),
                 column: name.to_owned(),
             })
         };
-        let source_key = find(&source_columns, "source", &options.table, key)?;
-        let replica_key = find(&replica_columns, "replica", replica_table, key)?;
-        let (source_key, replica_key) = stream::plan_key(&source_key, &replica_key, "replica")?;
-        let names: Vec<String> = match &options.columns {
-            Some(columns) => columns.clone(),
-            None => source_columns
-                .iter()
-                .filter(|column| column.name != key && replica_columns.iter().any(|other| other.name == column.name))
-                .map(|column| column.name.clone())
-                .collect(),
+        let marker = match (&options.metadata, &options.deleted_column) {
+            (Some(metadata), _) => {
+                let metadata_columns = stream::read_columns(replica, &metadata.table)?;
+                find(&metadata_columns, &metadata.table, &metadata.lsn_column)?;
+                let flag = find(&metadata_columns, &metadata.table, &metadata.deleted_column)?;
+                Some(DeletedMarker::flag(&flag, &metadata.table.to_string()).map_err(Error::Refused)?)
+            }
+            (None, Some(column)) => Some(DeletedMarker::on_replica(&find(&replica_columns, replica_table, column)?)),
+            (None, None) => None,
         };
-        let mut decoders = Vec::with_capacity(names.len());
-        for name in &names {
-            let source_column = find(&source_columns, "source", &options.table, name)?;
-            let replica_column = find(&replica_columns, "replica", replica_table, name)?;
-            decoders.push(stream::plan_pair(&source_column, &replica_column, "replica")?);
+        let skip = match (&options.metadata, &marker) {
+            (None, Some(marker)) => Some(marker.column()),
+            _ => None,
+        };
+        let (source_table, replica_table_text) = (options.table.to_string(), replica_table.to_string());
+        let tables = Tables {
+            source_table: &source_table,
+            source: &source_columns,
+            replica_table: &replica_table_text,
+            replica: &replica_columns,
+        };
+        let matched = match_columns(&tables, key, options.columns.as_deref(), &options.column_map, skip)?;
+        let (source_key, replica_key) = stream::plan_key(&matched.key.source, &matched.key.replica, "replica")?;
+        let mut decoders = Vec::with_capacity(matched.columns.len());
+        for column in &matched.columns {
+            let (source_decoder, replica_decoder) = stream::plan_pair(&column.source, &column.replica, "replica")?;
+            decoders.push((source_decoder, replica_decoder));
         }
-        Ok(Plan { names, source_key, replica_key, decoders })
+        Ok(Plan {
+            names: matched.columns.iter().map(|column| column.source.name.clone()).collect(),
+            replica_names: matched.columns.iter().map(|column| column.replica.name.clone()).collect(),
+            source_key_name: matched.key.source.name.clone(),
+            replica_key_name: matched.key.replica.name.clone(),
+            source_key,
+            replica_key,
+            decoders,
+            marker,
+        })
     }
 
     fn source_decoders(&self) -> Vec<(String, Decoder)> {
@@ -357,7 +566,7 @@ impl Plan {
     }
 
     fn replica_decoders(&self) -> Vec<(String, Decoder)> {
-        self.names.iter().cloned().zip(self.decoders.iter().map(|pair| pair.1)).collect()
+        self.replica_names.iter().cloned().zip(self.decoders.iter().map(|pair| pair.1)).collect()
     }
 }
 
@@ -369,13 +578,19 @@ struct Inventory {
     invalid_metadata: i64,
 }
 
-fn invalid_predicate(metadata: &CdcMetadata) -> String {
+/// The metadata rows that refuse the audit: a NULL or negative LSN, an invalid deleted flag.
+fn invalid_predicate(metadata: &CdcMetadata, marker: &DeletedMarker) -> String {
     let lsn = quoted_ident(&metadata.lsn_column);
-    let deleted = quoted_ident(&metadata.deleted_column);
-    format!("{lsn} IS NULL OR {lsn} < 0 OR {deleted} IS NULL")
+    let flag = marker.invalid_sql().unwrap_or_else(|| "false".to_owned());
+    format!("{lsn} IS NULL OR {lsn} < 0 OR {flag}")
 }
 
-fn inventory(source: &mut Session, replica: &mut Session, options: &AuditOptions) -> Result<Inventory, Error> {
+fn inventory(
+    source: &mut Session,
+    replica: &mut Session,
+    options: &AuditOptions,
+    marker: Option<&DeletedMarker>,
+) -> Result<Inventory, Error> {
     let count = |session: &mut Session, table: &TableName| -> Result<i64, Error> {
         let role = session.role().to_owned();
         let sql = format!("SELECT count(*)::bigint FROM {}", table.quoted());
@@ -389,21 +604,34 @@ fn inventory(source: &mut Session, replica: &mut Session, options: &AuditOptions
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let source_count =
             scope.spawn(move || tracing::dispatcher::with_default(&dispatch, || count(source, &options.table)));
-        let replica = match &options.metadata {
+        // The plan always has a marker when a metadata table is given.
+        let replica = match marker {
             None => count(replica, options.replica_table()).map(|rows| (rows, 0, 0)),
-            Some(metadata) => {
-                let deleted = quoted_ident(&metadata.deleted_column);
+            Some(marker) => {
+                let (table, invalid, action) = match &options.metadata {
+                    Some(metadata) => (
+                        &metadata.table,
+                        invalid_predicate(metadata, marker),
+                        format!("counting the CDC metadata of {}", metadata.table),
+                    ),
+                    None => (
+                        options.replica_table(),
+                        "false".to_owned(),
+                        format!("counting the live rows and tombstones of {}", options.replica_table()),
+                    ),
+                };
                 let sql = format!(
-                    "SELECT count(*) FILTER (WHERE NOT {deleted})::bigint, count(*) FILTER (WHERE {deleted})::bigint, \
-                     count(*) FILTER (WHERE {})::bigint FROM {}",
-                    invalid_predicate(metadata),
-                    metadata.table.quoted()
+                    "SELECT count(*) FILTER (WHERE {})::bigint, count(*) FILTER (WHERE {})::bigint, \
+                     count(*) FILTER (WHERE {invalid})::bigint FROM {}",
+                    marker.live_sql(),
+                    marker.deleted_sql(),
+                    table.quoted()
                 );
                 replica
                     .client()
                     .query_one(sql.as_str(), &[])
                     .map(|row| (row.get(0), row.get(1), row.get(2)))
-                    .map_err(AccessError::query("replica", format!("counting the CDC metadata of {}", metadata.table)))
+                    .map_err(AccessError::query("replica", action))
                     .map_err(Error::from)
             }
         };

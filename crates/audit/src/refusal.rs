@@ -32,8 +32,25 @@ pub enum Refusal {
         /// The value given.
         max_examples: i64,
     },
-    /// Some but not all of the three CDC metadata flags were given.
+    /// `--replica-metadata-table` or `--lsn-column` without the other two CDC metadata flags
+    /// (`--deleted-column` alone is the replica-table form).
     IncompleteMetadataFlags,
+    /// Both a metadata table's deleted flag and a replica-table deleted column were given.
+    DeletedColumnTwice,
+    /// The metadata table's deleted flag is neither boolean nor text.
+    DeletedFlagType {
+        /// The metadata table.
+        table: String,
+        /// The column.
+        column: String,
+        /// Its type as `format_type` prints it.
+        type_name: String,
+    },
+    /// A `--column-map` entry is not `SOURCE=REPLICA`, or maps a source column twice.
+    InvalidColumnMap {
+        /// The entry as given (column names only).
+        entry: String,
+    },
     /// `--key` names more than one column.
     CompositeKey {
         /// The `--key` text (column names only).
@@ -96,7 +113,21 @@ impl fmt::Display for Refusal {
                 "{PRECONDITIONS}: --max-examples must be between 1 and {MAX_EXAMPLES_LIMIT}, got {max_examples}"
             ),
             Refusal::IncompleteMetadataFlags => f.write_str(
-                "--replica-metadata-table, --lsn-column and --deleted-column go together: give all three or none",
+                "--replica-metadata-table and --lsn-column go together with --deleted-column: give all three, \
+                 --deleted-column alone (a deleted marker on the replica table itself), or none",
+            ),
+            Refusal::DeletedColumnTwice => {
+                f.write_str("a deleted column is given both for the metadata table and for the replica table: give one")
+            }
+            Refusal::DeletedFlagType { table, column, type_name } => write!(
+                f,
+                "--deleted-column {column} of {table} has type {type_name}: with --replica-metadata-table the \
+                 deleted flag must be boolean or text 'true'/'false'; a column whose non-NULL value marks a delete \
+                 (such as _sdc_deleted_at) is given with --deleted-column alone, on the replica table"
+            ),
+            Refusal::InvalidColumnMap { entry } => write!(
+                f,
+                "--column-map {entry}: expected SOURCE=REPLICA (two column names, each source column mapped once)"
             ),
             Refusal::CompositeKey { key } => write!(
                 f,
@@ -127,7 +158,9 @@ impl fmt::Display for Refusal {
                 }
                 if *invalid_metadata > 0 {
                     problems.push(
-                        "the metadata table has rows with a NULL or negative LSN or a NULL deleted flag".to_owned(),
+                        "the metadata table has rows with a NULL or negative LSN or a NULL (or not 'true'/'false') \
+                         deleted flag"
+                            .to_owned(),
                     );
                 }
                 if !problems.is_empty() {
@@ -138,7 +171,7 @@ impl fmt::Display for Refusal {
             Refusal::InvalidMetadataInSnapshot { table } => write!(
                 f,
                 "invalid replica CDC metadata: inside the scan's snapshot {table} has rows with a NULL or negative \
-                 LSN or a NULL deleted flag (is CDC still writing? drain it first)"
+                 LSN or an invalid deleted flag (is CDC still writing? drain it first)"
             ),
             Refusal::RowLimitDuringScan { role, max_rows } => write!(
                 f,

@@ -1,9 +1,16 @@
 //! The audit's JSON report: the seed's fields (keys sorted, two-space indent, as the seed's
-//! `json.dumps(indent=2, sort_keys=True)`), plus the compared columns.
+//! `json.dumps(indent=2, sort_keys=True)`), plus what makes a report evidence on its own a
+//! week later: which databases and tables were read (each side's database, `schema.table`,
+//! cluster system identifier, key and compared columns, the replica's deleted marker), the
+//! key, when the audit started and finished, the tombstones left out, and the datadiff
+//! version.
 //!
-//! Keys and column names only, never a row value.
+//! Keys, names and counts only, never a row value.
 
 use std::fmt;
+use std::time::SystemTime;
+
+use chrono::{DateTime, SecondsFormat, Utc};
 
 use datadiff_diff_core::{DifferenceKind, Example, Key, Summary};
 use serde::Serialize;
@@ -116,6 +123,48 @@ pub struct AuditExample {
     pub kind: ExampleKind,
 }
 
+/// Which database and table one side of the audit read. Fields in alphabetical order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SideIdentity {
+    /// The compared columns' names on this side, in comparison order (a replica column may
+    /// be the lower-cased or mapped name of the source column at the same position).
+    pub columns: Vec<String>,
+    /// `current_database()`.
+    pub database: String,
+    /// The replica's deleted marker column, when one is given (on `metadata_table` when
+    /// there is one, else on `table`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted_column: Option<String>,
+    /// The key column's name on this side.
+    pub key: String,
+    /// The replica's CDC metadata table (`schema.table`), when one is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata_table: Option<String>,
+    /// The cluster's `pg_control_system().system_identifier`, as decimal text (it does not
+    /// fit a JSON number exactly).
+    pub system_identifier: String,
+    /// The table read, `schema.table`.
+    pub table: String,
+}
+
+/// What the report says beyond the merge's counts: both sides' identities, times and
+/// tombstones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Provenance {
+    /// The source side.
+    pub source: SideIdentity,
+    /// The replica side.
+    pub replica: SideIdentity,
+    /// When the audit started (before connecting).
+    pub started_at: SystemTime,
+    /// When the scan ended.
+    pub finished_at: SystemTime,
+    /// Wall time from the start of the audit, in seconds (monotonic).
+    pub duration_seconds: f64,
+    /// Replica rows the deleted marker left out of the comparison (0 without one).
+    pub tombstones: u64,
+}
+
 /// The audit report. Fields are declared in alphabetical order so the JSON keys are sorted.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditReport {
@@ -123,8 +172,10 @@ pub struct AuditReport {
     pub caveat: &'static str,
     /// Keys on both sides with different values.
     pub changed: u64,
-    /// The compared columns (the key excluded), in comparison order.
+    /// The compared columns (the key excluded), by their source names, in comparison order.
     pub columns: Vec<String>,
+    /// The version of datadiff that wrote the report.
+    pub datadiff_version: &'static str,
     /// missing + extra + changed.
     pub difference_count: u64,
     /// Wall time from the start of the audit, in seconds, to the millisecond.
@@ -135,25 +186,46 @@ pub struct AuditReport {
     pub examples_truncated: bool,
     /// Keys in the replica only.
     pub extra: u64,
+    /// When the scan ended: RFC 3339, UTC, milliseconds.
+    pub finished_at: String,
+    /// The key column (its source name).
+    pub key: String,
     /// Keys on both sides with equal values.
     pub matched: u64,
     /// Keys in the source only.
     pub missing: u64,
     /// Why the status.
     pub reason: Reason,
-    /// Rows the scan read from the replica.
+    /// The replica's database and table.
+    pub replica: SideIdentity,
+    /// Rows the scan read from the replica (live rows when a deleted marker is given).
     pub replica_rows: u64,
+    /// The source's database and table.
+    pub source: SideIdentity,
     /// Rows the scan read from the source.
     pub source_rows: u64,
+    /// When the audit started: RFC 3339, UTC, milliseconds.
+    pub started_at: String,
     /// PASS or BLOCK.
     pub status: Status,
+    /// Replica rows marked deleted (counted in the scan's snapshot), left out of the
+    /// comparison (0 without a deleted marker).
+    pub tombstones: u64,
+}
+
+/// The datadiff version that writes reports.
+pub const DATADIFF_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn rfc3339(time: SystemTime) -> String {
+    DateTime::<Utc>::from(time).to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 impl AuditReport {
     /// The verdict over a finished merge, as the seed decides it: BLOCK with
     /// `ROW_DIFFERENCES` when any row differs, BLOCK with `EMPTY_DATASET` when both sides
     /// are empty and `allow_empty` is false, PASS with `PARITY_VERIFIED` otherwise.
-    pub fn from_summary(summary: &Summary<Key>, allow_empty: bool, duration_seconds: f64) -> AuditReport {
+    pub fn from_summary(summary: &Summary<Key>, allow_empty: bool, provenance: Provenance) -> AuditReport {
+        let duration_seconds = provenance.duration_seconds;
         let difference_count = summary.difference_count();
         let empty_not_allowed = !allow_empty && summary.source_rows() == 0 && summary.target_rows() == 0;
         let (status, reason) = if empty_not_allowed {
@@ -167,17 +239,24 @@ impl AuditReport {
             caveat: CAVEAT,
             changed: summary.changed,
             columns: summary.field_names().to_vec(),
+            datadiff_version: DATADIFF_VERSION,
             difference_count,
             duration_seconds: (duration_seconds * 1000.0).round() / 1000.0,
             examples: summary.examples.iter().map(example).collect(),
             examples_truncated: summary.examples_truncated(),
             extra: summary.extra,
+            finished_at: rfc3339(provenance.finished_at),
+            key: provenance.source.key.clone(),
             matched: summary.matched,
             missing: summary.missing,
             reason,
+            replica: provenance.replica,
             replica_rows: summary.target_rows(),
+            source: provenance.source,
             source_rows: summary.source_rows(),
+            started_at: rfc3339(provenance.started_at),
             status,
+            tombstones: provenance.tombstones,
         }
     }
 
@@ -188,17 +267,24 @@ impl AuditReport {
         text
     }
 
-    /// A one-line summary for operators (no values): the seed's closing log lines.
+    /// A one-line summary for operators (no values): the seed's closing log lines, with the
+    /// tombstones left out when a deleted marker found some.
     pub fn summary_line(&self) -> String {
+        let tombstones = match self.tombstones {
+            0 => String::new(),
+            1 => ", 1 tombstone left out".to_owned(),
+            count => format!(", {count} tombstones left out"),
+        };
         match self.status {
             Status::Pass => format!(
-                "CDC parity verified for {} rows ({} columns compared). Source writes must stay stopped until the \
-                 cutover is complete.",
+                "CDC parity verified for {} rows ({} columns compared{tombstones}). Source writes must stay stopped \
+                 until the cutover is complete.",
                 self.source_rows,
                 self.columns.len()
             ),
             Status::Block => format!(
-                "CDC parity failed: {}. source={}, replica={}, differences={} (missing={}, extra={}, changed={}).",
+                "CDC parity failed: {}. source={}, replica={}, differences={} (missing={}, extra={}, \
+                 changed={}{tombstones}).",
                 self.reason,
                 self.source_rows,
                 self.replica_rows,
@@ -236,10 +322,31 @@ mod tests {
         summary
     }
 
+    fn provenance(duration_seconds: f64) -> Provenance {
+        let side = |database: &str| SideIdentity {
+            columns: vec!["amount".to_owned()],
+            database: database.to_owned(),
+            deleted_column: None,
+            key: "id".to_owned(),
+            metadata_table: None,
+            system_identifier: "7312345678901234567".to_owned(),
+            table: "public.t".to_owned(),
+        };
+        let started_at = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_785_000_000_123);
+        Provenance {
+            source: side("app"),
+            replica: side("warehouse"),
+            started_at,
+            finished_at: started_at + std::time::Duration::from_secs(2),
+            duration_seconds,
+            tombstones: 0,
+        }
+    }
+
     #[test]
     fn json_has_the_seed_fields_sorted_and_integer_ids_as_numbers() {
         let summary = summarise(&[(1, 1), (2, 2), (3, 3)], &[(1, 1), (2, 9), (4, 4)], 20);
-        let report = AuditReport::from_summary(&summary, false, 1.23456);
+        let report = AuditReport::from_summary(&summary, false, provenance(1.23456));
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
@@ -248,19 +355,31 @@ mod tests {
                 "caveat",
                 "changed",
                 "columns",
+                "datadiff_version",
                 "difference_count",
                 "duration_seconds",
                 "examples",
                 "examples_truncated",
                 "extra",
+                "finished_at",
+                "key",
                 "matched",
                 "missing",
                 "reason",
+                "replica",
                 "replica_rows",
+                "source",
                 "source_rows",
-                "status"
+                "started_at",
+                "status",
+                "tombstones"
             ]
         );
+        assert_eq!(json["started_at"], "2026-07-25T17:20:00.123Z");
+        assert_eq!(json["finished_at"], "2026-07-25T17:20:02.123Z");
+        assert_eq!(json["datadiff_version"], env!("CARGO_PKG_VERSION"));
+        let side: Vec<&str> = json["source"].as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(side, ["columns", "database", "key", "system_identifier", "table"]);
         assert_eq!(json["status"], "BLOCK");
         assert_eq!(json["reason"], "ROW_DIFFERENCES");
         assert_eq!(json["duration_seconds"], 1.235);
@@ -279,9 +398,9 @@ mod tests {
     #[test]
     fn empty_tables_block_unless_allowed() {
         let summary = summarise(&[], &[], 20);
-        let blocked = AuditReport::from_summary(&summary, false, 0.0);
+        let blocked = AuditReport::from_summary(&summary, false, provenance(0.0));
         assert_eq!((blocked.status, blocked.reason), (Status::Block, Reason::EmptyDataset));
-        let allowed = AuditReport::from_summary(&summary, true, 0.0);
+        let allowed = AuditReport::from_summary(&summary, true, provenance(0.0));
         assert_eq!((allowed.status, allowed.reason), (Status::Pass, Reason::ParityVerified));
     }
 

@@ -75,6 +75,16 @@ pub enum Error {
         timeout: std::time::Duration,
     },
 
+    /// The backend did not answer an operation within its client deadline (see
+    /// [`Store::bounded`](crate::Store::bounded)): its connection was abandoned.
+    #[error("backend did not answer within {seconds} s while {action}; the connection was abandoned")]
+    NoAnswer {
+        /// What was being done.
+        action: &'static str,
+        /// The deadline, in seconds.
+        seconds: u64,
+    },
+
     /// No pooled application connection could be had.
     #[error("backend connection pool has no connection available")]
     Pool(#[source] r2d2::Error),
@@ -324,12 +334,13 @@ impl Error {
         matches!(self, Error::Connect { .. } | Error::ConnectTimeout { .. } | Error::Pool(_))
     }
 
-    /// True when the backend went away: it cannot be reached ([`Error::is_connection`]), or
+    /// True when the backend went away: it cannot be reached ([`Error::is_connection`]), it
+    /// did not answer within its client deadline ([`Error::NoAnswer`]), or
     /// a query failed because its connection closed or the server is shutting down or
     /// starting (SQLSTATE class 08, `57P01`–`57P03`). Nothing after it can be recorded until
     /// the backend is back.
     pub fn is_backend_lost(&self) -> bool {
-        if self.is_connection() {
+        if self.is_connection() || matches!(self, Error::NoAnswer { .. }) {
             return true;
         }
         let Error::Query { source, .. } = self else {

@@ -50,6 +50,7 @@
 //! | [`Store::finish_attempt`] | T4: status, [`CheckResult`](datadiff_diff_core::CheckResult)s, `row_diff` [`Difference`]s and coverage in one transaction → [`Finished`] |
 //! | [`Store::deliver_index_warning`] | the index-warning marker: lock, check, deliver, remember only if accepted ([`WarningDelivery`]) |
 //! | [`Store::attempt`], [`Store::slot_attempts`], [`Store::run_results`], [`Store::run_differences`] | reads of [`Attempt`]s, results and [`StoredDifference`]s |
+//! | [`Store::run_evidence`] | one attempt's whole record (attempt, definition name, [`StoredPreflight`], results) in one transaction → [`RunEvidence`] (`report run`) |
 //!
 //! ## Reports
 //!
@@ -263,6 +264,7 @@ mod connection;
 mod coverage;
 mod definition;
 mod error;
+mod evidence;
 mod grants;
 mod lock;
 pub mod migrate;
@@ -284,6 +286,7 @@ pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT};
 pub use connection::{APPLICATION_NAME, Role};
 pub use definition::{CheckListing, DefinitionFilter, StoredDefinition, SyncReport, SyncScope, TapSelection};
 pub use error::Error;
+pub use evidence::{RunEvidence, StoredPreflight};
 pub use grants::GrantGap;
 pub use lock::AdvisoryLock;
 pub use migrate::{
@@ -294,10 +297,10 @@ pub use pool::{ConnectionManager, PoolConnectError};
 pub use preflight::NewPreflight;
 pub use report::{
     DailyReportRow, FailureReportRow, LagOffender, LagProblem, LagVerdict, LastAttempt, MetricsRow,
-    RemediationReportRow, WatermarkReportRow, WatermarkStatus,
+    RemediationReportRow, WatermarkEventRow, WatermarkReportRow, WatermarkStatus,
 };
 pub use result::{Difference, StoredDifference};
 pub use status::{AppliedExtension, SchemaStatus, UpstreamState};
-pub use store::{PoolOptions, PooledConnection, Store, migrate_backend};
+pub use store::{DEFAULT_OPERATION_TIME, PoolOptions, PooledConnection, Store, migrate_backend};
 pub use sweep::SweptRun;
 pub use warning::WarningDelivery;

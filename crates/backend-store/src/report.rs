@@ -219,6 +219,23 @@ pub struct LastAttempt {
     pub age: TimeDelta,
 }
 
+/// One row of `dd_watermark_events` ([`Store::watermark_events`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatermarkEventRow {
+    /// `check_id`: the revision.
+    pub check_id: CheckId,
+    /// `evaluated_run_id`: the attempt the event evaluated.
+    pub evaluated_run_id: RunId,
+    /// `event_type`, as stored.
+    pub event_type: String,
+    /// `verified_status` after the event, as stored.
+    pub verified_status: String,
+    /// `verified_end` after the event.
+    pub verified_end: Option<DateTime<Utc>>,
+    /// `recorded_at`.
+    pub recorded_at: DateTime<Utc>,
+}
+
 /// A row of `report metrics`: one per current definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetricsRow {
@@ -517,6 +534,31 @@ impl Store {
                     error: get(row, "error")?,
                     blocks_watermark: get(row, "blocks_watermark")?,
                     finished_at: get(row, "finished_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every watermark event (`dd_watermark_events`) of every revision, oldest first: how
+    /// each evaluated attempt moved its definition's verified coverage.
+    pub fn watermark_events(&self) -> Result<Vec<WatermarkEventRow>, Error> {
+        let rows = self
+            .connection()?
+            .query(
+                "SELECT check_id, evaluated_run_id, event_type, verified_status, verified_end, recorded_at \
+                   FROM public.dd_watermark_events ORDER BY event_sequence",
+                &[],
+            )
+            .map_err(Error::query("reading the watermark events"))?;
+        rows.iter()
+            .map(|row| {
+                Ok(WatermarkEventRow {
+                    check_id: CheckId::new(get(row, "check_id")?),
+                    evaluated_run_id: RunId::new(get(row, "evaluated_run_id")?),
+                    event_type: get(row, "event_type")?,
+                    verified_status: get(row, "verified_status")?,
+                    verified_end: get(row, "verified_end")?,
+                    recorded_at: get(row, "recorded_at")?,
                 })
             })
             .collect()

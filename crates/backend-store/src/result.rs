@@ -5,6 +5,7 @@
 //! [`Store::finish_attempt`]: crate::Store::finish_attempt
 
 use datadiff_diff_core::{CheckResult, DifferenceKind, ResultType, RunId};
+use postgres::Transaction;
 
 use crate::error::Error;
 use crate::rows::{get, parse};
@@ -46,6 +47,41 @@ pub(crate) fn difference_kind(text: String) -> Result<DifferenceKind, Error> {
         .ok_or(Error::UnexpectedValue { column: "datadiff_run_differences.kind", value: text })
 }
 
+/// The `dd_run_results` rows of `run_id` in its definition's declared check order (`row_diff`
+/// and any other type outside `checks` after them, by name). `dd_run_results` is upstream's
+/// table, so a backend without datadiff's extension table has them too.
+pub(crate) fn results_of(tx: &mut Transaction<'_>, run_id: RunId) -> Result<Vec<CheckResult>, Error> {
+    let rows = tx
+        .query(
+            "SELECT r.check_type, r.status, r.source_value, r.target_value, r.source_query_seconds, \
+                    r.target_query_seconds, r.error \
+               FROM public.dd_run_results r \
+               JOIN public.dd_run_attempts a ON a.run_id = r.run_id \
+               JOIN public.dd_check_definitions d ON d.check_id = a.check_id \
+               LEFT JOIN LATERAL ( \
+                    SELECT declared.position FROM jsonb_array_elements_text(d.checks) \
+                      WITH ORDINALITY AS declared(name, position) \
+                     WHERE declared.name = r.check_type LIMIT 1) declared ON TRUE \
+              WHERE r.run_id = $1 \
+              ORDER BY declared.position NULLS LAST, r.check_type",
+            &[&run_id.get()],
+        )
+        .map_err(Error::query("reading results"))?;
+    rows.iter()
+        .map(|row| {
+            Ok(CheckResult {
+                check_type: parse("dd_run_results.check_type", get(row, "check_type")?)?,
+                status: parse("dd_run_results.status", get(row, "status")?)?,
+                source_value: get::<Option<serde_json::Value>>(row, "source_value")?.unwrap_or_default(),
+                target_value: get::<Option<serde_json::Value>>(row, "target_value")?.unwrap_or_default(),
+                source_query_seconds: get(row, "source_query_seconds")?,
+                target_query_seconds: get(row, "target_query_seconds")?,
+                error: get(row, "error")?,
+            })
+        })
+        .collect()
+}
+
 impl Store {
     /// The results of a run, in its definition's declared check order (`row_diff` and any
     /// other type outside `checks` after them, by name). A run without results (DEFERRED,
@@ -61,44 +97,9 @@ impl Store {
         if exists.is_none() {
             return Err(Error::UnknownRun(run_id));
         }
-        // A backend PipelineWise migrated has no extension table, so no evidence either.
-        let table: bool = tx
-            .query_one("SELECT to_regclass('public.datadiff_run_differences') IS NOT NULL", &[])
-            .and_then(|row| row.try_get(0))
-            .map_err(Error::query("reading differences"))?;
-        if !table {
-            return Ok(Vec::new());
-        }
-        let rows = tx
-            .query(
-                "SELECT r.check_type, r.status, r.source_value, r.target_value, r.source_query_seconds, \
-                        r.target_query_seconds, r.error \
-                   FROM public.dd_run_results r \
-                   JOIN public.dd_run_attempts a ON a.run_id = r.run_id \
-                   JOIN public.dd_check_definitions d ON d.check_id = a.check_id \
-                   LEFT JOIN LATERAL ( \
-                        SELECT declared.position FROM jsonb_array_elements_text(d.checks) \
-                          WITH ORDINALITY AS declared(name, position) \
-                         WHERE declared.name = r.check_type LIMIT 1) declared ON TRUE \
-                  WHERE r.run_id = $1 \
-                  ORDER BY declared.position NULLS LAST, r.check_type",
-                &[&run_id.get()],
-            )
-            .map_err(Error::query("reading results"))?;
+        let results = results_of(&mut tx, run_id)?;
         tx.commit().map_err(Error::query("reading results"))?;
-        rows.iter()
-            .map(|row| {
-                Ok(CheckResult {
-                    check_type: parse("dd_run_results.check_type", get(row, "check_type")?)?,
-                    status: parse("dd_run_results.status", get(row, "status")?)?,
-                    source_value: get::<Option<serde_json::Value>>(row, "source_value")?.unwrap_or_default(),
-                    target_value: get::<Option<serde_json::Value>>(row, "target_value")?.unwrap_or_default(),
-                    source_query_seconds: get(row, "source_query_seconds")?,
-                    target_query_seconds: get(row, "target_query_seconds")?,
-                    error: get(row, "error")?,
-                })
-            })
-            .collect()
+        Ok(results)
     }
 
     /// The `row_diff` differences of a run (`report differences --run-id`), by check type

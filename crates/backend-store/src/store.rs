@@ -40,11 +40,17 @@ impl Default for PoolOptions {
 /// wrong password or an unreachable host is reported at once, with its cause. Application
 /// sessions then come from an r2d2 pool; migrations get their own single connection as
 /// the DDL role.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Store {
     config: Arc<BackendConfig>,
     pool: r2d2::Pool<ConnectionManager>,
+    /// How long the pool waits for a connection.
+    checkout_timeout: Duration,
 }
+
+/// The statement time [`Store::operation_deadline`] allows when `backend_db` sets no
+/// `statement_timeout`.
+pub const DEFAULT_OPERATION_TIME: Duration = Duration::from_secs(60);
 
 impl Store {
     /// Opens the backend with the default pool size.
@@ -67,7 +73,44 @@ impl Store {
             .min_idle(Some(0))
             .connection_timeout(checkout_timeout)
             .build_unchecked(ConnectionManager::new(Arc::clone(&config), first));
-        Ok(Store { config, pool })
+        Ok(Store { config, pool, checkout_timeout })
+    }
+
+    /// How long [`Store::bounded`] waits for one backend operation: the pool's checkout
+    /// timeout (a new connection may have to be made), plus the application sessions'
+    /// `statement_timeout` ([`DEFAULT_OPERATION_TIME`] when none is set), plus
+    /// [`datadiff_access::ANSWER_GRACE`].
+    pub fn operation_deadline(&self) -> Duration {
+        self.checkout_timeout
+            + self.config.statement_timeout.unwrap_or(DEFAULT_OPERATION_TIME)
+            + datadiff_access::ANSWER_GRACE
+    }
+
+    /// Runs `operation` on a helper thread (with a clone of this store: the same pool) and
+    /// waits at most [`Store::operation_deadline`] for it.
+    ///
+    /// The driver has no timeout of its own, so a backend that stops answering — its server
+    /// process frozen, a host paused, a network that drops packets without a reset — would
+    /// block the caller for ever. Past the deadline the helper is abandoned with its
+    /// connection (it ends when the backend answers or the socket closes, or with the
+    /// process) and the result is [`Error::NoAnswer`], which
+    /// [`Error::is_backend_lost`] counts as the backend gone.
+    pub fn bounded<T: Send + 'static>(
+        &self,
+        action: &'static str,
+        operation: impl FnOnce(&Store) -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, Error> {
+        let deadline = self.operation_deadline();
+        let store = self.clone();
+        match datadiff_access::within_deadline("datadiff-backend", deadline, move || operation(&store)) {
+            Ok(result) => result,
+            // No helper thread could be started: nothing was sent to the backend.
+            Err(datadiff_access::DeadlineError::Thread(_)) => Err(Error::NoAnswer { action, seconds: 0 }),
+            Err(_) => {
+                tracing::warn!(action, seconds = deadline.as_secs(), "the backend did not answer");
+                Err(Error::NoAnswer { action, seconds: deadline.as_secs() })
+            }
+        }
     }
 
     /// The settings it was opened with.

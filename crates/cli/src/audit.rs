@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use datadiff_access::TableName;
-use datadiff_audit::{self as audit, AuditOptions, CdcMetadata, Refusal, Status};
+use datadiff_audit::{self as audit, AuditOptions, AuditProgress, CdcMetadata, Refusal, Status};
 
 use crate::console::Console;
 use crate::exit::Exit;
+use crate::logging::Invocation;
 use crate::progress::ScanProgress;
 
 /// Verify that a replica table equals its source before a cutover. Exits 0 on PASS, 1 on
@@ -36,19 +37,12 @@ pub(crate) struct AuditArgs {
     /// The key column: one integer, uuid or text column, unique on both sides.
     #[arg(long, value_name = "COLUMN", default_value = "id")]
     key: String,
-    /// Columns to compare, comma-separated [default: every column both tables share, except
-    /// the key].
+    /// Columns to compare, comma-separated [default: every source column, except the key,
+    /// that the replica has under its exact name, its lower-cased name or a --column-map].
     #[arg(long, value_name = "A,B")]
     columns: Option<String>,
-    /// The replica's CDC metadata table (replica rows are counted from its non-deleted rows).
-    #[arg(long, value_name = "S.T")]
-    replica_metadata_table: Option<TableName>,
-    /// The metadata table's LSN column (NULL or negative is invalid).
-    #[arg(long, value_name = "COLUMN")]
-    lsn_column: Option<String>,
-    /// The metadata table's boolean deleted flag (NULL is invalid).
-    #[arg(long, value_name = "COLUMN")]
-    deleted_column: Option<String>,
+    #[command(flatten)]
+    replica_columns: Box<ReplicaColumnArgs>,
     /// Confirm that source writes are paused and CDC is drained (the audit cannot prove it).
     #[arg(long)]
     cutover_ready: bool,
@@ -61,6 +55,11 @@ pub(crate) struct AuditArgs {
     /// Let two empty tables pass (by default they block: a wrong target, most likely).
     #[arg(long)]
     allow_empty: bool,
+    /// Each session's statement timeout (`15min`, `1h`, ...; at most `24d20h31min23s`): the
+    /// longest any step may take, the whole scan included. The audit also gives up on a
+    /// server that has not answered a step within it plus 5 s.
+    #[arg(long, value_name = "DURATION", default_value = "15min", value_parser = statement_timeout)]
+    statement_timeout: std::time::Duration,
     /// Write the JSON report to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -69,6 +68,28 @@ pub(crate) struct AuditArgs {
     output_format: OutputFormat,
     #[command(flatten)]
     verbosity: crate::logging::Verbosity,
+}
+
+/// How replica columns are found and deleted rows told apart (boxed: it keeps the command
+/// enum small).
+#[derive(Debug, Args)]
+struct ReplicaColumnArgs {
+    /// The replica column of a source column, when it has neither the same name nor its
+    /// lower-cased name (repeatable; split at the first "=").
+    #[arg(long, value_name = "SOURCE=REPLICA")]
+    column_map: Vec<String>,
+    /// The replica's CDC metadata table (replica rows are counted from its non-deleted rows).
+    #[arg(long, value_name = "S.T")]
+    replica_metadata_table: Option<TableName>,
+    /// The metadata table's LSN column (NULL or negative is invalid).
+    #[arg(long, value_name = "COLUMN")]
+    lsn_column: Option<String>,
+    /// With the metadata table: its deleted flag, boolean or text 'true'/'false' (NULL is
+    /// invalid). Alone: a column of the replica table marking deleted rows, which leave the
+    /// comparison as tombstones: a boolean when true, text when not NULL and not 'false'
+    /// (Debezium's __deleted), any other type when not NULL (_sdc_deleted_at).
+    #[arg(long, value_name = "COLUMN")]
+    deleted_column: Option<String>,
 }
 
 /// Report formats.
@@ -85,13 +106,28 @@ impl AuditArgs {
     }
 
     fn options(&self) -> Result<AuditOptions, Refusal> {
-        let metadata = match (&self.replica_metadata_table, &self.lsn_column, &self.deleted_column) {
-            (None, None, None) => None,
-            (Some(table), Some(lsn), Some(deleted)) => {
-                Some(CdcMetadata { table: table.clone(), lsn_column: lsn.clone(), deleted_column: deleted.clone() })
-            }
-            _ => return Err(Refusal::IncompleteMetadataFlags),
-        };
+        let replica = &self.replica_columns;
+        let (metadata, deleted_column) =
+            match (&replica.replica_metadata_table, &replica.lsn_column, &replica.deleted_column) {
+                (None, None, deleted) => (None, deleted.clone()),
+                (Some(table), Some(lsn), Some(deleted)) => (
+                    Some(CdcMetadata {
+                        table: table.clone(),
+                        lsn_column: lsn.clone(),
+                        deleted_column: deleted.clone(),
+                    }),
+                    None,
+                ),
+                _ => return Err(Refusal::IncompleteMetadataFlags),
+            };
+        let column_map = replica
+            .column_map
+            .iter()
+            .map(|entry| match entry.split_once('=') {
+                Some((source, replica)) => Ok((source.to_owned(), replica.to_owned())),
+                None => Err(Refusal::InvalidColumnMap { entry: entry.clone() }),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let columns = match &self.columns {
             None => None,
             Some(text) => {
@@ -103,12 +139,21 @@ impl AuditArgs {
         options.key = self.key.clone();
         options.columns = columns;
         options.metadata = metadata;
+        options.deleted_column = deleted_column;
+        options.column_map = column_map;
         options.cutover_ready = self.cutover_ready;
         options.max_rows = self.max_rows;
         options.max_examples = self.max_examples;
         options.allow_empty = self.allow_empty;
+        options.statement_timeout = self.statement_timeout;
         Ok(options)
     }
+}
+
+/// `--statement-timeout`, in the definitions' duration grammar.
+fn statement_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let duration = datadiff_diff_core::Duration::parse_statement_timeout(text).map_err(|error| error.to_string())?;
+    Ok(std::time::Duration::from_secs(u64::try_from(duration.seconds()).unwrap_or(1).max(1)))
 }
 
 /// Runs the audit and prints or writes its report.
@@ -119,9 +164,18 @@ impl AuditArgs {
 /// that ends without a report (a refusal or an error, exit 2) removes a file left at the path
 /// by an earlier run, so an old PASS cannot be read as this audit's verdict.
 pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exit> {
+    // The start line comes with the inventory: refusals and connection errors before it stay
+    // one line.
+    let mut invocation = None;
     let result = args.options().map_err(datadiff_audit::Error::Refused).and_then(|options| {
         let progress = ScanProgress::new(console.stderr_is_terminal());
-        let result = audit::audit(&options, console.environment(), &mut |event| progress.update(event));
+        let result = audit::audit(&options, console.environment(), &mut |event| {
+            if let (None, AuditProgress::Inventory { source_rows, replica_rows }) = (&invocation, event) {
+                invocation =
+                    Some(Invocation::start("audit", &format!("source_rows={source_rows} replica_rows={replica_rows}")));
+            }
+            progress.update(event);
+        });
         progress.finish();
         result
     });
@@ -150,10 +204,14 @@ pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exi
             stderr.line(&report.summary_line());
         }
     }
-    Ok(match report.status {
+    let exit = match report.status {
         Status::Pass => Exit::Success,
         Status::Block => Exit::Failure,
-    })
+    };
+    if let Some(invocation) = invocation {
+        invocation.finish_audit(report.status == Status::Pass, exit);
+    }
+    Ok(exit)
 }
 
 /// Writes `contents` to a new file beside `path` (`.<name>.<pid>.tmp`), flushes it to disk

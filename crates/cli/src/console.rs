@@ -14,6 +14,7 @@ pub struct Console {
     stdout: Box<dyn Write + Send>,
     stderr: SharedWriter,
     stderr_is_terminal: bool,
+    stdout_width: Option<usize>,
     environment: Environment,
 }
 
@@ -99,11 +100,14 @@ impl Console {
     /// The process's stdout, stderr and environment.
     pub fn process() -> Console {
         use std::io::IsTerminal;
+        let environment = Environment::process();
+        let stdout_width = if io::stdout().is_terminal() { terminal_width(&environment) } else { None };
         Console {
             stdout: Box::new(UntilClosed::new(io::stdout())),
             stderr: SharedWriter::new(Box::new(io::stderr())),
             stderr_is_terminal: io::stderr().is_terminal(),
-            environment: Environment::process(),
+            stdout_width,
+            environment,
         }
     }
 
@@ -115,6 +119,7 @@ impl Console {
             stdout: Box::new(Buffer(Arc::clone(&captured.stdout))),
             stderr: SharedWriter::new(Box::new(Buffer(Arc::clone(&captured.stderr)))),
             stderr_is_terminal: false,
+            stdout_width: None,
             environment,
         };
         (console, captured)
@@ -130,6 +135,13 @@ impl Console {
         self.stderr.clone()
     }
 
+    /// The width tables are fitted to: the terminal's when stdout is one (`COLUMNS` when set
+    /// to a positive number, else the terminal's own size); `None` for pipes and files, which
+    /// get every row on one line.
+    pub(crate) fn stdout_width(&self) -> Option<usize> {
+        self.stdout_width
+    }
+
     /// Whether stderr is a terminal (progress bars are drawn only then).
     pub(crate) fn stderr_is_terminal(&self) -> bool {
         self.stderr_is_terminal
@@ -139,6 +151,16 @@ impl Console {
     pub(crate) fn environment(&self) -> &Environment {
         &self.environment
     }
+}
+
+/// A terminal's width in columns: `COLUMNS` when it is a positive number, else what the
+/// terminal on stdout says (`TIOCGWINSZ`); `None` when neither knows.
+fn terminal_width(environment: &Environment) -> Option<usize> {
+    environment
+        .get("COLUMNS")
+        .and_then(|text| text.trim().parse::<usize>().ok())
+        .filter(|&columns| columns > 0)
+        .or_else(|| console::Term::stdout().size_checked().map(|(_, columns)| usize::from(columns)))
 }
 
 /// A writer several owners write to (the command and the log subscriber), one write at a time.

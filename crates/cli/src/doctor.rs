@@ -11,11 +11,21 @@
 //! 2. **each tap and each target** used by a definition — a read-only session opens with the
 //!    `db_conn` of the YAML (the source through `replica_*`), as the runner's; whether it is
 //!    a standby.
-//! 3. **each definition** — both tables' columns resolve (key, timestamp, compare columns,
-//!    with the runner's rules), the timestamp columns have a timestamp type, the metadata
-//!    checks (`schema_compatibility`, an unsupported `row_checksum`) would pass, and the
-//!    source preflight's verdict (index or bounded count) inside a read-only transaction,
-//!    exactly as an attempt computes it.
+//! 3. **each definition** — both tables exist (a missing table says so, not that its key
+//!    column is missing) and their columns resolve (key, timestamp, compare columns, with the
+//!    runner's rules), the timestamp columns have a timestamp type, the metadata checks
+//!    (`schema_compatibility`, an unsupported `row_checksum`) would pass, each side's server
+//!    plans the attempt's queries (see below), and the source preflight's verdict (index or
+//!    bounded count) inside a read-only transaction, exactly as an attempt computes it.
+//!
+//! **Queries.** Each side's server is asked to plan (`EXPLAIN`, never `EXPLAIN ANALYZE`: no
+//! row is read) every statement an attempt would send it: the aggregate query of the
+//! declared metric checks, the `MIN` query of a historical run's start, and, with the
+//! `row_diff` extension, its streaming `SELECT` (key, timestamp and compare columns over the
+//! window, soft deletes left out, text keys `COLLATE "C"`). So an error the server would
+//! raise — `function min(uuid) does not exist`, a missing privilege, a column dropped since
+//! — is a FAIL finding before the first run, with the server's message. The window bounds
+//! are bound as parameters of the timestamp column's type (the last hour).
 //!
 //! Exit codes (the sources are silent; decided here): 0 when no finding FAILs (warnings
 //! allowed), 1 when any does — a doctor reports what is wrong rather than stopping at it, so
@@ -27,13 +37,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use datadiff_access::{Dsn, Environment, Session, SessionSettings, table_columns};
+use datadiff_access::{Environment, SideConfig, SideSession, TableName};
 use datadiff_backend_store::GrantGap;
-use datadiff_config::{Endpoint, Project};
+use datadiff_config::Project;
 use datadiff_diff_core::{
-    AggregatePlan, CheckDefinition, PreflightStatus, ResultStatus, SourceType, TableColumns, TargetType,
+    AggregatePlan, CheckDefinition, PreflightStatus, ResultStatus, Side as PlanSide, SourceType, TableColumns,
+    TargetType,
 };
 use datadiff_preflight::{QueryFingerprint, SourceTable};
+use datadiff_runner::Connections;
 use serde_json::json;
 
 use crate::console::Console;
@@ -128,7 +140,7 @@ pub(crate) fn run(args: &DoctorArgs, console: &mut Console) -> anyhow::Result<Ex
     let passed = !findings.failed();
     let text = match args.output_format {
         OutputFormat::Json => format!("{:#}\n", json!({"passed": passed, "findings": listing.json_rows()})),
-        OutputFormat::Table => listing.table(),
+        OutputFormat::Table => listing.table_within(console.stdout_width()),
     };
     console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
     Ok(if passed { Exit::Success } else { Exit::Failure })
@@ -204,9 +216,10 @@ fn grants(store: &datadiff_backend_store::Store) -> anyhow::Result<Vec<(Verdict,
 }
 
 /// An open read-only session, or why there is none.
-type Opened = Result<Session, String>;
+type Opened = Result<SideSession, String>;
 
 fn check_sources_and_targets(project: &Project, environment: &Environment, findings: &mut Findings) {
+    let connections = Connections::from_project_with(project, environment.clone());
     let mut sources: BTreeMap<String, Opened> = BTreeMap::new();
     let mut targets: BTreeMap<String, Opened> = BTreeMap::new();
     for definition in &project.definitions {
@@ -215,13 +228,22 @@ fn check_sources_and_targets(project: &Project, environment: &Environment, findi
             findings.add(name.as_str(), "route", Verdict::Skip, reason);
             continue;
         }
+        // The attempt's own route: the same db_conn reading, database cross-check and
+        // session settings as `run`.
+        let route = match connections.route(definition) {
+            Ok(route) => route,
+            Err(reason) => {
+                findings.add(name.as_str(), "route", Verdict::Fail, reason);
+                continue;
+            }
+        };
         if !sources.contains_key(&definition.tap_id) {
-            let opened = open_side(project, environment, Side::Source, &definition.tap_id);
+            let opened = open_side(&route.source);
             report_session(findings, &format!("tap {}", definition.tap_id), &opened);
             sources.insert(definition.tap_id.clone(), opened.map(|(session, _)| session));
         }
         if !targets.contains_key(&definition.target_id) {
-            let opened = open_side(project, environment, Side::Target, &definition.target_id);
+            let opened = open_side(&route.target);
             report_session(findings, &format!("target {}", definition.target_id), &opened);
             targets.insert(definition.target_id.clone(), opened.map(|(session, _)| session));
         }
@@ -233,114 +255,178 @@ fn check_sources_and_targets(project: &Project, environment: &Environment, findi
         };
         check_definition(definition, source, target, findings);
     }
+    for session in sources.into_values().chain(targets.into_values()).flatten() {
+        session.close();
+    }
     if project.definitions.is_empty() {
         findings.add("project", "definitions", Verdict::Warn, "no table has a data_diff block");
     }
 }
 
-/// Which side a session is for.
-#[derive(Clone, Copy)]
-enum Side {
-    Source,
-    Target,
-}
-
-fn report_session(findings: &mut Findings, scope: &str, opened: &Result<(Session, String), String>) {
+fn report_session(findings: &mut Findings, scope: &str, opened: &Result<(SideSession, String), String>) {
     match opened {
         Ok((_, detail)) => findings.add(scope, "read-only session", Verdict::Ok, detail.clone()),
         Err(reason) => findings.add(scope, "read-only session", Verdict::Fail, reason.clone()),
     }
 }
 
-/// Opens a read-only session with the tap's (through `replica_*`) or the target's `db_conn`,
-/// with the runner's `application_name`, `ssl` meaning and libpq fallbacks.
-fn open_side(project: &Project, environment: &Environment, side: Side, id: &str) -> Result<(Session, String), String> {
-    let (endpoint, role, application_name) = match side {
-        Side::Source => {
-            let tap = project.tap(id).ok_or_else(|| format!("Tap '{id}' is not defined in the project YAML"))?;
-            let db_conn =
-                tap.db_conn.as_ref().ok_or_else(|| format!("Tap '{id}' has no db_conn in the project YAML"))?;
-            (db_conn.source_endpoint(), "source", datadiff_runner::SOURCE_APPLICATION_NAME)
-        }
-        Side::Target => {
-            let target =
-                project.target(id).ok_or_else(|| format!("Target '{id}' is not defined in the project YAML"))?;
-            let db_conn =
-                target.db_conn.as_ref().ok_or_else(|| format!("Target '{id}' has no db_conn in the project YAML"))?;
-            (db_conn.target_endpoint(), "target", datadiff_runner::TARGET_APPLICATION_NAME)
-        }
-    };
-    let dsn = Dsn::parse(role, &dsn_text(&endpoint, application_name), environment)
-        .map_err(|error| one_line(&error.into()))?;
-    let address = format!(
-        "{}:{}/{}",
-        endpoint.host.as_deref().unwrap_or("local socket"),
-        endpoint.port.unwrap_or(5432),
-        endpoint.dbname.as_deref().unwrap_or_default()
-    );
-    let settings = SessionSettings { statement_timeout: Some(STATEMENT_TIMEOUT), read_only: true };
-    let mut session = Session::connect(&dsn, settings)
-        .map_err(|error| format!("cannot connect to {address}: {}", one_line(&error.into())))?;
-    let row = session
-        .client()
-        .query_one("SELECT current_setting('default_transaction_read_only'), pg_catalog.pg_is_in_recovery()", &[])
-        .map_err(|error| one_line(&error.into()))?;
-    let read_only: String = row.get(0);
-    let standby: bool = row.get(1);
+/// Opens the side's session as an attempt opens it (read-only transaction, UTC,
+/// `search_path` pinned, the doctor's statement timeout) and says what it is: read-only,
+/// a standby, encrypted.
+fn open_side(config: &SideConfig) -> Result<(SideSession, String), String> {
+    let mut session = SideSession::open(config, STATEMENT_TIMEOUT)?;
+    let facts = session.with_client("read-only check", |client| {
+        let row = client.query_one(
+            "SELECT pg_catalog.current_setting('transaction_read_only'), pg_catalog.pg_is_in_recovery(), \
+                    coalesce((SELECT ssl FROM pg_catalog.pg_stat_ssl WHERE pid = pg_catalog.pg_backend_pid()), false)",
+            &[],
+        )?;
+        Ok::<_, postgres::Error>((row.try_get::<_, String>(0)?, row.try_get::<_, bool>(1)?, row.try_get::<_, bool>(2)?))
+    })?;
+    let (read_only, standby, tls) = facts.map_err(|error| datadiff_access::one_line(&error))?;
+    let address = &config.address;
     if read_only != "on" {
         return Err(format!("the session at {address} is not read-only"));
     }
-    let tls = session.uses_tls().unwrap_or(false);
     Ok((
         session,
         format!("{address}: read-only{}{}", if standby { ", a standby" } else { "" }, if tls { ", TLS" } else { "" }),
     ))
 }
 
-/// A libpq key=value connection string for an endpoint (values single-quoted, `\` and `'`
-/// escaped); it lives only in memory and is never printed.
-fn dsn_text(endpoint: &Endpoint, application_name: &str) -> String {
-    fn pair(out: &mut String, key: &str, value: &str) {
-        out.push_str(key);
-        out.push_str("='");
-        out.push_str(&value.replace('\\', "\\\\").replace('\'', "\\'"));
-        out.push_str("' ");
+/// The columns of a table, as the runner reads them. A table without a column visible to the
+/// role is looked up in `pg_class`: a missing table says so (rather than that its key column
+/// is missing), and so does a table the role may not read.
+fn columns(session: &mut SideSession, role: &str, schema: &str, table: &str) -> Result<TableColumns, String> {
+    let columns = session.columns(schema, table)?;
+    if !columns.columns().is_empty() {
+        return Ok(columns);
     }
-    let mut text = String::new();
-    if let Some(host) = &endpoint.host {
-        pair(&mut text, "host", host);
-    }
-    if let Some(port) = endpoint.port {
-        pair(&mut text, "port", &port.to_string());
-    }
-    if let Some(user) = &endpoint.user {
-        pair(&mut text, "user", user);
-    }
-    if let Some(password) = &endpoint.password {
-        pair(&mut text, "password", password.expose());
-    }
-    if let Some(dbname) = &endpoint.dbname {
-        pair(&mut text, "dbname", dbname);
-    }
-    pair(&mut text, "sslmode", if endpoint.ssl { "require" } else { "prefer" });
-    pair(&mut text, "application_name", application_name);
-    pair(&mut text, "connect_timeout", "10");
-    text
+    let (owned_schema, owned_table) = (schema.to_owned(), table.to_owned());
+    let exists = session
+        .with_client("catalog read", move |client| {
+            client.query_opt(
+                "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relname = $2",
+                &[&owned_schema, &owned_table],
+            )
+        })?
+        .map_err(|error| format!("catalog read failed: {}", datadiff_access::one_line(&error)))?
+        .is_some();
+    let name = TableName::new(schema, table);
+    Err(match exists {
+        false => format!("table {name} does not exist in the {role} database"),
+        true => format!("table {name} has no column the {role} role may read (grant it SELECT)"),
+    })
 }
 
-/// The columns of a table, as the runner reads them.
-fn columns(session: &mut Session, schema: &str, table: &str) -> Result<TableColumns, String> {
-    table_columns(session.client(), schema, table)
-        .map_err(|error| format!("catalog read failed: {}", one_line(&error.into())))
+/// Asks the server to plan `sql` (`EXPLAIN`, no row read), its parameters bound as window
+/// bounds of their inferred type; the server's message when it cannot. It runs inside a
+/// savepoint, so a refusal leaves the session's transaction usable.
+fn explain(session: &mut SideSession, sql: &str) -> Result<(), String> {
+    let sql = format!("EXPLAIN {sql}");
+    session.with_client("EXPLAIN", move |client| {
+        client.batch_execute("SAVEPOINT datadiff_doctor").map_err(|error| datadiff_access::one_line(&error))?;
+        let planned = plan_with_window_bounds(client, &sql);
+        let end = if planned.is_ok() { "RELEASE" } else { "ROLLBACK TO" };
+        client
+            .batch_execute(&format!("{end} SAVEPOINT datadiff_doctor"))
+            .map_err(|error| datadiff_access::one_line(&error))?;
+        planned
+    })?
 }
 
-fn check_definition(definition: &CheckDefinition, source: &mut Session, target: &mut Session, findings: &mut Findings) {
+fn plan_with_window_bounds(client: &mut postgres::Client, sql: &str) -> Result<(), String> {
+    use postgres::types::{ToSql, Type};
+    let message = |error: postgres::Error| datadiff_access::one_line(&error);
+    let statement = client.prepare(sql).map_err(message)?;
+    let end = chrono::Utc::now();
+    let start = end - chrono::TimeDelta::hours(1);
+    let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
+    for (index, parameter) in statement.params().iter().enumerate() {
+        let bound = if index == 0 { start } else { end };
+        match *parameter {
+            Type::TIMESTAMPTZ => params.push(Box::new(bound)),
+            Type::TIMESTAMP => params.push(Box::new(bound.naive_utc())),
+            Type::DATE => params.push(Box::new(bound.date_naive())),
+            ref other => return Err(format!("cannot bind a window bound of type {other}")),
+        }
+    }
+    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|param| param.as_ref() as &(dyn ToSql + Sync)).collect();
+    client.query(&statement, &params).map_err(message)?;
+    Ok(())
+}
+
+/// One finding per side: whether its server plans every statement an attempt sends it.
+fn check_queries(
+    definition: &CheckDefinition,
+    plan: &AggregatePlan,
+    source: &mut SideSession,
+    target: &mut SideSession,
+    findings: &mut Findings,
+) {
+    let name = definition.full_check_name.as_str();
+    let metrics: Vec<&str> = plan.metrics().iter().map(|check| check.as_str()).collect();
+    // Planned by the runner, from both catalogs, exactly as an attempt plans them.
+    let row_diff_selects = definition
+        .extensions
+        .row_diff
+        .is_some()
+        .then(|| datadiff_runner::row_diff_select(definition, plan, source, target));
+    for side in [PlanSide::Source, PlanSide::Target] {
+        let (label, check) = match side {
+            PlanSide::Source => ("source", "source queries"),
+            PlanSide::Target => ("target", "target queries"),
+        };
+        let mut planned = Vec::new();
+        let mut failures = Vec::new();
+        let mut statements: Vec<(String, Result<String, String>)> = Vec::new();
+        if !metrics.is_empty() {
+            statements
+                .push((format!("aggregate query ({})", metrics.join(", ")), Ok(plan.metric_sql(side).to_owned())));
+            statements.push(("MIN query".to_owned(), Ok(plan.minimum_sql(side).to_owned())));
+        }
+        if let Some(selects) = &row_diff_selects {
+            let select = selects.clone().map(|(source, target)| match side {
+                PlanSide::Source => source,
+                PlanSide::Target => target,
+            });
+            statements.push(("row_diff SELECT".to_owned(), select));
+        }
+        if statements.is_empty() {
+            continue;
+        }
+        let session = match side {
+            PlanSide::Source => &mut *source,
+            PlanSide::Target => &mut *target,
+        };
+        for (statement, sql) in statements {
+            match sql.and_then(|sql| explain(session, &sql)) {
+                Ok(()) => planned.push(statement),
+                Err(reason) => failures.push(format!("{statement}: {reason}")),
+            }
+        }
+        if failures.is_empty() {
+            findings.add(name, check, Verdict::Ok, format!("the {label} server plans the {}", planned.join(", ")));
+        } else {
+            findings.add(name, check, Verdict::Fail, format!("the {label} server refuses the {}", failures.join("; ")));
+        }
+    }
+}
+
+fn check_definition(
+    definition: &CheckDefinition,
+    source: &mut SideSession,
+    target: &mut SideSession,
+    findings: &mut Findings,
+) {
     let name = definition.full_check_name.as_str();
     debug_assert!(
         definition.source_type == SourceType::TapPostgres && definition.target_type == TargetType::TargetPostgres
     );
-    let tables = columns(source, &definition.source_schema, &definition.source_table)
-        .and_then(|source| Ok((source, columns(target, &definition.target_schema, &definition.target_table)?)));
+    let tables = columns(source, "source", &definition.source_schema, &definition.source_table).and_then(|source| {
+        Ok((source, columns(target, "target", &definition.target_schema, &definition.target_table)?))
+    });
     let (source_columns, target_columns) = match tables {
         Ok(tables) => tables,
         Err(reason) => return findings.add(name, "columns", Verdict::Fail, reason),
@@ -389,26 +475,25 @@ fn check_definition(definition: &CheckDefinition, source: &mut Session, target: 
         };
         findings.add(name, result.check_type.as_str(), verdict, detail);
     }
+    check_queries(definition, &plan, source, target, findings);
     if !plan.has_metric_checks() {
         findings.add(name, "preflight", Verdict::Skip, "metadata-only: no source data is read");
         return;
     }
-    let table = SourceTable {
-        schema: &definition.source_schema,
-        table: &definition.source_table,
-        timestamp_column: &resolved.source_timestamp().name,
-    };
-    let record = match source.client().build_transaction().read_only(true).start() {
-        Ok(mut transaction) => {
-            let record = datadiff_preflight::preflight(
-                &mut transaction,
-                &table,
-                QueryFingerprint::of_sql(plan.fingerprint_sql()),
-            );
-            let _ = transaction.rollback();
-            record
-        }
-        Err(error) => return findings.add(name, "preflight", Verdict::Fail, one_line(&error.into())),
+    // Inside the session's read-only transaction, as an attempt's preflight runs.
+    let (schema, table, timestamp_column, fingerprint) = (
+        definition.source_schema.clone(),
+        definition.source_table.clone(),
+        resolved.source_timestamp().name.clone(),
+        QueryFingerprint::of_sql(plan.fingerprint_sql()),
+    );
+    let preflight = source.with_client("preflight", move |client| {
+        let table = SourceTable { schema: &schema, table: &table, timestamp_column: &timestamp_column };
+        datadiff_preflight::preflight(client, &table, fingerprint)
+    });
+    let record = match preflight {
+        Ok(record) => record,
+        Err(reason) => return findings.add(name, "preflight", Verdict::Fail, reason),
     };
     let (verdict, detail) = match record.status {
         PreflightStatus::Pass if record.index_warning => {
@@ -424,31 +509,4 @@ fn check_definition(definition: &CheckDefinition, source: &mut Session, target: 
         }
     };
     findings.add(name, "preflight", verdict, detail);
-}
-
-#[cfg(test)]
-mod tests {
-    use datadiff_config::Secret;
-
-    use super::*;
-
-    #[test]
-    fn connection_strings_quote_every_value() {
-        let endpoint = Endpoint {
-            host: Some("db.internal".into()),
-            port: Some(6432),
-            user: Some("o'neil".into()),
-            password: Some(Secret::new("p\\w 'x'")),
-            dbname: Some("pay ments".into()),
-            ssl: true,
-        };
-        let text = dsn_text(&endpoint, "pipelinewise-data-diff-source");
-        let config: postgres::Config = text.parse().unwrap();
-        assert_eq!(config.get_user(), Some("o'neil"));
-        assert_eq!(config.get_password(), Some(&b"p\\w 'x'"[..]));
-        assert_eq!(config.get_dbname(), Some("pay ments"));
-        assert_eq!(config.get_ports(), [6432]);
-        assert_eq!(config.get_application_name(), Some("pipelinewise-data-diff-source"));
-        assert!(text.contains("sslmode='require'"));
-    }
 }

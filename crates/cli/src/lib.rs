@@ -15,8 +15,10 @@
 //!   `--dir`/`--secret` and opens the backend behind the schema gate; `listing.rs` renders
 //!   one list as a table, JSON or CSV; `summary.rs` holds the run and rerun tables;
 //!   `timestamp.rs` the time forms and `--at`.
-//! * Logs go to stderr through `tracing` (`-v`, `-vv`, `-vvv`, or `RUST_LOG`). An error is one
-//!   `error:` line naming what to fix; `-v` adds the cause chain. Nothing printed ever holds a
+//! * Logs go to stderr through `tracing` (`-v`, `-vv`, `-vvv`, or `RUST_LOG`); `run`, `rerun`
+//!   and `audit` log a start and an end line (UTC time, duration, counts) at every level
+//!   (`logging.rs`). An error is one `error:` line naming what to fix; `-v` adds the cause
+//!   chain. Nothing printed ever holds a
 //!   password or a row value: DSNs are never echoed, and argument-parser messages (which quote
 //!   rejected arguments) are scrubbed of passwords.
 //!
@@ -44,7 +46,7 @@
 //! | `rerun_data_diff_check` (`rerun`) | `--run-id ID`, `--remediation-ref REF`, `--at TIME`, `--output-format table\|json` | upstream's rerun table | 0 (PASS, DEFERRED, SKIPPED after a lost lease); 1 FAIL/ERROR or a RUNNING slot; 2 unknown or non-failed run, empty reference |
 //! | `migrate` | `--status` \| `--to base\|001…004 [--drop-extensions]` | the schema, or the steps applied | 0, 2 |
 //! | `doctor` | `--output-format table\|json` | findings: scope, check, OK/WARN/FAIL/SKIP, detail | 0; 1 a FAIL finding; 2 |
-//! | `report` | `watermarks [--max-lag DURATION]`, `daily`, `failures`, `remediations`, `differences --run-id ID`, `metrics [--output FILE]` (Prometheus text format; see `report.rs`); `--output-format table\|json\|csv`, `--at TIME` | the report | 0; 1 `--max-lag` failed; 2 |
+//! | `report` | `watermarks [--max-lag DURATION]`, `daily`, `failures`, `remediations`, `differences --run-id ID`, `run --run-id ID` (one attempt's whole record; see `report.rs`), `metrics [--output FILE]` (Prometheus text format; see `report.rs`); `--output-format table\|json\|csv`, `--at TIME` | the report | 0; 1 `--max-lag` failed; 2 |
 //! | `audit` | see the README | the JSON report | 0 PASS, 1 BLOCK, 2 |
 //! | `demo` | `--keep` | the story on a throwaway cluster: each command and its output, the watermark events; with `--keep`, how to connect | 0; 2 no server binaries (one line saying what to install) or a step that did not end as the story expects |
 //!
@@ -113,6 +115,9 @@
 //!   `remediation_attempt`, `remediation_status`, `remediation_reference`,
 //!   `remediation_finished_at`, `recovered`; differences `check_type`, `ordinal`, `kind`
 //!   (MISSING_IN_TARGET, EXTRA_IN_TARGET, CHANGED), `key` (the key's JSON), `fields`.
+//!   `report run` (one attempt): see `report.rs`; its `rows` are the results `check_type`,
+//!   `status`, `source_value`, `target_value`, `source_query_seconds`,
+//!   `target_query_seconds`, `error`.
 //!   `max_lag`: `{max_lag_seconds, passed, offenders: [{check_id, full_check_name, problem
 //!   (BLOCKED, NOT_RUN, LAGGING), lag_seconds}]}` — what a metrics scraper reads. With CSV
 //!   the verdict goes to stderr.
@@ -311,7 +316,18 @@ where
     };
     let rust_log = console.environment().get("RUST_LOG").map(str::to_owned);
     let verbose = cli.verbose();
-    let subscriber = logging::subscriber(verbose, rust_log.as_deref(), console.stderr(), console.stderr_is_terminal());
+    // The demo narrates the commands it runs in-process: no invocation lines in its story.
+    #[cfg(feature = "demo")]
+    let invocation_lines = !matches!(cli.command, Command::Demo(_));
+    #[cfg(not(feature = "demo"))]
+    let invocation_lines = true;
+    let subscriber = logging::subscriber(
+        verbose,
+        rust_log.as_deref(),
+        console.stderr(),
+        console.stderr_is_terminal(),
+        invocation_lines,
+    );
     tracing::subscriber::with_default(subscriber, || match cli.command.execute(&mut console) {
         Ok(exit) => exit,
         Err(error) => {

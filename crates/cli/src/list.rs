@@ -109,7 +109,7 @@ pub(crate) fn run(args: &ListArgs, console: &mut Console) -> anyhow::Result<Exit
     let text = match args.output_format {
         OutputFormat::Json => format!("{:#}\n", json!({ "checks": listing.json_rows() })),
         OutputFormat::Table if listing.is_empty() => "No data-diff checks found\n".to_owned(),
-        OutputFormat::Table => listing.table(),
+        OutputFormat::Table => listing.table_within(console.stdout_width()),
     };
     console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
     Ok(Exit::Success)

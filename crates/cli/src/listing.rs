@@ -162,6 +162,17 @@ impl Listing {
     /// would also reformat numeric text such as `007` or `1e5`, and align a column of
     /// decimals on the point; no table prints such values.)
     pub(crate) fn table(&self) -> String {
+        self.table_within(None)
+    }
+
+    /// [`Listing::table`] fitted to `width` characters when it is given (a terminal's width)
+    /// and the table is wider: text columns are narrowed, widest first, and their cells
+    /// wrapped at blanks onto continuation lines (a word longer than its column is cut);
+    /// integer columns and headers are never wrapped, and no column is narrowed below
+    /// [`MIN_WRAPPED_WIDTH`] or its header, so a very narrow terminal still gets a wider
+    /// table. Without a width (a pipe or a file), every row stays one line, as `tabulate`
+    /// prints it.
+    pub(crate) fn table_within(&self, width: Option<usize>) -> String {
         let shown: Vec<usize> = (0..self.columns.len()).filter(|&i| self.columns[i].in_table).collect();
         let headers: Vec<&str> = shown.iter().map(|&i| self.columns[i].header).collect();
         let rows: Vec<Vec<String>> = self
@@ -169,18 +180,32 @@ impl Listing {
             .iter()
             .map(|row| shown.iter().map(|&i| row[i].text.replace(['\n', '\r'], " ")).collect())
             .collect();
-        let width = |text: &str| text.chars().count();
-        let columns: Vec<(usize, bool)> = headers
+        let mut columns: Vec<(usize, bool)> = headers
             .iter()
             .enumerate()
             .map(|(at, header)| {
                 let cells = rows.iter().map(|row| row[at].as_str());
-                let widest = cells.clone().map(width).max().unwrap_or(0);
+                let widest = cells.clone().map(chars).max().unwrap_or(0);
                 let numeric =
                     cells.clone().any(|cell| !cell.is_empty()) && cells.filter(|cell| !cell.is_empty()).all(is_integer);
-                (widest.max(width(header) + 2), numeric)
+                (widest.max(chars(header) + 2), numeric)
             })
             .collect();
+        if let Some(width) = width {
+            let floors: Vec<usize> = headers
+                .iter()
+                .zip(&columns)
+                .map(
+                    |(header, &(natural, numeric))| {
+                        if numeric { natural } else { natural.min(MIN_WRAPPED_WIDTH.max(chars(header) + 2)) }
+                    },
+                )
+                .collect();
+            let natural: Vec<usize> = columns.iter().map(|&(natural, _)| natural).collect();
+            for (column, fitted) in columns.iter_mut().zip(fit_widths(&natural, &floors, width)) {
+                column.0 = fitted;
+            }
+        }
         let line = |cells: &[&str]| {
             let padded: Vec<String> = cells
                 .iter()
@@ -198,8 +223,13 @@ impl Listing {
         let rule: Vec<String> = columns.iter().map(|&(width, _)| "-".repeat(width)).collect();
         let _ = writeln!(text, "{}", rule.join("  "));
         for row in &rows {
-            let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-            let _ = writeln!(text, "{}", line(&cells));
+            let wrapped: Vec<Vec<String>> =
+                row.iter().zip(&columns).map(|(cell, &(width, _))| wrap(cell, width)).collect();
+            let height = wrapped.iter().map(Vec::len).max().unwrap_or(1);
+            for at in 0..height {
+                let cells: Vec<&str> = wrapped.iter().map(|lines| lines.get(at).map_or("", String::as_str)).collect();
+                let _ = writeln!(text, "{}", line(&cells));
+            }
         }
         text
     }
@@ -234,6 +264,70 @@ impl Listing {
         }
         text
     }
+}
+
+/// The narrowest a wrapped text column gets (unless its header is wider).
+pub(crate) const MIN_WRAPPED_WIDTH: usize = 12;
+
+/// Characters of `text` (what a terminal column holds for the texts tables show).
+fn chars(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// Column widths whose table (columns two apart) fits `width`: the widest columns are
+/// narrowed to a common cap, never below their `floors`; `natural` when the table fits, and
+/// `floors` when even they do not.
+fn fit_widths(natural: &[usize], floors: &[usize], width: usize) -> Vec<usize> {
+    let gaps = 2 * natural.len().saturating_sub(1);
+    let total = |widths: &[usize]| widths.iter().sum::<usize>() + gaps;
+    if total(natural) <= width {
+        return natural.to_vec();
+    }
+    let capped = |cap: usize| -> Vec<usize> {
+        natural.iter().zip(floors).map(|(&natural, &floor)| natural.min(cap.max(floor))).collect()
+    };
+    // The largest cap that fits; the widths only shrink as the cap does.
+    let widest = natural.iter().copied().max().unwrap_or(0);
+    (0..=widest).rev().map(capped).find(|widths| total(widths) <= width).unwrap_or_else(|| floors.to_vec())
+}
+
+/// `text` in lines of at most `width` characters, broken at blanks (a word longer than
+/// `width` is cut); one line when it fits, and one empty line for an empty text.
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+    if chars(text) <= width || width == 0 {
+        return vec![text.to_owned()];
+    }
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    for word in text.split(' ').filter(|word| !word.is_empty()) {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let used = chars(&current);
+            let room = if used == 0 { width } else { width.saturating_sub(used + 1) };
+            if word.len() <= room {
+                if used > 0 {
+                    current.push(' ');
+                }
+                current.extend(&word);
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut current));
+                continue;
+            }
+            // A word longer than the column: cut it.
+            let rest = word.split_off(width);
+            lines.push(word.into_iter().collect());
+            word = rest;
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    if !current.is_empty() || lines.is_empty() {
+        lines.push(current);
+    }
+    lines
 }
 
 /// One CSV field: quoted (with inner quotes doubled) when it holds a comma, a quote, a line
@@ -303,6 +397,58 @@ mod tests {
              c\n"
         );
         assert!(is_integer("-12") && is_integer("7") && !is_integer("") && !is_integer("1.5") && !is_integer("-"));
+    }
+
+    #[test]
+    fn a_table_wider_than_the_terminal_wraps_its_widest_text_columns() {
+        const COLUMNS: &[Column] =
+            &[column("Check", "check"), column("Attempt", "attempt"), column("Reason", "reason")];
+        let mut listing = Listing::new(COLUMNS);
+        let reason = "row_diff FAIL: 2 missing, 1 extra, 3 changed; see datadiff report differences";
+        listing.push(vec![Cell::string("pg/pay/public/transfers"), Cell::int(Some(12)), Cell::string(reason)]);
+        listing.push(vec![Cell::string("pg/pay/public/t"), Cell::int(Some(3)), Cell::string("row_count FAIL")]);
+        // Unfitted (a pipe): every row one line, as tabulate prints it.
+        let unfitted = listing.table();
+        assert_eq!(listing.table_within(None), unfitted);
+        assert_eq!(unfitted.lines().count(), 4);
+        assert!(unfitted.lines().nth(2).is_some_and(|line| line.ends_with(reason)), "{unfitted}");
+        // Wide enough: the same text.
+        assert_eq!(listing.table_within(Some(200)), unfitted);
+
+        let fitted = listing.table_within(Some(60));
+        assert_eq!(
+            fitted,
+            "Check                      Attempt  Reason\n\
+             -----------------------  ---------  ------------------------\n\
+             pg/pay/public/transfers         12  row_diff FAIL: 2\n\
+             \x20                                   missing, 1 extra, 3\n\
+             \x20                                   changed; see datadiff\n\
+             \x20                                   report differences\n\
+             pg/pay/public/t                  3  row_count FAIL\n"
+        );
+        assert!(fitted.lines().all(|line| line.chars().count() <= 60), "{fitted}");
+        // Every word of the reason is still there, in order.
+        let words: Vec<&str> = fitted.lines().skip(2).take(4).flat_map(|line| line[36..].split_whitespace()).collect();
+        assert_eq!(words.join(" "), reason);
+
+        // Narrower than the floors: columns stop at their floors (headers never wrap) and a
+        // long word is cut.
+        let narrow = listing.table_within(Some(10));
+        assert!(narrow.starts_with(&format!("Check{}Attempt  Reason", " ".repeat(11))), "{narrow}");
+        assert!(narrow.lines().any(|line| line.starts_with("pg/pay/publi")), "{narrow}");
+        assert!(narrow.lines().any(|line| line.starts_with("c/transfers ")), "{narrow}");
+    }
+
+    #[test]
+    fn wrapping_breaks_at_blanks_and_cuts_long_words() {
+        assert_eq!(wrap("", 5), [""]);
+        assert_eq!(wrap("short", 5), ["short"]);
+        assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+        assert_eq!(wrap("abcdefghij k", 4), ["abcd", "efgh", "ij k"]);
+        assert_eq!(fit_widths(&[10, 30, 5], &[8, 12, 5], 100), [10, 30, 5], "fits: unchanged");
+        assert_eq!(fit_widths(&[10, 30, 5], &[8, 12, 5], 35), [10, 16, 5], "the widest narrows first");
+        assert_eq!(fit_widths(&[20, 30, 5], &[8, 12, 5], 30), [9, 12, 5], "then the others, to one cap");
+        assert_eq!(fit_widths(&[20, 30, 5], &[8, 12, 5], 3), [8, 12, 5], "never below the floors");
     }
 
     #[test]

@@ -1,6 +1,24 @@
 //! `datadiff report`: the four reporting queries of PipelineWise's backend page, a run's
-//! `row_diff` evidence, the `--max-lag` monitoring verdict (SPEC §8), and `report metrics`,
-//! the same state in the Prometheus text exposition format.
+//! `row_diff` evidence, one attempt's whole record (`report run`), the `--max-lag`
+//! monitoring verdict (SPEC §8), and `report metrics`, the same state in the Prometheus text
+//! exposition format.
+//!
+//! # `report run --run-id ID`
+//!
+//! One attempt as the backend keeps it: its check and revision, window, slot, trigger,
+//! attempt number, status and error, times, the remediation link, the preflight record
+//! (status, bounded row count, leading index, fingerprint, findings), then every
+//! `dd_run_results` row with both values as stored (counts, min/max keys, checksums: what
+//! PipelineWise stores; never a row; the table shows a `schema_compatibility` value as
+//! `<n> columns`, JSON and CSV in full), both query times and its error, and the `row_diff`
+//! totals (`matched` is worked out: the source rows neither missing nor changed) with the
+//! command that lists the differing rows. JSON: `{"report": "run", run_id, check_id,
+//! full_check_name, revision, scheduled_for, window_start, window_end, trigger_type, attempt,
+//! status, error, started_at, finished_at, rerun_of_run_id, remediation_reference,
+//! preflight: {…} | null, row_diff: {source_rows, target_rows, missing, extra, changed,
+//! matched} | null, rows: [{check_type, status, source_value, target_value,
+//! source_query_seconds, target_query_seconds, error}]}`; CSV: the result rows. An unknown
+//! run id is one `error:` line and exit 2, as for `report differences`.
 //!
 //! # `report metrics`
 //!
@@ -31,18 +49,18 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use chrono::{DateTime, TimeDelta, Utc};
 use clap::{Args, Subcommand};
-use datadiff_backend_store::{LagProblem, LagVerdict, MetricsRow, Store, WatermarkStatus};
-use datadiff_diff_core::{ResultType, RunId, RunStatus};
+use datadiff_backend_store::{LagProblem, LagVerdict, MetricsRow, RunEvidence, Store, WatermarkStatus};
+use datadiff_diff_core::{CheckResult, ResultType, RunId, RunStatus};
 use serde_json::{Value as Json, json};
 
 use crate::console::Console;
 use crate::exit::Exit;
-use crate::listing::{Cell, Column, Listing, ReportFormat, column, field};
+use crate::listing::{Cell, Column, Listing, MIN_WRAPPED_WIDTH, ReportFormat, column, field, wrap};
 use crate::project::{ProjectArgs, open_gated};
 use crate::timestamp;
 
 /// Print a report from the backend: watermarks, daily results, unresolved failures,
-/// remediations, a run's row differences, or Prometheus metrics.
+/// remediations, a run's row differences, one run's whole record, or Prometheus metrics.
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
     #[command(flatten)]
@@ -73,6 +91,9 @@ enum ReportKind {
     Remediations(PlainArgs),
     /// The row differences (keys and column names) a run's row_diff recorded.
     Differences(DifferencesArgs),
+    /// One attempt's whole record: window, trigger, status, error, preflight, every check's
+    /// values and query times, and the row_diff totals.
+    Run(RunReportArgs),
     /// Watermarks, latest attempts and open failures as Prometheus metrics (text format).
     Metrics(MetricsArgs),
 }
@@ -116,6 +137,16 @@ struct DifferencesArgs {
     verbosity: crate::logging::Verbosity,
 }
 
+/// `report run`.
+#[derive(Debug, Args)]
+struct RunReportArgs {
+    /// The run (its run_id, as the run table prints it).
+    #[arg(long, value_name = "ID", value_parser = crate::rerun::parse_run_id)]
+    run_id: RunId,
+    #[command(flatten)]
+    verbosity: crate::logging::Verbosity,
+}
+
 impl ReportArgs {
     /// `-v` given after the command name or the report's name.
     pub(crate) fn verbosity(&self) -> u8 {
@@ -125,6 +156,7 @@ impl ReportArgs {
                 args.verbosity.count()
             }
             ReportKind::Differences(args) => args.verbosity.count(),
+            ReportKind::Run(args) => args.verbosity.count(),
             ReportKind::Metrics(args) => args.verbosity.count(),
         };
         self.verbosity.count().saturating_add(inner)
@@ -161,6 +193,16 @@ pub(crate) fn run(args: &ReportArgs, console: &mut Console) -> anyhow::Result<Ex
         ReportKind::Daily(_) => ("daily", daily_listing(&store)?, json!({}), None),
         ReportKind::Failures(_) => ("failures", failure_listing(&store)?, json!({}), None),
         ReportKind::Remediations(_) => ("remediations", remediation_listing(&store)?, json!({}), None),
+        ReportKind::Run(report) => {
+            let evidence = store.run_evidence(report.run_id)?;
+            let listing = result_listing(&evidence.results);
+            if args.output_format == ReportFormat::Table {
+                let text = run_text(&evidence, &listing, console.stdout_width());
+                console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
+                return Ok(Exit::Success);
+            }
+            ("run", listing, run_json(&evidence), None)
+        }
         ReportKind::Differences(differences) => {
             let listing = difference_listing(&store, differences.run_id)?;
             let found = row_diff_counts(&store, differences.run_id)?;
@@ -174,7 +216,11 @@ pub(crate) fn run(args: &ReportArgs, console: &mut Console) -> anyhow::Result<Ex
                 );
             }
             if args.output_format == ReportFormat::Table {
-                let mut text = if listing.is_empty() { "No rows\n".to_owned() } else { listing.table() };
+                let mut text = if listing.is_empty() {
+                    "No rows\n".to_owned()
+                } else {
+                    listing.table_within(console.stdout_width())
+                };
                 text.push_str(&match found {
                     Some(found) => format!(
                         "{} differences found ({} missing, {} extra, {} changed); {shown} shown (max_examples)\n",
@@ -205,7 +251,8 @@ pub(crate) fn run(args: &ReportArgs, console: &mut Console) -> anyhow::Result<Ex
         }
         ReportFormat::Csv => listing.csv(),
         ReportFormat::Table => {
-            let mut text = if listing.is_empty() { "No rows\n".to_owned() } else { listing.table() };
+            let mut text =
+                if listing.is_empty() { "No rows\n".to_owned() } else { listing.table_within(console.stdout_width()) };
             if let Some(verdict) = &verdict {
                 text.push('\n');
                 text.push_str(&verdict_text(verdict));
@@ -440,6 +487,222 @@ fn difference_listing(store: &Store, run_id: RunId) -> anyhow::Result<Listing> {
         ]);
     }
     Ok(listing)
+}
+
+const RESULT_COLUMNS: &[Column] = &[
+    column("Check type", "check_type"),
+    column("Status", "status"),
+    column("Source value", "source_value"),
+    column("Target value", "target_value"),
+    column("Source seconds", "source_query_seconds"),
+    column("Target seconds", "target_query_seconds"),
+    column("Error", "error"),
+];
+
+/// A run's results: one row per stored check result, both values as stored.
+fn result_listing(results: &[CheckResult]) -> Listing {
+    let seconds = |value: Option<f64>| match value {
+        Some(value) => Cell::with_text(format!("{value:.3}"), json!(value)),
+        None => Cell::text(None::<String>),
+    };
+    let mut listing = Listing::new(RESULT_COLUMNS);
+    for result in results {
+        listing.push(vec![
+            Cell::string(result.check_type.as_str()),
+            Cell::string(result.status.as_str()),
+            value_cell(&result.source_value),
+            value_cell(&result.target_value),
+            seconds(result.source_query_seconds),
+            seconds(result.target_query_seconds),
+            Cell::text(result.error.clone()),
+        ]);
+    }
+    listing
+}
+
+/// A result value: as JSON holds it, and in tables compact JSON — except a
+/// `schema_compatibility` value (its `columns` array of type descriptions), which tables
+/// show as `<n> columns` (JSON has them all).
+fn value_cell(value: &Json) -> Cell {
+    match value.get("columns").and_then(Json::as_array) {
+        Some(columns) => Cell::with_text(format!("{} columns", columns.len()), value.clone()),
+        None => Cell::json(value.clone()),
+    }
+}
+
+/// The totals a `row_diff` result stored (its values' count strings), with the matched rows
+/// worked out from them: the source rows that are neither missing nor changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RowDiffTotals {
+    source_rows: u64,
+    target_rows: u64,
+    missing: u64,
+    extra: u64,
+    changed: u64,
+}
+
+impl RowDiffTotals {
+    /// The totals of the `row_diff` result among `results`; `None` without one, or for an
+    /// ERROR one (it stores no counts).
+    fn of(results: &[CheckResult]) -> Option<RowDiffTotals> {
+        let result = results.iter().find(|result| result.check_type == ResultType::RowDiff)?;
+        let count =
+            |value: &Json, name: &str| value.get(name).and_then(Json::as_str).and_then(|text| text.parse().ok());
+        Some(RowDiffTotals {
+            source_rows: count(&result.source_value, "rows")?,
+            target_rows: count(&result.target_value, "rows")?,
+            missing: count(&result.target_value, "missing")?,
+            extra: count(&result.target_value, "extra")?,
+            changed: count(&result.target_value, "changed")?,
+        })
+    }
+
+    /// Source rows found equal on the target; `None` when the stored counts disagree.
+    fn matched(self) -> Option<u64> {
+        self.source_rows.checked_sub(self.missing)?.checked_sub(self.changed)
+    }
+
+    fn to_json(self) -> Json {
+        json!({
+            "source_rows": self.source_rows,
+            "target_rows": self.target_rows,
+            "missing": self.missing,
+            "extra": self.extra,
+            "changed": self.changed,
+            "matched": self.matched(),
+        })
+    }
+
+    fn text(self) -> String {
+        let matched = self.matched().map_or_else(|| "?".to_owned(), |matched| matched.to_string());
+        format!(
+            "{} missing, {} extra, {} changed, {matched} matched (source {} rows, target {} rows)",
+            self.missing, self.extra, self.changed, self.source_rows, self.target_rows
+        )
+    }
+}
+
+/// `report run` as JSON (without its `rows`, the results, which the caller adds).
+fn run_json(evidence: &RunEvidence) -> Json {
+    let attempt = &evidence.attempt;
+    let preflight = evidence.preflight.as_ref().map_or(Json::Null, |preflight| {
+        json!({
+            "preflight_id": preflight.preflight_id.to_string(),
+            "status": preflight.status.as_str(),
+            "checked_at": timestamp::json(Some(preflight.checked_at)),
+            "query_fingerprint": preflight.query_fingerprint,
+            "table_rows": preflight.table_rows,
+            "row_limit": preflight.row_limit,
+            "has_leading_index": preflight.has_leading_index,
+            "findings": preflight.findings,
+            "error": preflight.error,
+        })
+    });
+    json!({
+        "run_id": attempt.run_id.to_string(),
+        "check_id": attempt.check_id.to_string(),
+        "full_check_name": evidence.full_check_name,
+        "revision": evidence.revision,
+        "scheduled_for": timestamp::json(Some(attempt.scheduled_for)),
+        "window_start": timestamp::json(attempt.bounds.start),
+        "window_end": timestamp::json(Some(attempt.bounds.end)),
+        "trigger_type": attempt.trigger.as_str(),
+        "attempt": attempt.attempt,
+        "status": attempt.status.as_str(),
+        "error": attempt.error,
+        "started_at": timestamp::json(Some(attempt.started_at)),
+        "finished_at": timestamp::json(attempt.finished_at),
+        "rerun_of_run_id": attempt.rerun_of_run_id.map(|id| id.to_string()),
+        "remediation_reference": attempt.remediation_reference,
+        "preflight": preflight,
+        "row_diff": RowDiffTotals::of(&evidence.results).map_or(Json::Null, RowDiffTotals::to_json),
+    })
+}
+
+/// `report run` as text: the attempt as `name  value` lines (long values wrapped to `width`),
+/// the results table, and the `row_diff` totals with the command that lists the rows.
+fn run_text(evidence: &RunEvidence, results: &Listing, width: Option<usize>) -> String {
+    const LABEL: usize = 18;
+    let attempt = &evidence.attempt;
+    let mut text = String::new();
+    let mut field = |label: &str, value: String| {
+        let lines = match width {
+            Some(width) => wrap(&value.replace(['\n', '\r'], " "), width.saturating_sub(LABEL).max(MIN_WRAPPED_WIDTH)),
+            None => vec![value.replace(['\n', '\r'], " ")],
+        };
+        for (at, line) in lines.iter().enumerate() {
+            let label = if at == 0 { label } else { "" };
+            text.push_str(format!("{label:<LABEL$}{line}").trim_end());
+            text.push('\n');
+        }
+    };
+    field("Run ID", attempt.run_id.to_string());
+    field("Check", format!("{} (revision {})", evidence.full_check_name, evidence.revision));
+    field(
+        "Window",
+        format!(
+            "{} .. {} (end exclusive)",
+            window_start(attempt.bounds.start),
+            timestamp::table(Some(attempt.bounds.end))
+        ),
+    );
+    field("Slot", timestamp::table(Some(attempt.scheduled_for)));
+    field("Trigger", attempt.trigger.as_str().to_owned());
+    field("Attempt", attempt.attempt.to_string());
+    field("Status", attempt.status.as_str().to_owned());
+    field("Error", attempt.error.clone().unwrap_or_default());
+    field("Started", timestamp::table(Some(attempt.started_at)));
+    field("Finished", timestamp::table(attempt.finished_at));
+    if let Some(original) = attempt.rerun_of_run_id {
+        field("Remediation of", original.to_string());
+        field("Reference", attempt.remediation_reference.clone().unwrap_or_default());
+    }
+    match &evidence.preflight {
+        None => field("Preflight", "none recorded".to_owned()),
+        Some(preflight) => {
+            let mut parts = vec![preflight.status.as_str().to_owned()];
+            if let Some(rows) = preflight.table_rows {
+                parts.push(match preflight.row_limit {
+                    Some(limit) => format!("rows {rows} (counted up to {limit})"),
+                    None => format!("rows {rows}"),
+                });
+            }
+            if let Some(leading) = preflight.has_leading_index {
+                parts.push(format!("leading index {}", if leading { "yes" } else { "no" }));
+            }
+            field("Preflight", parts.join(", "));
+            field("Fingerprint", preflight.query_fingerprint.clone());
+            if let Some(error) = &preflight.error {
+                field("Preflight error", error.clone());
+            }
+            for finding in &preflight.findings {
+                field("Finding", finding.clone());
+            }
+        }
+    }
+    text.push('\n');
+    if results.is_empty() {
+        text.push_str("No results\n");
+    } else {
+        text.push_str(&results.table_within(width));
+    }
+    if let Some(totals) = RowDiffTotals::of(&evidence.results) {
+        text.push('\n');
+        text.push_str(&format!("row_diff: {}\n", totals.text()));
+        if totals.missing + totals.extra + totals.changed > 0 {
+            text.push_str(&format!("The rows: {}\n", crate::summary::differences_command(attempt.run_id)));
+        }
+    }
+    text
+}
+
+/// A window start in tables; `unresolved (initial scan)` while a historical first run has not
+/// resolved it.
+fn window_start(start: Option<DateTime<Utc>>) -> String {
+    match start {
+        Some(start) => timestamp::table(Some(start)),
+        None => "unresolved (initial scan)".to_owned(),
+    }
 }
 
 /// The Prometheus text exposition format (version 0.0.4) of the metrics rows at `now`.
@@ -709,6 +972,75 @@ mod tests {
         let empty = metrics_text(&[], at(13, 30));
         let samples: Vec<&str> = empty.lines().filter(|line| !line.starts_with('#')).collect();
         assert_eq!(samples, ["datadiff_report_timestamp_seconds 1784727000"]);
+    }
+
+    #[test]
+    fn a_run_reads_as_name_value_lines_wrapped_to_the_terminal_then_its_results() {
+        use chrono::TimeZone;
+        use datadiff_backend_store::Attempt;
+        use datadiff_diff_core::{Bounds, CheckId, RowDiffCounts, TriggerType};
+
+        let at = |hour, minute| Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap();
+        let counts = RowDiffCounts { source_rows: 10, target_rows: 9, missing: 2, extra: 1, changed: 3 };
+        let error = "row_diff FAIL: 2 missing, 1 extra, 3 changed";
+        let evidence = RunEvidence {
+            attempt: Attempt {
+                run_id: RunId::new(uuid::Uuid::from_u128(0x12)),
+                check_id: CheckId::new(uuid::Uuid::from_u128(1)),
+                scheduled_for: at(13, 0),
+                bounds: Bounds { start: None, end: at(13, 0) },
+                attempt: 2,
+                trigger: TriggerType::Remediation,
+                status: RunStatus::Fail,
+                rerun_of_run_id: Some(RunId::new(uuid::Uuid::from_u128(0x11))),
+                remediation_reference: Some("INC-9".into()),
+                preflight_id: None,
+                started_at: at(13, 30),
+                finished_at: Some(at(13, 31)),
+                error: Some(error.into()),
+            },
+            full_check_name: "pg/pay/public/t".into(),
+            revision: 3,
+            preflight: None,
+            results: vec![CheckResult::row_diff(counts, Some(1.5), Some(0.25))],
+        };
+        let listing = result_listing(&evidence.results);
+        let text = run_text(&evidence, &listing, None);
+        for line in [
+            "Run ID            00000000-0000-0000-0000-000000000012",
+            "Check             pg/pay/public/t (revision 3)",
+            "Window            unresolved (initial scan) .. 2026-07-22T13:00:00+00:00 (end exclusive)",
+            "Trigger           REMEDIATION",
+            "Attempt           2",
+            "Error             row_diff FAIL: 2 missing, 1 extra, 3 changed",
+            "Remediation of    00000000-0000-0000-0000-000000000011",
+            "Reference         INC-9",
+            "Preflight         none recorded",
+            "row_diff: 2 missing, 1 extra, 3 changed, 5 matched (source 10 rows, target 9 rows)",
+            "The rows: datadiff report differences --run-id 00000000-0000-0000-0000-000000000012",
+        ] {
+            assert!(text.lines().any(|candidate| candidate == line), "{line:?} missing from:\n{text}");
+        }
+        let row = text.lines().find(|line| line.starts_with("row_diff  ")).unwrap_or_default();
+        assert!(row.contains("1.500") && row.contains("0.250") && row.ends_with(error), "{row}");
+
+        // On a 40-column terminal the error wraps under its value column (22 characters).
+        let narrow = run_text(&evidence, &listing, Some(40));
+        let lines: Vec<&str> = narrow.lines().collect();
+        let at_error = lines.iter().position(|line| line.starts_with("Error ")).unwrap();
+        assert_eq!(lines[at_error], "Error             row_diff FAIL: 2");
+        assert_eq!(lines[at_error + 1], format!("{}missing, 1 extra, 3", " ".repeat(18)));
+        assert_eq!(lines[at_error + 2], format!("{}changed", " ".repeat(18)));
+        assert!(lines[..at_error + 3].iter().all(|line| line.chars().count() <= 40), "{narrow}");
+
+        // JSON: the totals with the matched rows, the attempt's fields.
+        let json = run_json(&evidence);
+        assert_eq!(
+            json["row_diff"],
+            json!({"source_rows": 10, "target_rows": 9, "missing": 2, "extra": 1, "changed": 3, "matched": 5})
+        );
+        assert_eq!((json["window_start"].clone(), json["preflight"].clone()), (Json::Null, Json::Null));
+        assert_eq!(json["rerun_of_run_id"], "00000000-0000-0000-0000-000000000011");
     }
 
     #[test]

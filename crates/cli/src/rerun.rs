@@ -20,6 +20,7 @@ use serde_json::json;
 use crate::console::Console;
 use crate::exit::Exit;
 use crate::listing::OutputFormat;
+use crate::logging::{Invocation, Tally, log_checks};
 use crate::progress::TickProgress;
 use crate::project::{ProjectArgs, open_gated, unwrap_backend};
 use crate::{summary, timestamp};
@@ -66,6 +67,7 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
     let project = args.project.load_with_backend(console)?;
     let store = open_gated(&project, 1)?;
     store.gate_for_remediation(&project.dir, args.run_id)?;
+    let invocation = Invocation::start("rerun_data_diff_check", &format!("run_id={}", args.run_id));
     let clock = match args.at {
         Some(at) => Clock::at(at),
         None => Clock::System,
@@ -83,6 +85,7 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
     let report = match remediated {
         Ok(report) => report,
         Err(error) if slot_running(&error) => {
+            invocation.finish(Tally::default(), Exit::Failure);
             console.stderr().line(&format!("error: {}: try again when it has finished", unwrap_backend(error)));
             return Ok(Exit::Failure);
         }
@@ -91,13 +94,14 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
 
     // Pending source-index warnings go out after a remediation too (SPEC §7), best effort.
     let summaries = [report.summary];
+    log_checks(&summaries);
     let dispatcher = Dispatcher::from_project(&project, console.environment());
     let now = args.at.unwrap_or_else(Utc::now);
     crate::run::log_warnings(&dispatcher.send_index_warnings(context.store(), &summaries, now));
     let listing = summary::rerun_listing(&summaries);
     let text = match args.output_format {
         OutputFormat::Json => format!("{:#}\n", json!({"summaries": listing.json_rows()})),
-        OutputFormat::Table => listing.table(),
+        OutputFormat::Table => listing.table_within(console.stdout_width()),
     };
     console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
     // Then a FAIL or ERROR remediation is alerted, as upstream; one no destination accepted
@@ -110,7 +114,9 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
     let failed = summaries.iter().any(|summary| summary.status.is_failure())
         || report.interrupted.is_some()
         || undelivered.is_some();
-    Ok(if failed { Exit::Failure } else { Exit::Success })
+    let exit = if failed { Exit::Failure } else { Exit::Success };
+    invocation.finish(Tally::of(&summaries), exit);
+    Ok(exit)
 }
 
 /// The refusal of a slot that has a RUNNING attempt.

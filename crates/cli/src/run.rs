@@ -19,6 +19,7 @@ use serde_json::json;
 use crate::console::Console;
 use crate::exit::Exit;
 use crate::listing::OutputFormat;
+use crate::logging::{Invocation, Tally, log_checks};
 use crate::progress::TickProgress;
 use crate::project::{ProjectArgs, open_gated, unwrap_backend};
 use crate::{summary, timestamp};
@@ -92,6 +93,8 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     warn_changed_definitions(&project, &store, &selection, console);
 
     let now = args.at.unwrap_or_else(Utc::now);
+    let invocation =
+        Invocation::start("run_data_diff_checks", &format!("at={} jobs={}", timestamp::rfc3339(now), args.jobs));
     let clock = match args.at {
         Some(at) => Clock::at(at),
         None => Clock::System,
@@ -108,6 +111,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     let report = tick(&context, now);
     progress.finish();
     let report = report.map_err(unwrap_backend)?;
+    log_checks(&report.summaries);
 
     // Upstream's order: index warnings (best effort), the table, failure alerts.
     let dispatcher = Dispatcher::from_project(&project, console.environment());
@@ -119,7 +123,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
             format!("{:#}\n", json!({"at": timestamp::rfc3339(now), "summaries": listing.json_rows()}))
         }
         OutputFormat::Table if listing.is_empty() => String::new(),
-        OutputFormat::Table => listing.table(),
+        OutputFormat::Table => listing.table_within(console.stdout_width()),
     };
     console.stdout().write_all(text.as_bytes()).context("writing to stdout")?;
     if listing.is_empty() {
@@ -133,11 +137,14 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     }
     if let Some(reason) = &report.backend_lost {
         // SPEC §8: a backend problem is exit 2, whatever the checks said before it.
+        invocation.finish(Tally::of(&report.summaries), Exit::Error);
         console.stderr().line(&format!("error: the backend went away; no further check was run: {reason}"));
         return Ok(Exit::Error);
     }
     let failed = report.has_failures() || report.interrupted.is_some() || undelivered.is_some();
-    Ok(if failed { Exit::Failure } else { Exit::Success })
+    let exit = if failed { Exit::Failure } else { Exit::Success };
+    invocation.finish(Tally::of(&report.summaries), exit);
+    Ok(exit)
 }
 
 /// Index warnings are best effort (SPEC §7): what did not go out is logged, the exit code

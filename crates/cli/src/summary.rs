@@ -4,6 +4,7 @@
 //! Result values (counts, min/max keys, checksums) are not printed: the tables never had
 //! them, and JSON carries each check's type, status and error only.
 
+use datadiff_diff_core::ResultType;
 use datadiff_runner::RunSummary;
 use serde_json::json;
 
@@ -119,6 +120,25 @@ fn slot_status(summary: &RunSummary) -> Cell {
     Cell::with_text(text, value)
 }
 
+/// The stored reason; when the attempt's `row_diff` found differences, followed by the
+/// command that lists them (`; see datadiff report differences --run-id <id>`): the stored
+/// text has the counts, and only here is the run id at hand.
+fn reason(summary: &RunSummary) -> Option<String> {
+    let reason = summary.reason.clone()?;
+    let found = summary
+        .result(ResultType::RowDiff)
+        .is_some_and(|result| result.status == datadiff_diff_core::ResultStatus::Fail);
+    Some(match summary.run_id {
+        Some(run_id) if found => format!("{reason}; see {}", differences_command(run_id)),
+        _ => reason,
+    })
+}
+
+/// The command that lists a run's `row_diff` differences.
+pub(crate) fn differences_command(run_id: datadiff_diff_core::RunId) -> String {
+    format!("datadiff report differences --run-id {run_id}")
+}
+
 /// Every cell a summary can show.
 struct Cells {
     name: Cell,
@@ -156,7 +176,7 @@ impl Cells {
             start: Cell::time(summary.bounds.and_then(|bounds| bounds.start)),
             end: Cell::time(summary.bounds.map(|bounds| bounds.end)),
             run_id: Cell::text(summary.run_id.map(|id| id.to_string())),
-            reason: Cell::text(summary.reason.clone()),
+            reason: Cell::text(reason(summary)),
             check_id: Cell::string(summary.check.check_id.to_string()),
             revision: Cell::int(Some(i64::from(summary.check.revision))),
             target_id: Cell::string(&summary.check.target_id),
@@ -251,5 +271,24 @@ mod tests {
              ----------------------------------  --------  ---------  -------------------------  -------------------------  ------------------------------------  ------------------------------------  -----------------------  --------------\n\
              postgres/payments/public/transfers  FAIL              2  2026-07-22T12:00:00+00:00  2026-07-22T13:00:00+00:00  00000000-0000-0000-0000-000000000011  00000000-0000-0000-0000-000000000012  INC-42                   row_count FAIL\n"
         );
+    }
+
+    #[test]
+    fn a_row_diff_failure_names_the_command_that_lists_its_rows() {
+        use datadiff_diff_core::{CheckResult, RowDiffCounts};
+        let mut failed = summary(SummaryStatus::Fail, RunStatus::Fail);
+        let counts = RowDiffCounts { source_rows: 10, target_rows: 9, missing: 2, extra: 1, changed: 3 };
+        failed.results = vec![CheckResult::row_diff(counts, Some(0.5), Some(0.5))];
+        failed.reason = Some("row_count FAIL; row_diff FAIL: 2 missing, 1 extra, 3 changed".into());
+        let rows = run_listing(&[failed.clone()]).json_rows();
+        assert_eq!(
+            rows[0]["reason"],
+            "row_count FAIL; row_diff FAIL: 2 missing, 1 extra, 3 changed; \
+             see datadiff report differences --run-id 00000000-0000-0000-0000-000000000011"
+        );
+        // Without row_diff differences, the stored reason as it is (upstream's text).
+        failed.results = vec![CheckResult::row_diff(RowDiffCounts::default(), None, None)];
+        failed.reason = Some("row_count FAIL".into());
+        assert_eq!(run_listing(&[failed]).json_rows()[0]["reason"], "row_count FAIL");
     }
 }

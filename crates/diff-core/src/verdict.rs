@@ -169,6 +169,13 @@ impl RowDiffCounts {
     pub fn is_equal(&self) -> bool {
         self.missing == 0 && self.extra == 0 && self.changed == 0
     }
+
+    /// The differences in words, as a `row_diff` FAIL's error and its alert say them:
+    /// `2 missing, 1 extra, 3 changed` (every count, zeros included, so a reader never has
+    /// to guess which one is absent).
+    pub fn differences_text(&self) -> String {
+        format!("{} missing, {} extra, {} changed", self.missing, self.extra, self.changed)
+    }
 }
 
 /// A canonical value as a result value: JSON `null` for NULL, a JSON boolean for a boolean
@@ -243,7 +250,10 @@ impl CheckResult {
 
     /// The `row_diff` result: source `{"rows": "<n>"}`, target `{"rows": "<m>", "missing":
     /// "<a>", "extra": "<b>", "changed": "<c>"}` (counts as strings, like every upstream
-    /// metric value); PASS iff nothing is missing, extra or changed.
+    /// metric value); PASS iff nothing is missing, extra or changed. A FAIL's error is
+    /// `row_diff FAIL: <a> missing, <b> extra, <c> changed` ([`RowDiffCounts::differences_text`]):
+    /// `row_diff` is datadiff's extension, so its text is datadiff's (upstream checks keep
+    /// PipelineWise's bare `<check_type> FAIL`).
     pub fn row_diff(
         counts: RowDiffCounts,
         source_query_seconds: Option<f64>,
@@ -261,7 +271,7 @@ impl CheckResult {
             }),
             source_query_seconds,
             target_query_seconds,
-            error: None,
+            error: (!counts.is_equal()).then(|| format!("row_diff FAIL: {}", counts.differences_text())),
         }
     }
 
@@ -374,12 +384,13 @@ mod tests {
         assert_eq!(result.status, ResultStatus::Fail);
         assert_eq!(result.source_value, json!({"rows": "10"}));
         assert_eq!(result.target_value, json!({"rows": "9", "missing": "2", "extra": "1", "changed": "3"}));
-        assert_eq!(result.failure_text().as_deref(), Some("row_diff FAIL"));
+        assert_eq!(result.error.as_deref(), Some("row_diff FAIL: 2 missing, 1 extra, 3 changed"));
+        assert_eq!(result.failure_text().as_deref(), Some("row_diff FAIL: 2 missing, 1 extra, 3 changed"));
 
         let equal = RowDiffCounts { source_rows: 7, target_rows: 7, ..RowDiffCounts::default() };
         let result = CheckResult::row_diff(equal, None, None);
         assert_eq!(result.status, ResultStatus::Pass);
-        assert_eq!(result.failure_text(), None);
+        assert_eq!((result.error.clone(), result.failure_text()), (None, None));
         for difference in [
             RowDiffCounts { missing: 1, ..equal },
             RowDiffCounts { extra: 1, ..equal },
@@ -387,6 +398,8 @@ mod tests {
         ] {
             assert_eq!(CheckResult::row_diff(difference, None, None).status, ResultStatus::Fail);
         }
+        let only_extra = CheckResult::row_diff(RowDiffCounts { extra: 1, ..equal }, None, None);
+        assert_eq!(only_extra.error.as_deref(), Some("row_diff FAIL: 0 missing, 1 extra, 0 changed"));
     }
 
     #[test]

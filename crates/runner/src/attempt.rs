@@ -96,26 +96,33 @@ impl From<WriteStop> for Stop {
     }
 }
 
-/// Runs a backend write, and once more when the connection it ran on died under it (the
-/// backend restarted, a proxy dropped it): the pool then opens a new connection, waiting up to
-/// its checkout timeout for the backend to come back, so an attempt whose backend returns in
-/// that time is recorded as it ended. A write that could not get a connection at all is not
-/// repeated — the pool has already waited that long — and ends the execution with
-/// [`Error::Backend`] (the tick then stops, see `TickReport::backend_lost`).
+/// Runs a backend write within the store's client deadline ([`Store::bounded`]: a backend
+/// that stops answering ends the execution instead of hanging it), and once more when the
+/// connection it ran on died under it (the backend restarted, a proxy dropped it): the pool
+/// then opens a new connection, waiting up to its checkout timeout for the backend to come
+/// back, so an attempt whose backend returns in that time is recorded as it ended. A write
+/// that could not get a connection at all, or got no answer, is not repeated — that wait is
+/// already over — and ends the execution with [`Error::Backend`] (the tick then stops, see
+/// `TickReport::backend_lost`).
 ///
 /// Repeating a finish whose commit reached the backend before the connection died finds the
 /// attempt no longer RUNNING: it is then reported SKIPPED like any lost lease.
-fn write_retrying<T>(
-    action: &str,
-    mut write: impl FnMut() -> Result<T, datadiff_backend_store::Error>,
+fn write_retrying<T: Send + 'static>(
+    store: &Store,
+    action: &'static str,
+    write: impl Fn(&Store) -> Result<T, datadiff_backend_store::Error> + Clone + Send + 'static,
 ) -> Result<T, datadiff_backend_store::Error> {
-    match write() {
-        Err(error) if error.is_backend_lost() && !error.is_connection() => {
+    match store.bounded(action, write.clone()) {
+        Err(error) if error.is_backend_lost() && !error.is_connection() && !is_no_answer(&error) => {
             tracing::warn!(action, error = %crate::error::chain(&error), "backend connection lost; writing again");
-            write()
+            store.bounded(action, write)
         }
         other => other,
     }
+}
+
+fn is_no_answer(error: &datadiff_backend_store::Error) -> bool {
+    matches!(error, datadiff_backend_store::Error::NoAnswer { .. })
 }
 
 /// Both open sides of an attempt: the source PostgreSQL or MySQL/MariaDB, the target
@@ -344,9 +351,11 @@ impl<'a> AttemptRun<'a> {
             match plan.historical_start(source_minimum, target_minimum, cutoff) {
                 HistoricalStart::Stop(outcome) => return Ok(outcome),
                 HistoricalStart::Resolved(start) => {
-                    let (store, run_id) = (self.store, self.attempt.run_id);
-                    write_retrying("recording the historical start", || store.resolve_historical_start(run_id, start))
-                        .map_err(WriteStop::of("recording the historical start", stored))?;
+                    let run_id = self.attempt.run_id;
+                    write_retrying(self.store, "recording the historical start", move |store| {
+                        store.resolve_historical_start(run_id, start)
+                    })
+                    .map_err(WriteStop::of("recording the historical start", stored))?;
                     bounds.start = Some(start);
                     self.attempt.bounds.start = Some(start);
                 }
@@ -462,9 +471,9 @@ impl<'a> AttemptRun<'a> {
             row_limit: record.row_limit,
             has_leading_index: record.has_leading_index,
         };
-        let (store, attempt, now) = (self.store, &self.attempt, self.options.clock.now());
-        let id = write_retrying("recording the preflight", || {
-            store.record_preflight(attempt.run_id, attempt.check_id, &preflight, now)
+        let (run_id, check_id, now) = (self.attempt.run_id, self.attempt.check_id, self.options.clock.now());
+        let id = write_retrying(self.store, "recording the preflight", move |store| {
+            store.record_preflight(run_id, check_id, &preflight, now)
         })
         .map_err(WriteStop::of("recording the preflight", self.stored))?;
         self.preflight = Some((id, PreflightFacts::of(record)));
@@ -482,7 +491,8 @@ impl<'a> AttemptRun<'a> {
             differences: std::mem::take(&mut self.differences),
             finished_at: self.options.clock.now(),
         };
-        match write_retrying("finishing the attempt", || self.store.finish_attempt(&completion)) {
+        let finishing = completion.clone();
+        match write_retrying(self.store, "finishing the attempt", move |store| store.finish_attempt(&finishing)) {
             Ok(finished) => {
                 let stored = finished.attempt;
                 Ok(RunSummary {

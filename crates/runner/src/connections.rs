@@ -72,7 +72,12 @@ impl Connections {
 
     /// Every tap and target of a loaded project, with the process environment.
     pub fn from_project(project: &Project) -> Connections {
-        let mut connections = Connections::new(Environment::process());
+        Connections::from_project_with(project, Environment::process())
+    }
+
+    /// Every tap and target of a loaded project, with `environment` for libpq's fallbacks.
+    pub fn from_project_with(project: &Project, environment: Environment) -> Connections {
+        let mut connections = Connections::new(environment);
         for tap in &project.taps {
             connections.taps.insert(tap.id.clone(), tap.db_conn.clone());
         }
@@ -106,7 +111,7 @@ impl Connections {
 
     /// Both sides' session settings for `definition`, its databases cross-checked; the error
     /// is the attempt's one-line reason.
-    pub(crate) fn route(&self, definition: &CheckDefinition) -> Result<Route, String> {
+    pub fn route(&self, definition: &CheckDefinition) -> Result<Route, String> {
         let tap = &definition.tap_id;
         let target = &definition.target_id;
         let source = match self.taps.get(tap) {
@@ -256,13 +261,16 @@ fn default_socket_dir() -> PathBuf {
 
 /// Both sides' settings for one attempt.
 #[derive(Debug, Clone)]
-pub(crate) struct Route {
-    pub(crate) source: SideConfig,
-    pub(crate) target: SideConfig,
+pub struct Route {
+    /// The source side's connection (the tap's `db_conn`, through `replica_*`).
+    pub source: SideConfig,
+    /// The target side's connection (the target's `db_conn`).
+    pub target: SideConfig,
     /// The statement timeout of both sessions.
-    pub(crate) statement_timeout: Duration,
-    /// For a `tap-mysql` source: its MySQL connection, used instead of `source`.
-    pub(crate) mysql_source: Option<MySqlSideConfig>,
+    pub statement_timeout: Duration,
+    /// For a `tap-mysql` source: its MySQL or MariaDB connection, used instead of `source`
+    /// (which then only carries the same endpoint in PostgreSQL's shape, unused).
+    pub mysql_source: Option<MySqlSideConfig>,
 }
 
 #[cfg(test)]

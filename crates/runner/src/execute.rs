@@ -75,9 +75,13 @@ pub fn execute(
         );
         return Ok(RunSummary::not_attempted(CheckIdentity::of(definition), scheduled_for, reason));
     }
-    let started = store.start_attempt(definition, scheduled_for, kind, options.clock.now()).map_err(|source| {
-        Error::Backend { action: format!("starting an attempt of {}", definition.definition.full_check_name), source }
-    })?;
+    let (owned, now) = (definition.clone(), options.clock.now());
+    let started = store
+        .bounded("starting an attempt", move |store| store.start_attempt(&owned, scheduled_for, kind, now))
+        .map_err(|source| Error::Backend {
+            action: format!("starting an attempt of {}", definition.definition.full_check_name),
+            source,
+        })?;
     match started {
         StartOutcome::Skipped(skip) => {
             finished(options);

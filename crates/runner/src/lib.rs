@@ -183,13 +183,14 @@ mod workers;
 
 pub use backend::{backend_config, open_backend, open_backend_with};
 pub use clock::Clock;
-pub use connections::{Connections, MAX_CONNECT_TIMEOUT, SOURCE_APPLICATION_NAME, TARGET_APPLICATION_NAME};
+pub use connections::{Connections, MAX_CONNECT_TIMEOUT, Route, SOURCE_APPLICATION_NAME, TARGET_APPLICATION_NAME};
 pub use error::Error;
 pub use execute::{ExecutionOptions, execute, execute_started, record_interrupted};
 pub use import::{ImportReport, changed_since_import, import_definitions, missing_taps};
 pub use in_flight::{InFlight, InFlightAttempt};
 pub use progress::{FLUSH_EVERY, ProgressMeter, ProgressSnapshot};
 pub use remediation::{RemediationReport, remediate};
+pub use row_diff::row_diff_select;
 pub use selection::Selection;
 pub use summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 pub use tick::{TickContext, TickReport, tick};

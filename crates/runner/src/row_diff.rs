@@ -207,6 +207,16 @@ impl RowDiffPlan {
         self.source.query(["%s", "%s"]).select_sql().to_owned()
     }
 
+    /// A side's streaming `SELECT` with `$1` and `$2` for the window bounds (for a server
+    /// to plan it, see [`row_diff_select`]).
+    fn parameterised_select(&self, side: Side) -> String {
+        let plan = match side {
+            Side::Source => &self.source,
+            Side::Target => &self.target,
+        };
+        plan.query(["$1", "$2"]).select_sql().to_owned()
+    }
+
     /// The source streaming `SELECT` over `[start, end)` (for its row estimate).
     pub(crate) fn source_select_sql(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> String {
         self.source.window_query(start, end).select_sql().to_owned()
@@ -378,6 +388,22 @@ pub(crate) fn error_result(reason: String) -> CheckResult {
         target_query_seconds: None,
         error: Some(reason),
     }
+}
+
+/// Both sides' `row_diff` streaming `SELECT`s for `definition`, planned exactly as an attempt
+/// plans them (from both catalogs, over `plan`'s resolved columns), with `$1` and `$2` for
+/// the window bounds: source, target. For `doctor`, which asks each server to plan them. The
+/// error is the `row_diff` result's one-line reason.
+pub fn row_diff_select(
+    definition: &CheckDefinition,
+    plan: &AggregatePlan,
+    source: &mut SideSession,
+    target: &mut SideSession,
+) -> Result<(String, String), String> {
+    let source_catalog = catalog(source, &definition.source_schema, &definition.source_table)?;
+    let target_catalog = catalog(target, &definition.target_schema, &definition.target_table)?;
+    let planned = RowDiffPlan::new(definition, plan, &source_catalog, &target_catalog)?;
+    Ok((planned.parameterised_select(Side::Source), planned.parameterised_select(Side::Target)))
 }
 
 /// The `pg_catalog` types of a side's table (the decoders need type OIDs and typmods, which

@@ -288,9 +288,14 @@ fn backend(action: &str) -> impl FnOnce(datadiff_backend_store::Error) -> Error 
 fn run(context: &TickContext, now: DateTime<Utc>, interruption: &Interruption) -> Result<TickReport, Error> {
     let store = &context.store;
     let filter = context.selection.filter();
-    let definitions = store.definitions(&filter).map_err(backend("reading the selected definitions"))?;
-    let mut swept =
-        store.sweep_superseded(&filter, now).map_err(backend("sweeping stale attempts of superseded revisions"))?;
+    let owned = filter.clone();
+    let definitions = store
+        .bounded("reading the selected definitions", move |store| store.definitions(&owned))
+        .map_err(backend("reading the selected definitions"))?;
+    let owned = filter.clone();
+    let mut swept = store
+        .bounded("sweeping superseded revisions", move |store| store.sweep_superseded(&owned, now))
+        .map_err(backend("sweeping stale attempts of superseded revisions"))?;
 
     let mut runnable: Vec<(&StoredDefinition, DateTime<Utc>)> = Vec::new();
     let items: Vec<Item<'_>> = definitions
@@ -310,7 +315,14 @@ fn run(context: &TickContext, now: DateTime<Utc>, interruption: &Interruption) -
             Item { definition, plan }
         })
         .collect();
-    let overviews = store.schedule_overview(&runnable, now).map_err(backend("reading the schedule overview"))?;
+    let owned: Vec<(StoredDefinition, DateTime<Utc>)> =
+        runnable.iter().map(|(definition, current)| ((*definition).clone(), *current)).collect();
+    let overviews = store
+        .bounded("reading the schedule overview", move |store| {
+            let checks: Vec<_> = owned.iter().map(|(definition, current)| (definition, *current)).collect();
+            store.schedule_overview(&checks, now)
+        })
+        .map_err(backend("reading the schedule overview"))?;
 
     let lost = Mutex::new(None);
     let ticks = Workers::new(context.jobs).map(&items, |item| {
@@ -382,15 +394,24 @@ impl CheckWork<'_> {
         let mut plan = CheckTickPlan::new(schedule, facts, |slot| definition.window(slot));
         loop {
             match plan.next_step() {
-                TickStep::Sweep => match store.sweep_stale(self.definition, self.now) {
-                    Ok(swept) => {
-                        plan.swept(!swept.is_empty());
-                        self.tick.swept.extend(swept);
+                TickStep::Sweep => {
+                    let (definition, now) = (self.definition.clone(), self.now);
+                    let swept =
+                        store.bounded("sweeping stale attempts", move |store| store.sweep_stale(&definition, now));
+                    match swept {
+                        Ok(swept) => {
+                            plan.swept(!swept.is_empty());
+                            self.tick.swept.extend(swept);
+                        }
+                        Err(error) => return self.failed(&backend("sweeping stale attempts")(error)),
                     }
-                    Err(error) => return self.failed(&backend("sweeping stale attempts")(error)),
-                },
+                }
                 TickStep::ListRetries => {
-                    match store.retry_candidates(self.definition.check_id, current, MAX_CATCH_UP) {
+                    let check_id = self.definition.check_id;
+                    let listed = store.bounded("listing retry candidates", move |store| {
+                        store.retry_candidates(check_id, current, MAX_CATCH_UP)
+                    });
+                    match listed {
                         Ok(candidates) => {
                             plan.retry_candidates(candidates.iter().map(|candidate| candidate.scheduled_for))
                         }

@@ -1,5 +1,7 @@
 //! Integration tests of the parity audit against throwaway PostgreSQL clusters.
 
 mod audit;
+mod deadline;
 mod memory;
+mod replicas;
 mod support;

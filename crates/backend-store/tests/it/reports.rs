@@ -561,3 +561,68 @@ fn differences_of_a_run_come_in_ordinal_order() {
         "the declared check (row_count) first, then the others by name"
     );
 }
+
+#[test]
+fn a_runs_evidence_is_its_attempt_definition_preflight_and_results_in_one_read() {
+    let repo = repo();
+    seed(&repo);
+    repo.sql()
+        .batch_execute(&format!(
+            "INSERT INTO public.dd_preflight_log VALUES ('{preflight}', '{check}', 'BLOCKED', '2026-07-22 12:01Z', \
+             repeat('ab', 32), '[]', '[\"no index leads with updated_at\", 7]', NULL, 120000, 100000, false);
+             UPDATE public.dd_run_attempts SET preflight_id = '{preflight}' WHERE run_id = '{run}';",
+            preflight = id(0xf6),
+            check = id(USERS),
+            run = id(6),
+        ))
+        .unwrap();
+    let evidence = repo.store.run_evidence(run(6)).unwrap();
+    assert_eq!(evidence.attempt.run_id, run(6));
+    assert_eq!(evidence.attempt.check_id, CheckId::new(id(USERS)));
+    assert_eq!((evidence.full_check_name.as_str(), evidence.revision), ("postgres/crm/public/users", 1));
+    assert_eq!(evidence.attempt.scheduled_for, t(22, 12, 0));
+    assert_eq!(evidence.attempt.status, RunStatus::Fail);
+    let preflight = evidence.preflight.expect("the linked preflight");
+    assert_eq!(preflight.preflight_id.get(), id(0xf6));
+    assert_eq!(preflight.status, datadiff_diff_core::PreflightStatus::Blocked);
+    assert_eq!(preflight.checked_at, t(22, 12, 1));
+    assert_eq!(preflight.query_fingerprint, "ab".repeat(32));
+    assert_eq!(preflight.findings, ["no index leads with updated_at"], "strings only");
+    assert_eq!(
+        (preflight.table_rows, preflight.row_limit, preflight.has_leading_index, preflight.error),
+        (Some(120_000), Some(100_000), Some(false), None)
+    );
+    let results: Vec<(String, ResultStatus, Option<f64>, Option<f64>)> = evidence
+        .results
+        .iter()
+        .map(|result| {
+            (result.check_type.to_string(), result.status, result.source_query_seconds, result.target_query_seconds)
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("row_count".to_owned(), ResultStatus::Fail, Some(0.1), Some(0.2)),
+            ("null_key_count".to_owned(), ResultStatus::Pass, Some(0.1), Some(0.2)),
+            ("row_checksum".to_owned(), ResultStatus::Error, Some(0.1), Some(0.2)),
+            ("row_diff".to_owned(), ResultStatus::Fail, Some(0.1), Some(0.2)),
+        ],
+        "as run_results orders them"
+    );
+    assert_eq!(evidence.results[0].source_value, json!("1"));
+    assert_eq!(evidence.results[0].target_value, json!("2"));
+
+    // A remediation still running: its link and reference, no preflight, no results.
+    let running = repo.store.run_evidence(run(8)).unwrap();
+    assert_eq!(running.attempt.trigger, TriggerType::Remediation);
+    assert_eq!(running.attempt.rerun_of_run_id, Some(run(5)));
+    assert_eq!(running.attempt.remediation_reference.as_deref(), Some("INC-2"));
+    assert_eq!((running.attempt.finished_at, running.preflight, running.results.len()), (None, None, 0));
+    assert!(matches!(repo.store.run_evidence(run(99)), Err(Error::UnknownRun(unknown)) if unknown == run(99)));
+
+    // Results are upstream's table: a backend without datadiff's extension table has them too.
+    repo.sql().batch_execute("DROP TABLE public.datadiff_run_differences").unwrap();
+    assert_eq!(repo.store.run_results(run(6)).unwrap().len(), 4);
+    assert_eq!(repo.store.run_evidence(run(6)).unwrap().results.len(), 4);
+    assert!(repo.store.run_differences(run(6)).unwrap().is_empty(), "no evidence table, no differences");
+}

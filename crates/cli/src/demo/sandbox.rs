@@ -228,35 +228,43 @@ impl Sandbox {
         Ok(())
     }
 
-    /// Every watermark event, oldest first (read as the superuser: the demo's own look into
-    /// the backend).
+    /// The demo's backend, opened as its application role (as `run` opens it).
+    fn store(&self) -> anyhow::Result<datadiff_backend_store::Store> {
+        let config = datadiff_backend_store::BackendConfig {
+            host: self.cluster.host().to_owned(),
+            port: self.cluster.port(),
+            user: self.app.name.to_owned(),
+            password: self.app.password.clone(),
+            dbname: BACKEND_DATABASE.to_owned(),
+            ddl_user: self.ddl.name.to_owned(),
+            ddl_password: self.ddl.password.clone(),
+            ..datadiff_backend_store::BackendConfig::default()
+        };
+        datadiff_runner::open_backend(config).map_err(crate::project::unwrap_backend)
+    }
+
+    /// Every watermark event, oldest first.
     pub(crate) fn watermark_events(&self) -> anyhow::Result<Vec<WatermarkEvent>> {
-        let mut backend = self.cluster.connect(BACKEND_DATABASE)?;
-        let rows = backend
-            .query(
-                "SELECT event_type, verified_status, verified_end \
-                   FROM public.dd_watermark_events ORDER BY event_sequence",
-                &[],
-            )
-            .context("reading the watermark events")?;
-        Ok(rows
-            .iter()
-            .map(|row| WatermarkEvent { event_type: row.get(0), verified_status: row.get(1), verified_end: row.get(2) })
+        let events = self.store()?.watermark_events()?;
+        Ok(events
+            .into_iter()
+            .map(|event| WatermarkEvent {
+                event_type: event.event_type,
+                verified_status: event.verified_status,
+                verified_end: event.verified_end,
+            })
             .collect())
     }
 
     /// The run id of the slot the failure report names (the unresolved failed slot's
-    /// effective attempt).
+    /// effective attempt; the oldest, should there be several).
     pub(crate) fn unresolved_failure(&self) -> anyhow::Result<String> {
-        let mut backend = self.cluster.connect(BACKEND_DATABASE)?;
-        let row = backend
-            .query_opt(
-                "SELECT run_id::text FROM public.dd_run_slot_state \
-                  WHERE status IN ('FAIL', 'ERROR') ORDER BY scheduled_for LIMIT 1",
-                &[],
-            )
-            .context("reading the failed slot")?;
-        row.map(|row| row.get(0)).ok_or_else(|| anyhow::anyhow!("no slot failed: the drift went unnoticed"))
+        let failures = self.store()?.failure_report()?;
+        failures
+            .iter()
+            .min_by_key(|failure| failure.scheduled_for)
+            .map(|failure| failure.run_id.to_string())
+            .ok_or_else(|| anyhow::anyhow!("no slot failed: the drift went unnoticed"))
     }
 }
 

@@ -71,6 +71,23 @@ fn pass_prints_the_json_report_on_stdout_and_exits_zero() {
     assert_eq!(report["replica_rows"], 25);
     assert_eq!(report["columns"], serde_json::json!(["email", "plan", "notes"]));
     assert!(outcome.stderr.contains("CDC parity verified for 25 rows"), "{}", outcome.stderr);
+    // Without -v: one start and one end line, with the UTC time, the duration and the counts.
+    let logged = |message: &str| -> Vec<String> {
+        outcome
+            .stderr
+            .lines()
+            .filter_map(|line| {
+                let (time, rest) = line.split_once(' ')?;
+                let rest = rest.trim_start().strip_prefix("INFO ")?.strip_prefix(message)?;
+                assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok() && time.ends_with('Z'), "{line}");
+                Some(rest.to_owned())
+            })
+            .collect()
+    };
+    assert_eq!(logged("audit started "), ["source_rows=25 replica_rows=25"], "{}", outcome.stderr);
+    let ended = logged("audit finished duration_seconds=");
+    let counts: Vec<&str> = ended.iter().filter_map(|rest| rest.split_once(' ').map(|(_, counts)| counts)).collect();
+    assert_eq!(counts, ["checks=1 PASS=1 BLOCK=0 exit=0"], "{}", outcome.stderr);
 }
 
 #[test]
@@ -87,6 +104,7 @@ fn block_exits_one_and_the_report_file_gets_the_json() {
     let path_text = path.display().to_string();
     let outcome = pair.audit(&["--cutover-ready", "--report", &path_text]);
     assert_eq!(outcome.exit, Exit::Failure, "{}", outcome.stderr);
+    assert!(outcome.stderr.contains(" checks=1 PASS=0 BLOCK=1 exit=1"), "{}", outcome.stderr);
     let report = json(&std::fs::read_to_string(&path).unwrap());
     assert_eq!(report["status"], "BLOCK");
     assert_eq!(report["reason"], "ROW_DIFFERENCES");
@@ -131,7 +149,7 @@ fn refusals_exit_two_with_one_line_naming_the_flag_and_no_report() {
         (&["--cutover-ready", "--key", "id,email"], "composite keys are not supported: --key takes exactly one"),
         (
             &["--cutover-ready", "--lsn-column", "_cdc_lsn"],
-            "--replica-metadata-table, --lsn-column and --deleted-column go together",
+            "--replica-metadata-table and --lsn-column go together with --deleted-column",
         ),
         (
             &["--cutover-ready", "--max-rows", "2"],
@@ -348,4 +366,39 @@ fn the_verbose_log_reports_the_tls_each_connection_negotiated() {
     let connected: Vec<&str> = outcome.stderr.lines().filter(|line| line.contains("connected")).collect();
     assert_eq!(connected.len(), 2, "{}", outcome.stderr);
     assert!(connected.iter().all(|line| line.contains("tls=true")), "{}", outcome.stderr);
+}
+
+#[test]
+fn a_pipelinewise_replica_with_soft_deletes_and_a_renamed_column_passes_with_the_flags() {
+    let replica = "CREATE TABLE public.customers (id bigint PRIMARY KEY, mail text, plan text, notes text, \
+                       _sdc_deleted_at character varying); \
+                   INSERT INTO public.customers SELECT g, 'u' || g || '@example.com', 'free', NULL, NULL \
+                       FROM generate_series(1, 6) g; \
+                   UPDATE public.customers SET _sdc_deleted_at = '2026-07-22T12:00:00+00:00' WHERE id = 6;";
+    let pair = Pair::new(&format!("{TABLE}{}", rows(5)), replica);
+    // Without the flags the soft-deleted row is extra and the email column has no match.
+    let outcome = pair.audit(&["--cutover-ready"]);
+    assert_eq!(outcome.exit, Exit::Failure, "{}", outcome.stderr);
+    let report = json(&outcome.stdout);
+    assert_eq!((report["extra"].as_u64(), report["columns"].clone()), (Some(1), serde_json::json!(["plan", "notes"])));
+
+    let outcome = pair.audit(&["--cutover-ready", "--deleted-column", "_sdc_deleted_at", "--column-map", "email=mail"]);
+    assert_eq!(outcome.exit, Exit::Success, "{}", outcome.stderr);
+    let report = json(&outcome.stdout);
+    assert_eq!(report["status"], "PASS");
+    assert_eq!((report["replica_rows"].as_u64(), report["tombstones"].as_u64()), (Some(5), Some(1)));
+    assert_eq!(report["columns"], serde_json::json!(["email", "plan", "notes"]));
+    assert_eq!(report["replica"]["columns"], serde_json::json!(["mail", "plan", "notes"]));
+    assert_eq!(report["replica"]["deleted_column"], "_sdc_deleted_at");
+    assert_eq!(report["replica"]["database"], pair.replica.name());
+    assert_eq!(report["source"]["database"], pair.source.name());
+    assert!(
+        outcome.stderr.contains("CDC parity verified for 5 rows (3 columns compared, 1 tombstone left out)."),
+        "{}",
+        outcome.stderr
+    );
+
+    let outcome = pair.audit(&["--cutover-ready", "--column-map", "email"]);
+    assert_eq!(outcome.exit, Exit::Error);
+    assert!(outcome.stderr.contains("--column-map email: expected SOURCE=REPLICA"), "{}", outcome.stderr);
 }

@@ -6,29 +6,38 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use datadiff_backend_store::BackendConfig;
 use datadiff_diff_core::{CheckType, RowDiffSettings};
-use datadiff_runner::{RunSummary, SummaryStatus, TARGET_APPLICATION_NAME};
+use datadiff_runner::{RunSummary, SOURCE_APPLICATION_NAME, SummaryStatus, TARGET_APPLICATION_NAME, execute};
 use datadiff_testkit::Database;
 
-use crate::context::{Context, result, wait_for_a_lock_wait};
+use crate::context::{Context, result, scheduled, slot, wait_for_a_lock_wait};
 
 /// How long a test waits for the attempt before failing (a bound on the test, not a timing
 /// assertion: the attempt's own deadline is a few seconds).
 const TEST_BOUND: Duration = Duration::from_secs(90);
 
-/// A server process stopped with `SIGSTOP`, continued when dropped (also when the test fails).
-struct Frozen(i32);
+/// Server processes stopped with `SIGSTOP`, continued when dropped (also when the test fails).
+struct Frozen(Vec<i32>);
 
 impl Frozen {
     fn freeze(pid: i32) -> Frozen {
-        signal("-STOP", pid);
-        Frozen(pid)
+        Frozen::freeze_all(vec![pid])
+    }
+
+    fn freeze_all(pids: Vec<i32>) -> Frozen {
+        for pid in &pids {
+            signal("-STOP", *pid);
+        }
+        Frozen(pids)
     }
 }
 
 impl Drop for Frozen {
     fn drop(&mut self) {
-        signal("-CONT", self.0);
+        for pid in &self.0 {
+            signal("-CONT", *pid);
+        }
     }
 }
 
@@ -111,5 +120,52 @@ fn a_replica_that_stops_answering_mid_stream_is_a_row_diff_error_within_its_dead
     let rows = context.result_rows(run_id);
     let row_diff = result(&rows, "row_diff");
     assert_eq!((row_diff.status.as_str(), row_diff.error.as_deref()), ("ERROR", Some(expected)));
+    drop(frozen);
+}
+
+#[test]
+fn a_backend_that_stops_answering_mid_attempt_ends_the_execution_within_its_deadline() {
+    let context = Arc::new(Context::pipelinewise());
+    // Its deadline: the checkout timeout (1 s + 5 s) + the statement timeout 2 s + 5 s grace.
+    let config = BackendConfig {
+        statement_timeout: Some(Duration::from_secs(2)),
+        connect_timeout: Duration::from_secs(1),
+        ..context.backend_config.clone()
+    };
+    let store = datadiff_runner::open_backend(config.clone()).unwrap();
+    let stored = context.import(&context.definition());
+    let mut lock = context.source.client().unwrap();
+    lock.batch_execute("BEGIN; LOCK TABLE public.\"Transfers\" IN ACCESS EXCLUSIVE MODE").unwrap();
+    let (sender, receiver) = mpsc::channel();
+    let running = Arc::clone(&context);
+    std::thread::spawn(move || {
+        let executed = execute(&store, &running.connections, &stored, slot(), scheduled(), &Context::options());
+        let _ = sender.send(executed);
+    });
+    // The preflight is recorded: the attempt waits in its source queries.
+    wait_for_a_lock_wait(&context.source, SOURCE_APPLICATION_NAME, "the attempt never waited for the source lock");
+    let pids: Vec<i32> = context
+        .backend
+        .client()
+        .unwrap()
+        .query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND usename = $1", &[&config.user])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert!(!pids.is_empty(), "the application role has no backend session");
+    let frozen = Frozen::freeze_all(pids);
+    lock.batch_execute("COMMIT").unwrap();
+
+    let executed = receiver.recv_timeout(TEST_BOUND).expect("the attempt did not end: no backend deadline");
+    let error = executed.expect_err("a frozen backend recorded the attempt");
+    assert!(error.is_backend_lost(), "{error:?}");
+    let text = datadiff_runner::Error::to_string(&error);
+    assert_eq!(text, "finishing an attempt of postgres/payments/public/Transfers failed");
+    let cause = std::error::Error::source(&error).map(ToString::to_string);
+    assert_eq!(
+        cause.as_deref(),
+        Some("backend did not answer within 13 s while finishing the attempt; the connection was abandoned")
+    );
     drop(frozen);
 }

@@ -127,7 +127,10 @@ fn drift_differences(context: &Context) -> Vec<StoredDifference> {
     assert!(row_diff.source_seconds.is_some() && row_diff.target_seconds.is_some());
     assert_eq!(result(&rows, "row_count").status, "PASS");
     let attempt = context.attempt_row(run_id);
-    assert_eq!((attempt.status.as_str(), attempt.error.as_deref()), ("FAIL", Some("row_diff FAIL")));
+    assert_eq!(
+        (attempt.status.as_str(), attempt.error.as_deref()),
+        ("FAIL", Some("row_diff FAIL: 1 missing, 1 extra, 2 changed"))
+    );
     assert_eq!(summary.status, SummaryStatus::Fail);
     differences(context, run_id)
 }
@@ -488,7 +491,7 @@ fn a_failed_aggregate_query_keeps_the_row_diff_result_and_its_evidence() {
         assert_eq!(attempt.status, "ERROR", "{check}: ERROR beats FAIL");
         let error = attempt.error.unwrap();
         assert!(error.contains("aggregate query failed") && error.contains(cause), "{check}: {error}");
-        assert!(error.ends_with("; row_diff FAIL"), "{check}: {error}");
+        assert!(error.ends_with("; row_diff FAIL: 0 missing, 0 extra, 1 changed"), "{check}: {error}");
         let rows = context.result_rows(run_id);
         assert_eq!(rows.len(), 1, "{check}: only row_diff has a result: {rows:?}");
         let row_diff = result(&rows, "row_diff");

@@ -1,0 +1,284 @@
+//! Which replica column holds each source column: the exact name, else the name as
+//! pipelinewise-target-postgres writes it (lower-cased), else what `--column-map` says.
+//!
+//! # The rule
+//!
+//! For a source column `S`, in order:
+//!
+//! 1. an explicit map entry `S=R` (`--column-map`): the replica column `R`, exactly; a map
+//!    entry naming a replica column that does not exist is an error, never a fallback;
+//! 2. a replica column named exactly `S`;
+//! 3. a replica column named `S` lower-cased. pipelinewise-target-postgres creates every
+//!    column as the quoted, lower-cased property name (`safe_column_name` is
+//!    `'"{}"'.format(name).lower()`: Python's full Unicode `str.lower()`, nothing else is
+//!    changed), so `CustomerId` becomes `customerid` and `Größe` becomes `größe`; Rust's
+//!    [`str::to_lowercase`] applies the same Unicode mappings.
+//!
+//! Table names are never folded: `--table` and `--replica-table` name tables exactly.
+//!
+//! Two source columns resolving to one replica column is an error (compare them with
+//! `--columns` or map one of them). Without `--columns`, the compared columns are the source
+//! columns (in source order, the key and the replica's deleted marker left out) that resolve
+//! to a replica column by this rule.
+
+use datadiff_access::stream::ColumnType;
+
+/// Why the columns of the two tables cannot be matched.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ColumnMatchError {
+    /// A column is in neither form on a side.
+    #[error("column {column} does not exist in {table} on the {role} database{}", tried_text(.tried))]
+    NotFound {
+        /// `source` or `replica`.
+        role: String,
+        /// The table.
+        table: String,
+        /// The column as named (the source name, or a map's replica name).
+        column: String,
+        /// The replica names tried, when more than the column itself (empty for the source).
+        tried: Vec<String>,
+    },
+    /// A `--column-map` entry names a column the source table does not have.
+    #[error(
+        "--column-map {source_column}={replica_column}: {table} has no column {source_column} on the source database"
+    )]
+    MapUnknownSource {
+        /// The entry's source name.
+        source_column: String,
+        /// The entry's replica name.
+        replica_column: String,
+        /// The source table.
+        table: String,
+    },
+    /// A `--column-map` entry's replica column does not exist.
+    #[error(
+        "--column-map {source_column}={replica_column}: {table} has no column {replica_column} on the replica database"
+    )]
+    MapUnknownReplica {
+        /// The entry's source name.
+        source_column: String,
+        /// The entry's replica name.
+        replica_column: String,
+        /// The replica table.
+        table: String,
+    },
+    /// Two source columns resolve to the same replica column.
+    #[error(
+        "source columns {first} and {second} both match the replica column {replica_column} of {table}: compare one \
+         of them (--columns) or map them (--column-map)"
+    )]
+    Ambiguous {
+        /// The replica column.
+        replica_column: String,
+        /// The first source column.
+        first: String,
+        /// The second source column.
+        second: String,
+        /// The replica table.
+        table: String,
+    },
+}
+
+fn tried_text(tried: &[String]) -> String {
+    match tried {
+        [] | [_] => String::new(),
+        names => format!(" (tried {}; name the replica column with --column-map SOURCE=REPLICA)", names.join(" and ")),
+    }
+}
+
+/// A source column and the replica column matched to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MatchedColumn {
+    /// The source column's catalog entry.
+    pub(crate) source: ColumnType,
+    /// The replica column's catalog entry.
+    pub(crate) replica: ColumnType,
+}
+
+/// The key and the compared columns, matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MatchedColumns {
+    pub(crate) key: MatchedColumn,
+    pub(crate) columns: Vec<MatchedColumn>,
+}
+
+/// What [`match_columns`] works from.
+pub(crate) struct Tables<'a> {
+    pub(crate) source_table: &'a str,
+    pub(crate) source: &'a [ColumnType],
+    pub(crate) replica_table: &'a str,
+    pub(crate) replica: &'a [ColumnType],
+}
+
+/// Matches the key and the compared columns (`requested`, or every source column that has a
+/// replica match) by the rule of the module docs. `skip_replica` is a replica column never
+/// compared by default (the deleted marker).
+pub(crate) fn match_columns(
+    tables: &Tables<'_>,
+    key: &str,
+    requested: Option<&[String]>,
+    map: &[(String, String)],
+    skip_replica: Option<&str>,
+) -> Result<MatchedColumns, ColumnMatchError> {
+    for (source, replica) in map {
+        if !tables.source.iter().any(|column| &column.name == source) {
+            return Err(ColumnMatchError::MapUnknownSource {
+                source_column: source.clone(),
+                replica_column: replica.clone(),
+                table: tables.source_table.to_owned(),
+            });
+        }
+    }
+    let key = matched(tables, map, key)?;
+    let names: Vec<String> = match requested {
+        Some(names) => names.to_vec(),
+        None => {
+            let mut names = Vec::new();
+            for column in tables.source.iter().filter(|column| column.name != key.source.name) {
+                // A broken map entry is an error here too, never a column silently left out.
+                match replica_match(tables, map, &column.name)? {
+                    Some(replica) if Some(replica.name.as_str()) != skip_replica => names.push(column.name.clone()),
+                    Some(_) | None => {}
+                }
+            }
+            names
+        }
+    };
+    let mut columns = Vec::with_capacity(names.len());
+    for name in &names {
+        let column = matched(tables, map, name)?;
+        let claimed = std::iter::once(&key)
+            .chain(&columns)
+            .find(|other: &&MatchedColumn| other.replica.name == column.replica.name);
+        if let Some(other) = claimed {
+            return Err(ColumnMatchError::Ambiguous {
+                replica_column: column.replica.name.clone(),
+                first: other.source.name.clone(),
+                second: column.source.name.clone(),
+                table: tables.replica_table.to_owned(),
+            });
+        }
+        columns.push(column);
+    }
+    Ok(MatchedColumns { key, columns })
+}
+
+/// The source column `name` and its replica match.
+fn matched(tables: &Tables<'_>, map: &[(String, String)], name: &str) -> Result<MatchedColumn, ColumnMatchError> {
+    let source = tables.source.iter().find(|column| column.name == name).ok_or_else(|| ColumnMatchError::NotFound {
+        role: "source".to_owned(),
+        table: tables.source_table.to_owned(),
+        column: name.to_owned(),
+        tried: Vec::new(),
+    })?;
+    match replica_match(tables, map, name)? {
+        Some(replica) => Ok(MatchedColumn { source: source.clone(), replica: replica.clone() }),
+        None => {
+            let mut tried = vec![name.to_owned()];
+            let lower = name.to_lowercase();
+            if lower != name {
+                tried.push(lower);
+            }
+            Err(ColumnMatchError::NotFound {
+                role: "replica".to_owned(),
+                table: tables.replica_table.to_owned(),
+                column: name.to_owned(),
+                tried,
+            })
+        }
+    }
+}
+
+/// The replica column of the source column `name`: the map's, else the exact name, else the
+/// lower-cased name; `None` when there is none; an error when the map names a missing column.
+fn replica_match<'t>(
+    tables: &Tables<'t>,
+    map: &[(String, String)],
+    name: &str,
+) -> Result<Option<&'t ColumnType>, ColumnMatchError> {
+    let find = |wanted: &str| tables.replica.iter().find(|column| column.name == wanted);
+    if let Some((_, mapped)) = map.iter().find(|(source, _)| source == name) {
+        return find(mapped).map(Some).ok_or_else(|| ColumnMatchError::MapUnknownReplica {
+            source_column: name.to_owned(),
+            replica_column: mapped.clone(),
+            table: tables.replica_table.to_owned(),
+        });
+    }
+    Ok(find(name).or_else(|| find(&name.to_lowercase())))
+}
+
+#[cfg(test)]
+mod tests {
+    use datadiff_access::stream::Family;
+
+    use super::*;
+
+    fn columns(names: &[&str]) -> Vec<ColumnType> {
+        names
+            .iter()
+            .map(|name| ColumnType { name: (*name).to_owned(), type_name: "text".to_owned(), family: Family::Text })
+            .collect()
+    }
+
+    fn pairs(matched: &MatchedColumns) -> Vec<(String, String)> {
+        std::iter::once(&matched.key)
+            .chain(&matched.columns)
+            .map(|column| (column.source.name.clone(), column.replica.name.clone()))
+            .collect()
+    }
+
+    fn tables<'a>(source: &'a [ColumnType], replica: &'a [ColumnType]) -> Tables<'a> {
+        Tables { source_table: "public.customers", source, replica_table: "replicated.customers", replica }
+    }
+
+    #[test]
+    fn exact_names_win_then_lower_case_then_nothing() {
+        let source = columns(&["CustomerId", "Email", "plan", "Größe", "OnlySource"]);
+        let replica = columns(&["customerid", "Email", "email", "plan", "größe", "_sdc_deleted_at"]);
+        let matched =
+            match_columns(&tables(&source, &replica), "CustomerId", None, &[], Some("_sdc_deleted_at")).unwrap();
+        let expected = [("CustomerId", "customerid"), ("Email", "Email"), ("plan", "plan"), ("Größe", "größe")];
+        assert_eq!(pairs(&matched), expected.map(|(a, b)| (a.to_owned(), b.to_owned())));
+    }
+
+    #[test]
+    fn a_map_overrides_and_must_name_real_columns() {
+        let source = columns(&["id", "Email", "Plan"]);
+        let replica = columns(&["id", "email", "plan_name", "plan"]);
+        let map = vec![("Plan".to_owned(), "plan_name".to_owned())];
+        let matched = match_columns(&tables(&source, &replica), "id", None, &map, None).unwrap();
+        assert_eq!(pairs(&matched)[2], ("Plan".to_owned(), "plan_name".to_owned()));
+
+        let bad = vec![("Plan".to_owned(), "nope".to_owned())];
+        let error = match_columns(&tables(&source, &replica), "id", None, &bad, None).unwrap_err();
+        assert!(matches!(error, ColumnMatchError::MapUnknownReplica { .. }), "{error}");
+        let bad = vec![("Colour".to_owned(), "plan".to_owned())];
+        let error = match_columns(&tables(&source, &replica), "id", None, &bad, None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "--column-map Colour=plan: public.customers has no column Colour on the source database"
+        );
+    }
+
+    #[test]
+    fn a_missing_column_names_both_forms_tried() {
+        let source = columns(&["id", "FullName"]);
+        let replica = columns(&["id"]);
+        let requested = vec!["FullName".to_owned()];
+        let error = match_columns(&tables(&source, &replica), "id", Some(&requested), &[], None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "column FullName does not exist in replicated.customers on the replica database (tried FullName and \
+             fullname; name the replica column with --column-map SOURCE=REPLICA)"
+        );
+    }
+
+    #[test]
+    fn two_source_columns_on_one_replica_column_are_refused() {
+        let source = columns(&["id", "Email", "EMAIL"]);
+        let replica = columns(&["id", "email"]);
+        let error = match_columns(&tables(&source, &replica), "id", None, &[], None).unwrap_err();
+        assert!(matches!(error, ColumnMatchError::Ambiguous { .. }), "{error}");
+    }
+}
