@@ -277,3 +277,31 @@ fn row_diff_from_a_mariadb_source_is_a_clear_error_beside_passing_checks() {
     let attempt = mysql.context.attempt_row(run_id);
     assert!(attempt.error.as_deref().unwrap_or_default().contains("row_diff"), "{attempt:?}");
 }
+
+#[test]
+fn a_refused_mariadb_login_is_an_error_attempt_naming_the_source_without_its_password() {
+    let mut mysql = MySqlContext::new();
+    let server = shared_mariadb();
+    let wrong = DbConn {
+        host: Some(server.host().to_owned()),
+        port: Some(server.port()),
+        user: Some(format!("reader_{}", mysql.source.name())),
+        password: Some(Secret::new("not-the-password-42")),
+        dbname: Some(mysql.source.name().to_owned()),
+        ..DbConn::default()
+    };
+    mysql.context.connections = mysql.context.connections.clone().with_tap("payments", wrong);
+    let summary = mysql.context.run(&mysql.definition());
+    assert_eq!(summary.status, SummaryStatus::Error, "{summary:?}");
+    let run_id = summary.run_id.unwrap();
+    let attempt = mysql.context.attempt_row(run_id);
+    let error = attempt.error.unwrap_or_default();
+    let address = format!("{}:{}/{}", server.host(), server.port(), mysql.source.name());
+    assert!(error.starts_with(&format!("cannot connect to the source database {address}: ")), "{error}");
+    assert!(error.contains("Access denied"), "{error}");
+    assert!(!error.contains("not-the-password-42"), "{error}");
+    // The placeholder preflight carries the same reason; no results.
+    let preflight = mysql.context.preflight_row(run_id);
+    assert_eq!((preflight.status.as_str(), preflight.error.as_deref()), ("ERROR", Some(error.as_str())));
+    assert!(mysql.context.result_rows(run_id).is_empty());
+}
