@@ -7,9 +7,12 @@
 //! back to `PGHOST`, `PGPORT`, `PGUSER` (then the login name) and `PGDATABASE`; a missing host
 //! means the local Unix socket. The connect timeout defaults to 10 seconds.
 //!
-//! `sslmode` (or `PGSSLMODE`) and `sslrootcert` (or `PGSSLROOTCERT`) are read here, before
-//! rust-postgres parses the rest (its parser knows only `disable`, `prefer` and `require`),
-//! and keep libpq's meanings: see [`crate::tls`] for the table.
+//! `service` (or `PGSERVICE`) names a connection service ([`crate::service`]): its values fill
+//! what the DSN leaves out, before the environment does, as libpq's. `sslmode` (or
+//! `PGSSLMODE`), `sslrootcert` (or `PGSSLROOTCERT`), `sslcert` and `sslkey` (or `PGSSLCERT`,
+//! `PGSSLKEY`) and `passfile` are read here, before rust-postgres parses the rest (its parser
+//! knows only `disable`, `prefer` and `require`, and none of the others), and keep libpq's
+//! meanings: see [`crate::tls`] for the table.
 //!
 //! The DSN text is never shown, logged or kept: only the parsed [`postgres::Config`], whose
 //! `Debug` redacts the password.
@@ -25,7 +28,32 @@ use crate::error::Error;
 use crate::passfile::{self, PassfileQuery};
 use datadiff_diff_core::SslMode;
 
-use crate::tls::{RootCertificates, TlsSettings};
+use crate::service::{self, Service};
+use crate::tls::{ClientCertificate, RootCertificates, TlsSettings};
+
+/// The parameters read here rather than by rust-postgres' parser (which knows only
+/// `disable`, `prefer` and `require` and none of the others).
+const TAKEN: [&str; 6] = ["sslmode", "sslrootcert", "sslcert", "sslkey", "service", "passfile"];
+
+/// The service's parameters rust-postgres takes as they are; TLS and the password file are
+/// read in [`Dsn::parse`], and libpq's other keys are refused ([`apply_service`]).
+const SERVICE_DRIVER_KEYS: [&str; 15] = [
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "connect_timeout",
+    "options",
+    "application_name",
+    "keepalives",
+    "keepalives_idle",
+    "tcp_user_timeout",
+    "target_session_attrs",
+    "channel_binding",
+    "load_balance_hosts",
+];
 
 /// The connect timeout when the DSN sets none (the seed's 10 seconds).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -42,13 +70,27 @@ impl Dsn {
     /// Parses `text` for the connection called `role` (`source`, `replica`: used in messages).
     pub fn parse(role: &str, text: &str, environment: &Environment) -> Result<Dsn, Error> {
         let invalid = |source| Error::Dsn { role: role.to_owned(), source };
-        let (rest, taken) = match take_params(text.trim(), &["sslmode", "sslrootcert"]) {
+        let (rest, taken) = match take_params(text.trim(), &TAKEN) {
             Some(split) => split,
             None => (text.trim().to_owned(), Vec::new()),
         };
         let mut config = postgres::Config::from_str(&rest).map_err(invalid)?;
-        let taken = |name: &str| taken.iter().rev().find(|(key, _)| key == name).map(|(_, value)| value.as_str());
-        let mode_text = taken("sslmode").or_else(|| environment.get("PGSSLMODE")).unwrap_or("prefer");
+        let taken = |name: &str| taken.iter().rev().find(|(key, _)| key == name).map(|(_, value)| value.clone());
+        // libpq: the DSN's `service`, else PGSERVICE; its values fill what the DSN leaves out,
+        // before the environment does.
+        let service = match taken("service").or_else(|| environment.get("PGSERVICE").map(str::to_owned)) {
+            Some(name) => Some(service::lookup(role, &name, environment)?),
+            None => None,
+        };
+        if let Some(service) = &service {
+            apply_service(role, &mut config, service)?;
+        }
+        let setting = |name: &str, variable: &str| -> Option<String> {
+            taken(name)
+                .or_else(|| service.as_ref().and_then(|service| service.get(name)).map(str::to_owned))
+                .or_else(|| environment.get(variable).map(str::to_owned))
+        };
+        let mode_text = setting("sslmode", "PGSSLMODE").unwrap_or_else(|| "prefer".to_owned());
         // `allow` (plaintext first) is refused: an audit must not silently downgrade.
         let mode = match mode_text.parse::<SslMode>() {
             Ok(SslMode::Allow) | Err(_) => {
@@ -61,21 +103,38 @@ impl Dsn {
             }
             Ok(mode) => mode,
         };
-        let roots = match taken("sslrootcert").or_else(|| environment.get("PGSSLROOTCERT")) {
+        let home_file =
+            |name: &str| environment.get("HOME").map(|home| PathBuf::from(home).join(".postgresql").join(name));
+        let roots = match setting("sslrootcert", "PGSSLROOTCERT").as_deref() {
             Some("system") => RootCertificates::System,
             Some(path) => RootCertificates::File(PathBuf::from(path)),
-            None => environment
-                .get("HOME")
-                .map(|home| PathBuf::from(home).join(".postgresql/root.crt"))
+            None => home_file("root.crt")
                 .filter(|path| path.is_file())
                 .map_or(RootCertificates::Unset, RootCertificates::File),
         };
-        config.ssl_mode(match mode {
-            SslMode::Disable => postgres::config::SslMode::Disable,
-            SslMode::Allow | SslMode::Prefer => postgres::config::SslMode::Prefer,
-            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => postgres::config::SslMode::Require,
-        });
-        let tls = TlsSettings { mode, roots };
+        // libpq: an explicit certificate is used; the default one only when it exists. The
+        // key defaults to ~/.postgresql/postgresql.key either way.
+        let certificate = match setting("sslcert", "PGSSLCERT") {
+            Some(path) => Some(PathBuf::from(path)),
+            None => home_file("postgresql.crt").filter(|path| path.is_file()),
+        };
+        let client = match certificate {
+            None => None,
+            Some(certificate) => {
+                let key = setting("sslkey", "PGSSLKEY").map(PathBuf::from).or_else(|| home_file("postgresql.key"));
+                let Some(key) = key else {
+                    return Err(Error::DsnUnsupported {
+                        role: role.to_owned(),
+                        problem: "sslcert is set without sslkey (and no home for ~/.postgresql/postgresql.key)"
+                            .to_owned(),
+                    });
+                };
+                Some(ClientCertificate { certificate, key })
+            }
+        };
+        let tls = TlsSettings { mode, roots, client };
+        config.ssl_mode(tls.driver_mode());
+        let passfile = setting("passfile", "PGPASSFILE").map(PathBuf::from).or_else(|| environment.passfile());
         if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
             match environment.get("PGHOST") {
                 Some(hosts) => {
@@ -124,7 +183,7 @@ impl Dsn {
         if config.get_password().is_none() {
             if let Some(password) = environment.get("PGPASSWORD") {
                 config.password(password);
-            } else if let Some(path) = environment.passfile() {
+            } else if let Some(path) = passfile {
                 let host = match config.get_hosts().first() {
                     Some(Host::Tcp(name)) => name.clone(),
                     Some(Host::Unix(path)) => path.display().to_string(),
@@ -161,6 +220,100 @@ impl Dsn {
     pub fn tls(&self) -> &TlsSettings {
         &self.tls
     }
+}
+
+/// Fills what `config` leaves out from the service's values (libpq: "a parameter set in the
+/// connection string wins"). A service key datadiff does not apply is an error naming it.
+fn apply_service(role: &str, config: &mut postgres::Config, service: &Service) -> Result<(), Error> {
+    let mut text = String::new();
+    for param in &service.params {
+        if TAKEN.contains(&param.key.as_str()) {
+            continue;
+        }
+        if !SERVICE_DRIVER_KEYS.contains(&param.key.as_str()) {
+            return Err(Error::ServiceFile {
+                path: service.file.clone(),
+                line: param.line,
+                problem: format!("datadiff does not support the connection parameter {:?}", param.key),
+            });
+        }
+        text.push_str(&format!("{}='{}' ", param.key, param.value.replace('\\', "\\\\").replace('\'', "\\'")));
+    }
+    let from_service = postgres::Config::from_str(&text).map_err(|source| Error::ServiceParams {
+        role: role.to_owned(),
+        service: service.name.clone(),
+        path: service.file.clone(),
+        source,
+    })?;
+    let defaults = postgres::Config::new();
+    if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
+        for host in from_service.get_hosts() {
+            match host {
+                Host::Tcp(name) => config.host(name),
+                Host::Unix(path) => config.host_path(path),
+            };
+        }
+        for address in from_service.get_hostaddrs() {
+            config.hostaddr(*address);
+        }
+    }
+    if config.get_ports().is_empty() {
+        for port in from_service.get_ports() {
+            config.port(*port);
+        }
+    }
+    if config.get_user().is_none()
+        && let Some(user) = from_service.get_user()
+    {
+        config.user(user);
+    }
+    if config.get_password().is_none()
+        && let Some(password) = from_service.get_password()
+    {
+        config.password(password);
+    }
+    if config.get_dbname().is_none()
+        && let Some(dbname) = from_service.get_dbname()
+    {
+        config.dbname(dbname);
+    }
+    if config.get_options().is_none()
+        && let Some(options) = from_service.get_options()
+    {
+        config.options(options);
+    }
+    if config.get_application_name().is_none()
+        && let Some(name) = from_service.get_application_name()
+    {
+        config.application_name(name);
+    }
+    if config.get_connect_timeout().is_none()
+        && let Some(timeout) = from_service.get_connect_timeout()
+    {
+        config.connect_timeout(*timeout);
+    }
+    if config.get_tcp_user_timeout().is_none()
+        && let Some(timeout) = from_service.get_tcp_user_timeout()
+    {
+        config.tcp_user_timeout(*timeout);
+    }
+    // Settings with a default: the DSN left the default when it equals it.
+    if config.get_keepalives() == defaults.get_keepalives() {
+        config.keepalives(from_service.get_keepalives());
+    }
+    if config.get_keepalives_idle() == defaults.get_keepalives_idle() {
+        config.keepalives_idle(from_service.get_keepalives_idle());
+    }
+    if config.get_target_session_attrs() == defaults.get_target_session_attrs() {
+        config.target_session_attrs(from_service.get_target_session_attrs());
+    }
+    if config.get_channel_binding() == defaults.get_channel_binding() {
+        config.channel_binding(from_service.get_channel_binding());
+    }
+    if config.get_load_balance_hosts() == defaults.get_load_balance_hosts() {
+        config.load_balance_hosts(from_service.get_load_balance_hosts());
+    }
+    Ok(())
 }
 
 /// Removes the parameters `names` from a DSN (URI query or key=value pairs) and returns the
@@ -249,6 +402,7 @@ fn default_socket_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::chain;
 
     fn env() -> Environment {
         Environment::from_pairs([("USER", "osuser")])
@@ -334,7 +488,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             dsn.tls(),
-            &TlsSettings { mode: SslMode::VerifyFull, roots: RootCertificates::File("/etc/ca.pem".into()) }
+            &TlsSettings {
+                mode: SslMode::VerifyFull,
+                roots: RootCertificates::File("/etc/ca.pem".into()),
+                client: None
+            }
         );
         assert_eq!(dsn.config().get_application_name(), Some("x"));
         assert_eq!(dsn.config().get_password(), Some(&b"p"[..]));
@@ -343,10 +501,10 @@ mod tests {
         let dsn =
             Dsn::parse("source", "host=h user=u sslmode = verify-ca password='a \\'b' sslrootcert=system", &env())
                 .unwrap();
-        assert_eq!(dsn.tls(), &TlsSettings { mode: SslMode::VerifyCa, roots: RootCertificates::System });
+        assert_eq!(dsn.tls(), &TlsSettings { mode: SslMode::VerifyCa, roots: RootCertificates::System, client: None });
         assert_eq!(dsn.config().get_password(), Some(&b"a 'b"[..]));
         let dsn = Dsn::parse("source", "host=h user=u", &env().with("PGSSLMODE", "disable")).unwrap();
-        assert_eq!(dsn.tls(), &TlsSettings { mode: SslMode::Disable, roots: RootCertificates::Unset });
+        assert_eq!(dsn.tls(), &TlsSettings { mode: SslMode::Disable, roots: RootCertificates::Unset, client: None });
         assert!(!dsn.tls().verifies());
     }
 
@@ -354,5 +512,111 @@ mod tests {
     fn unknown_ssl_modes_are_refused_with_a_clear_message() {
         let error = Dsn::parse("source", "host=h user=u sslmode=allow", &env()).unwrap_err();
         assert!(error.to_string().contains("sslmode \"allow\" is not supported"), "{error}");
+    }
+
+    /// An environment whose user service file holds `text` (no system file).
+    fn with_service_file(text: &str) -> (tempfile::TempDir, Environment) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("services.conf");
+        std::fs::write(&path, text).unwrap();
+        let environment = env()
+            .with("PGSERVICEFILE", path.display().to_string())
+            .with("PGSYSCONFDIR", dir.path().join("no-etc").display().to_string());
+        (dir, environment)
+    }
+
+    const SERVICES: &str = "[sales]\nhost=svc.example\nport=6433\ndbname=sales\nuser=svc_user\npassword=svc-pw\n\
+                            sslmode=verify-full\nsslrootcert=/etc/svc-ca.pem\nsslcert=/etc/svc.crt\nsslkey=/etc/svc.key\n\
+                            application_name=from-service\n";
+
+    #[test]
+    fn a_service_supplies_what_the_dsn_leaves_out_in_both_forms() {
+        let (_dir, environment) = with_service_file(SERVICES);
+        let kv = Dsn::parse("source", "service=sales user=explicit", &environment).unwrap();
+        let uri = Dsn::parse("source", "postgresql://explicit@/?service=sales", &environment).unwrap();
+        for dsn in [&kv, &uri] {
+            let config = dsn.config();
+            assert_eq!(config.get_hosts(), &[Host::Tcp("svc.example".into())]);
+            assert_eq!(config.get_ports(), &[6433]);
+            assert_eq!(config.get_dbname(), Some("sales"));
+            assert_eq!(config.get_user(), Some("explicit"), "the DSN's user wins");
+            assert_eq!(config.get_password(), Some(&b"svc-pw"[..]));
+            assert_eq!(config.get_application_name(), Some("from-service"));
+            assert_eq!(
+                dsn.tls(),
+                &TlsSettings {
+                    mode: SslMode::VerifyFull,
+                    roots: RootCertificates::File("/etc/svc-ca.pem".into()),
+                    client: Some(ClientCertificate { certificate: "/etc/svc.crt".into(), key: "/etc/svc.key".into() }),
+                }
+            );
+        }
+        assert!(!format!("{kv:?}").contains("svc-pw"));
+    }
+
+    #[test]
+    fn pgservice_applies_when_the_dsn_names_none_and_explicit_tls_wins() {
+        let (_dir, environment) = with_service_file(SERVICES);
+        let environment =
+            environment.with("PGSERVICE", "sales").with("PGHOST", "env-host").with("PGSSLMODE", "disable");
+        let dsn = Dsn::parse("source", "sslmode=require sslrootcert=system port=7000", &environment).unwrap();
+        assert_eq!(dsn.config().get_hosts(), &[Host::Tcp("svc.example".into())], "the service wins over PGHOST");
+        assert_eq!(dsn.config().get_ports(), &[7000]);
+        assert_eq!(dsn.tls().mode, SslMode::Require);
+        assert_eq!(dsn.tls().roots, RootCertificates::System);
+        let (_dir, environment) = with_service_file("[bare]\ndbname=bare\n");
+        let environment = environment.with("PGSERVICE", "bare").with("PGHOST", "env-host").with("PGSSLMODE", "require");
+        let dsn = Dsn::parse("source", "user=u", &environment).unwrap();
+        assert_eq!(dsn.config().get_hosts(), &[Host::Tcp("env-host".into())], "the environment fills the rest");
+        assert_eq!(dsn.config().get_dbname(), Some("bare"));
+        assert_eq!(dsn.tls().mode, SslMode::Require);
+    }
+
+    #[test]
+    fn an_unknown_service_names_the_service_and_the_files() {
+        let (dir, environment) = with_service_file(SERVICES);
+        let error = Dsn::parse("replica", "service=nope user=u", &environment).unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("replica") && text.contains("\"nope\""), "{text}");
+        assert!(text.contains(&dir.path().join("services.conf").display().to_string()), "{text}");
+        assert!(text.contains(&dir.path().join("no-etc/pg_service.conf").display().to_string()), "{text}");
+        let error = Dsn::parse("source", "user=u", &environment.with("PGSERVICE", "missing")).unwrap_err();
+        assert!(error.to_string().contains("\"missing\""), "{error}");
+    }
+
+    #[test]
+    fn service_values_datadiff_cannot_apply_are_errors_naming_the_line() {
+        let (_dir, environment) = with_service_file("[s]\nhost=h\nsslcrl=/etc/crl.pem\n");
+        let error = Dsn::parse("source", "service=s user=u", &environment).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .ends_with("services.conf:3: datadiff does not support the connection parameter \"sslcrl\""),
+            "{error}"
+        );
+        let (_dir, environment) = with_service_file("[s]\nport=notaport\npassword=marker-pw-77\n");
+        let error = Dsn::parse("source", "service=s user=u", &environment).unwrap_err();
+        let text = chain(&error);
+        assert!(text.contains("service \"s\"") && !text.contains("marker-pw-77"), "{text}");
+    }
+
+    #[test]
+    fn a_client_certificate_comes_from_the_dsn_or_the_environment() {
+        let dsn = Dsn::parse("source", "host=h user=u sslcert=/c/cert.pem sslkey=/c/key.pem", &env()).unwrap();
+        assert_eq!(
+            dsn.tls().client,
+            Some(ClientCertificate { certificate: "/c/cert.pem".into(), key: "/c/key.pem".into() })
+        );
+        let environment = env().with("PGSSLCERT", "/e/cert.pem").with("HOME", "/home/op");
+        let dsn = Dsn::parse("source", "host=h user=u", &environment).unwrap();
+        assert_eq!(
+            dsn.tls().client,
+            Some(ClientCertificate {
+                certificate: "/e/cert.pem".into(),
+                key: "/home/op/.postgresql/postgresql.key".into()
+            })
+        );
+        let dsn = Dsn::parse("source", "host=h user=u", &env().with("HOME", "/nonexistent-home")).unwrap();
+        assert_eq!(dsn.tls().client, None, "the default certificate only when it exists");
     }
 }

@@ -38,6 +38,51 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The service a DSN (`service=`) or `PGSERVICE` names is in no service file.
+    #[error(
+        "the {role} connection names service {service:?}, which is not defined in {}",
+        files.iter().map(|file| file.display().to_string()).collect::<Vec<_>>().join(" or ")
+    )]
+    ServiceNotFound {
+        /// Which connection.
+        role: String,
+        /// The service's name.
+        service: String,
+        /// The files looked in, in order.
+        files: Vec<PathBuf>,
+    },
+    /// A service file exists but could not be read.
+    #[error("cannot read the service file {}", path.display())]
+    ServiceFileRead {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of the service section read is not valid.
+    #[error("{}:{line}: {problem}", path.display())]
+    ServiceFile {
+        /// The file.
+        path: PathBuf,
+        /// The line.
+        line: usize,
+        /// What is wrong (names the key, never a value).
+        problem: String,
+    },
+    /// The parameters of a service are not valid connection parameters.
+    #[error("the {role} connection's service {service:?} in {} has invalid parameters", path.display())]
+    ServiceParams {
+        /// Which connection.
+        role: String,
+        /// The service's name.
+        service: String,
+        /// The file it was read from.
+        path: PathBuf,
+        /// The parser's complaint (names the parameter, never its value).
+        #[source]
+        source: postgres::Error,
+    },
     /// TLS could not be set up.
     #[error("cannot set up TLS for the {role} connection")]
     Tls {
@@ -53,6 +98,17 @@ pub enum Error {
         /// Which connection.
         role: String,
         /// The `sslrootcert` file.
+        path: PathBuf,
+        /// What was wrong with it.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The client certificate or its key could not be loaded.
+    #[error("cannot load the client certificate {} for the {role} connection", path.display())]
+    ClientCertificate {
+        /// Which connection.
+        role: String,
+        /// The `sslcert` or `sslkey` file.
         path: PathBuf,
         /// What was wrong with it.
         #[source]
@@ -115,14 +171,16 @@ pub enum Error {
         column: String,
     },
     /// A column's type has no canonical comparison (json, arrays, intervals, ...).
-    #[error("column {column} has type {type_name} on the {role} database, which datadiff cannot compare")]
+    #[error("column {column} has type {type_name} on the {role} database, which datadiff cannot compare ({pair})")]
     UnsupportedType {
-        /// Which connection.
+        /// Which connection has the type (`source`, or the target's name).
         role: String,
         /// The column.
         column: String,
         /// The type as `format_type` prints it.
         type_name: String,
+        /// Both sides' types: `<type> on the source, <type> on the <target side>`.
+        pair: String,
     },
     /// The two sides of a column pair have types that do not compare.
     #[error("column {column} cannot be compared: {source_type} on the source, {target_type} on the {target_role}")]
@@ -137,10 +195,19 @@ pub enum Error {
         target_type: String,
     },
     /// An exact numeric without a declared scale is compared against a floating-point column.
-    #[error("column {column} needs declared numeric scales to compare numeric with floating point")]
+    #[error(
+        "column {column} needs declared numeric scales to compare numeric with floating point \
+         ({source_type} on the source, {target_type} on the {target_role})"
+    )]
     NeedsScale {
         /// The column.
         column: String,
+        /// The source column's type.
+        source_type: String,
+        /// What the target side is called (`target`, `replica`).
+        target_role: String,
+        /// The target column's type.
+        target_type: String,
     },
     /// The key column's type is not an integer, uuid or text type on both sides.
     #[error(

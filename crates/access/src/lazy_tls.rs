@@ -4,7 +4,9 @@
 //! `SslConnector::builder` loads the system CA bundle: about 34 ms of CPU on a small
 //! machine, paid before the server has even said whether it speaks TLS. [`LazyTls`] hands the
 //! driver a connector that builds the real one only when the server answers the TLS request
-//! with yes, from a function the caller gives (which may cache it for the process).
+//! with yes, from a function the caller gives (which may cache it for the process). A
+//! connection with a context of its own (verifying, or with a client certificate:
+//! [`crate::ClientTls`]) hands its ready connector over the same way.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -17,15 +19,24 @@ use postgres_openssl::{MakeTlsConnector, TlsStream};
 /// The error of a TLS handshake, as the driver takes it.
 type HandshakeError = Box<dyn std::error::Error + Send + Sync>;
 
+/// Where the OpenSSL connector comes from.
+#[derive(Clone)]
+enum Source {
+    /// Built when a handshake is about to start.
+    Build(fn() -> Result<MakeTlsConnector, String>),
+    /// Built already.
+    Ready(MakeTlsConnector),
+}
+
 /// A [`MakeTlsConnect`] that builds its OpenSSL connector only for a server that accepts TLS.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct LazyTls {
-    build: fn() -> Result<MakeTlsConnector, String>,
+    source: Source,
 }
 
 impl std::fmt::Debug for LazyTls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LazyTls").finish_non_exhaustive()
+        f.debug_struct("LazyTls").field("ready", &matches!(self.source, Source::Ready(_))).finish_non_exhaustive()
     }
 }
 
@@ -33,7 +44,12 @@ impl LazyTls {
     /// A connector whose OpenSSL side `build` makes when a handshake is about to start; the
     /// error string becomes the handshake's error.
     pub fn new(build: fn() -> Result<MakeTlsConnector, String>) -> LazyTls {
-        LazyTls { build }
+        LazyTls { source: Source::Build(build) }
+    }
+
+    /// A connector built already (one with its own verification or client certificate).
+    pub fn ready(connector: MakeTlsConnector) -> LazyTls {
+        LazyTls { source: Source::Ready(connector) }
     }
 }
 
@@ -43,15 +59,20 @@ impl MakeTlsConnect<Socket> for LazyTls {
     type Error = Infallible;
 
     fn make_tls_connect(&mut self, domain: &str) -> Result<LazyTlsConnect, Infallible> {
-        Ok(LazyTlsConnect { build: self.build, domain: domain.to_owned() })
+        Ok(LazyTlsConnect { source: self.source.clone(), domain: domain.to_owned() })
     }
 }
 
 /// One connection's handshake, made by [`LazyTls`].
-#[derive(Debug)]
 pub struct LazyTlsConnect {
-    build: fn() -> Result<MakeTlsConnector, String>,
+    source: Source,
     domain: String,
+}
+
+impl std::fmt::Debug for LazyTlsConnect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyTlsConnect").field("domain", &self.domain).finish_non_exhaustive()
+    }
 }
 
 impl TlsConnect<Socket> for LazyTlsConnect {
@@ -60,7 +81,11 @@ impl TlsConnect<Socket> for LazyTlsConnect {
     type Future = Pin<Box<dyn Future<Output = Result<TlsStream<Socket>, HandshakeError>> + Send>>;
 
     fn connect(self, stream: Socket) -> Self::Future {
-        let handshake = (self.build)().map_err(HandshakeError::from).and_then(|mut make| {
+        let made = match self.source {
+            Source::Build(build) => build().map_err(HandshakeError::from),
+            Source::Ready(connector) => Ok(connector),
+        };
+        let handshake = made.and_then(|mut make| {
             MakeTlsConnect::<Socket>::make_tls_connect(&mut make, &self.domain).map_err(HandshakeError::from)
         });
         match handshake {

@@ -6,10 +6,11 @@
 //! # Overview
 //!
 //! * [`Dsn`] parses libpq-style connection strings (URI or key=value) with libpq's fallbacks
-//!   (`PGPASSWORD`, the password file [`passfile_lookup`], `PGHOST`…), read from an
-//!   [`Environment`] captured once.
+//!   (`PGPASSWORD`, the password file [`passfile_lookup`], the connection service file
+//!   [`service`], `PGHOST`…), read from an [`Environment`] captured once.
 //! * [`TlsSettings`] and [`RootCertificates`]: libpq's `sslmode` rules ([`datadiff_diff_core::SslMode`]), decided in
-//!   one place ([`tls`]); [`LazyTls`] builds an unverified TLS context only for a server that
+//!   one place ([`tls`]), client certificates included; [`ClientTls`] is a connection's TLS
+//!   ready to use; [`LazyTls`] builds an unverified TLS context only for a server that
 //!   accepts TLS.
 //! * [`Session`] is a read-only session with the audit's settings ([`SessionSettings`]);
 //!   [`DatabaseIdentity`] tells whether two sessions reach the same database.
@@ -51,6 +52,7 @@ mod error;
 mod lazy_tls;
 mod mysql_side;
 mod passfile;
+pub mod service;
 mod session;
 mod side;
 pub mod stream;
@@ -68,11 +70,13 @@ pub use error::{Error, chain};
 pub use lazy_tls::{LazyTls, LazyTlsConnect};
 pub use mysql_side::{MySqlCanceller, MySqlSideConfig, MySqlSideSession, mysql_one_line};
 pub use passfile::{PassfileQuery, lookup as passfile_lookup};
+pub use service::{Service, ServiceParam};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
 pub use side::{ANSWER_GRACE, SideCanceller, SideConfig, SideSession, one_line, table_columns};
 pub use table::{TableName, TableNameError, split_identifiers};
 pub use tls::{
-    RootCertificates, TlsSettings, TlsSetupError, Verify, unverified_connector, unverified_tls, verifying_tls,
+    ClientCertificate, ClientTls, RootCertificates, TlsSettings, TlsSetupError, Verify, tls_context,
+    unverified_connector, unverified_tls, verifying_tls,
 };
 
 /// Splits a comma-separated list of column names (double quotes allowed around a name that

@@ -49,6 +49,8 @@ pub struct SideConfig {
     pub address: String,
     /// The whole connection's deadline (TCP, TLS and authentication).
     pub connect_timeout: Duration,
+    /// The TLS to connect with (verification, client certificate): [`crate::ClientTls`].
+    pub tls: crate::ClientTls,
 }
 
 /// What a side session waits for an answer beyond the statement timeout before it gives up
@@ -96,7 +98,7 @@ pub struct SideCanceller {
 impl SideCanceller {
     /// Asks the server to cancel whatever the session runs; best effort.
     pub fn cancel(&self) {
-        if let Err(error) = self.token.cancel_query(self.tls) {
+        if let Err(error) = self.token.cancel_query(self.tls.clone()) {
             tracing::debug!(error = %one_line(&error), "cancelling a query failed");
         }
     }
@@ -109,8 +111,8 @@ impl SideSession {
         let side = config.side;
         let cannot_connect =
             |reason: String| format!("cannot connect to the {side} database {}: {reason}", config.address);
-        let tls = LazyTls::new(crate::tls::unverified_connector);
-        let client = connect_within(&config.config, tls, config.connect_timeout).map_err(cannot_connect)?;
+        let tls = config.tls.lazy();
+        let client = connect_within(&config.config, tls.clone(), config.connect_timeout).map_err(cannot_connect)?;
         let canceller = SideCanceller { token: client.cancel_token(), tls };
         let statement_timeout = Duration::from_secs(statement_timeout.as_secs().max(1));
         let mut session = SideSession { side, client: Some(client), canceller, statement_timeout };
@@ -407,11 +409,12 @@ fn connect_within(config: &postgres::Config, tls: LazyTls, deadline: Duration) -
 }
 
 /// A driver error in one line: a server error's primary message only, else the error's own
-/// description (which names the cause, never a password).
+/// description with its causes (a refused connection, a certificate that does not verify;
+/// never a password).
 pub fn one_line(error: &postgres::Error) -> String {
     let text = match error.as_db_error() {
         Some(db) => db.message().to_owned(),
-        None => error.to_string(),
+        None => crate::chain(error),
     };
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

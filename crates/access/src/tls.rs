@@ -13,19 +13,24 @@
 //! the verifying modes, the system's trust store (libpq would refuse to connect; this is
 //! libpq 16's `sslrootcert=system`, the same decision as the backend store's).
 //!
+//! A client certificate (`sslcert` and `sslkey`, or `PGSSLCERT` and `PGSSLKEY`; else
+//! `~/.postgresql/postgresql.crt` and `.key` when the certificate exists, as libpq) is sent in
+//! every mode that encrypts, whenever the server asks for one.
+//!
 //! `allow` (plaintext first) is refused: rust-postgres cannot retry a refused plaintext
 //! login over TLS, and an audit should not silently downgrade.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use datadiff_diff_core::SslMode;
 use openssl::error::ErrorStack;
-use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+use openssl::ssl::{SslConnector, SslFiletype, SslMethod, SslVerifyMode};
 use openssl::x509::X509;
 use openssl::x509::store::X509StoreBuilder;
 use postgres_openssl::MakeTlsConnector;
 
+use crate::LazyTls;
 use crate::error::Error;
 
 /// Where trusted root certificates come from.
@@ -39,6 +44,16 @@ pub enum RootCertificates {
     System,
 }
 
+/// A client certificate and its private key (PEM files), for servers that ask for one
+/// (`pg_hba.conf`'s `cert` method or `clientcert=verify-ca|verify-full`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCertificate {
+    /// The certificate (`sslcert`), possibly followed by intermediate certificates.
+    pub certificate: PathBuf,
+    /// Its private key (`sslkey`), unencrypted.
+    pub key: PathBuf,
+}
+
 /// A session's TLS settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsSettings {
@@ -46,17 +61,52 @@ pub struct TlsSettings {
     pub mode: SslMode,
     /// The root certificates.
     pub roots: RootCertificates,
+    /// The client certificate, when one is configured.
+    pub client: Option<ClientCertificate>,
 }
 
 impl TlsSettings {
+    /// libpq's default for a connection that says nothing: `prefer`, no root certificates, no
+    /// client certificate.
+    pub fn prefer() -> TlsSettings {
+        TlsSettings { mode: SslMode::Prefer, roots: RootCertificates::Unset, client: None }
+    }
+
     /// Whether the server certificate is verified (the verifying modes, or `require` with a
     /// root certificate configured).
     pub fn verifies(&self) -> bool {
+        self.verify().is_some()
+    }
+
+    /// What is checked about the server's certificate; `None` when nothing is.
+    pub fn verify(&self) -> Option<Verify> {
         match self.mode {
-            SslMode::Disable | SslMode::Allow | SslMode::Prefer => false,
-            SslMode::Require => self.roots != RootCertificates::Unset,
-            SslMode::VerifyCa | SslMode::VerifyFull => true,
+            SslMode::Disable | SslMode::Allow | SslMode::Prefer => None,
+            SslMode::Require => (self.roots != RootCertificates::Unset).then_some(Verify::Chain),
+            SslMode::VerifyCa => Some(Verify::Chain),
+            SslMode::VerifyFull => Some(Verify::ChainAndHost),
         }
+    }
+
+    /// The driver's `sslmode` for these settings: the verifying modes are `require` to the
+    /// driver, the verification being the connector's.
+    pub fn driver_mode(&self) -> postgres::config::SslMode {
+        match self.mode {
+            SslMode::Disable => postgres::config::SslMode::Disable,
+            SslMode::Allow | SslMode::Prefer => postgres::config::SslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => postgres::config::SslMode::Require,
+        }
+    }
+
+    /// The TLS of a connection with these settings ([`ClientTls`]); `disable` gets the
+    /// unverified context, which the driver then never uses.
+    pub fn client_tls(&self) -> Result<ClientTls, TlsSetupError> {
+        let verify = self.verify();
+        if self.mode == SslMode::Disable || (verify.is_none() && self.client.is_none()) {
+            return Ok(ClientTls::unverified());
+        }
+        let context = tls_context(&self.roots, verify, self.client.as_ref())?;
+        Ok(ClientTls { context: Some(context), check_host: verify == Some(Verify::ChainAndHost) })
     }
 
     /// The connector for these settings; `None` for `disable`.
@@ -64,16 +114,8 @@ impl TlsSettings {
         if self.mode == SslMode::Disable {
             return Ok(None);
         }
-        if !self.verifies() {
-            return unverified_tls()
-                .map(|connector| Some(MakeTlsConnector::new(connector)))
-                .map_err(|source| Error::Tls { role: role.to_owned(), source });
-        }
-        let verify = if self.mode == SslMode::VerifyFull { Verify::ChainAndHost } else { Verify::Chain };
-        verifying_tls(&self.roots, verify).map(Some).map_err(|error| match error {
-            TlsSetupError::OpenSsl(source) => Error::Tls { role: role.to_owned(), source },
-            TlsSetupError::Roots { path, source } => Error::RootCertificate { role: role.to_owned(), path, source },
-        })
+        let tls = self.client_tls().map_err(|error| error.for_role(role))?;
+        tls.connector().map(Some).map_err(|source| Error::Tls { role: role.to_owned(), source })
     }
 }
 
@@ -101,37 +143,179 @@ pub enum TlsSetupError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The client certificate or its key could not be read, or they do not match.
+    #[error("cannot load the client certificate {}", path.display())]
+    ClientCertificate {
+        /// The `sslcert` or `sslkey` file.
+        path: PathBuf,
+        /// What was wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
-/// The verifying connector every verifying connection uses (backend, sides, audit): it
-/// trusts exactly the certificates of a root file ([`RootCertificates::File`]), else the
-/// system's trust store, and checks the host name only for [`Verify::ChainAndHost`].
-pub fn verifying_tls(roots: &RootCertificates, verify: Verify) -> Result<MakeTlsConnector, TlsSetupError> {
+impl TlsSetupError {
+    /// The access error of the connection called `role`.
+    pub fn for_role(self, role: &str) -> Error {
+        let role = role.to_owned();
+        match self {
+            TlsSetupError::OpenSsl(source) => Error::Tls { role, source },
+            TlsSetupError::Roots { path, source } => Error::RootCertificate { role, path, source },
+            TlsSetupError::ClientCertificate { path, source } => Error::ClientCertificate { role, path, source },
+        }
+    }
+}
+
+/// A connection's TLS, ready to use: the shared unverified context ([`unverified_tls`],
+/// built only when a server accepts TLS), or a context of its own that verifies the server
+/// and/or presents a client certificate. Cloning shares the context.
+#[derive(Clone)]
+pub struct ClientTls {
+    /// `None`: the shared unverified context.
+    context: Option<SslConnector>,
+    /// Whether the host name is checked (`verify-full`).
+    check_host: bool,
+}
+
+impl std::fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTls")
+            .field("own_context", &self.context.is_some())
+            .field("check_host", &self.check_host)
+            .finish()
+    }
+}
+
+impl Default for ClientTls {
+    fn default() -> Self {
+        ClientTls::unverified()
+    }
+}
+
+impl ClientTls {
+    /// libpq's `prefer` and `require` without root or client certificates: encrypted, the
+    /// certificate not verified, the context built once per process when first needed.
+    pub fn unverified() -> ClientTls {
+        ClientTls { context: None, check_host: false }
+    }
+
+    /// Whether the server's certificate is verified or a client certificate is presented.
+    pub fn is_configured(&self) -> bool {
+        self.context.is_some()
+    }
+
+    /// The OpenSSL context (for connections made outside the driver, such as row streams):
+    /// it carries the whole policy, host-name check included — `verify-ca` tolerates a host
+    /// name mismatch, `verify-full` does not, when the caller names the host.
+    pub fn ssl_connector(&self) -> Result<SslConnector, ErrorStack> {
+        match &self.context {
+            Some(context) => Ok(context.clone()),
+            None => unverified_tls(),
+        }
+    }
+
+    /// The driver's connector.
+    pub fn connector(&self) -> Result<MakeTlsConnector, ErrorStack> {
+        Ok(make_connector(self.ssl_connector()?, self.check_host))
+    }
+
+    /// The driver's connector, built only when a server accepts TLS for the shared unverified
+    /// context ([`LazyTls`]); a context of its own is ready already.
+    pub fn lazy(&self) -> LazyTls {
+        match &self.context {
+            None => LazyTls::new(unverified_connector),
+            Some(context) => LazyTls::ready(make_connector(context.clone(), self.check_host)),
+        }
+    }
+}
+
+/// OpenSSL's verification results for a certificate that does not name the host connected
+/// to (`X509_V_ERR_HOSTNAME_MISMATCH`, `_EMAIL_MISMATCH`, `_IP_ADDRESS_MISMATCH`).
+const NAME_MISMATCHES: [i32; 3] = [62, 63, 64];
+
+/// The TLS context for `roots`, `verify` (`None`: the server certificate is not checked) and
+/// an optional client certificate.
+///
+/// A `Verify::Chain` context accepts a certificate that does not name the host, whoever asks
+/// it to check the name; `Verify::ChainAndHost` leaves the check to the connection, which
+/// names the host ([`ClientTls::connector`] always asks for it).
+pub fn tls_context(
+    roots: &RootCertificates,
+    verify: Option<Verify>,
+    client: Option<&ClientCertificate>,
+) -> Result<SslConnector, TlsSetupError> {
     // `SslConnector::builder` starts from the system's trust store.
     let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(TlsSetupError::OpenSsl)?;
-    if let RootCertificates::File(path) = roots {
-        let roots_error =
-            |source: Box<dyn std::error::Error + Send + Sync>| TlsSetupError::Roots { path: path.clone(), source };
-        let pem = std::fs::read(path).map_err(|error| roots_error(Box::new(error)))?;
-        let certificates = X509::stack_from_pem(&pem).map_err(|error| roots_error(Box::new(error)))?;
-        if certificates.is_empty() {
-            return Err(roots_error("the file holds no PEM certificate".into()));
+    match verify {
+        None => builder.set_verify(SslVerifyMode::NONE),
+        Some(verify) => {
+            if let RootCertificates::File(path) = roots {
+                let roots_error = |source: Box<dyn std::error::Error + Send + Sync>| TlsSetupError::Roots {
+                    path: path.clone(),
+                    source,
+                };
+                let pem = std::fs::read(path).map_err(|error| roots_error(Box::new(error)))?;
+                let certificates = X509::stack_from_pem(&pem).map_err(|error| roots_error(Box::new(error)))?;
+                if certificates.is_empty() {
+                    return Err(roots_error("the file holds no PEM certificate".into()));
+                }
+                let mut store = X509StoreBuilder::new().map_err(TlsSetupError::OpenSsl)?;
+                for certificate in certificates {
+                    store.add_cert(certificate).map_err(|error| roots_error(Box::new(error)))?;
+                }
+                builder.set_cert_store(store.build());
+            }
+            match verify {
+                Verify::ChainAndHost => builder.set_verify(SslVerifyMode::PEER),
+                Verify::Chain => builder.set_verify_callback(SslVerifyMode::PEER, |verified, context| {
+                    verified || NAME_MISMATCHES.contains(&context.error().as_raw())
+                }),
+            }
         }
-        let mut store = X509StoreBuilder::new().map_err(TlsSetupError::OpenSsl)?;
-        for certificate in certificates {
-            store.add_cert(certificate).map_err(|error| roots_error(Box::new(error)))?;
-        }
-        builder.set_cert_store(store.build());
     }
-    builder.set_verify(SslVerifyMode::PEER);
-    let mut connector = MakeTlsConnector::new(builder.build());
+    if let Some(client) = client {
+        load_client_certificate(&mut builder, client)?;
+    }
+    Ok(builder.build())
+}
+
+fn load_client_certificate(
+    builder: &mut openssl::ssl::SslConnectorBuilder,
+    client: &ClientCertificate,
+) -> Result<(), TlsSetupError> {
+    let failed = |path: &Path, source: Box<dyn std::error::Error + Send + Sync>| TlsSetupError::ClientCertificate {
+        path: path.to_path_buf(),
+        source,
+    };
+    for path in [&client.certificate, &client.key] {
+        // OpenSSL's "no such file" is a bare error code: say it plainly.
+        std::fs::metadata(path).map_err(|error| failed(path, Box::new(error)))?;
+    }
+    builder
+        .set_certificate_chain_file(&client.certificate)
+        .map_err(|error| failed(&client.certificate, error.into()))?;
+    builder.set_private_key_file(&client.key, SslFiletype::PEM).map_err(|error| failed(&client.key, error.into()))?;
+    builder
+        .check_private_key()
+        .map_err(|_| failed(&client.key, "the key does not belong to the certificate".into()))?;
+    Ok(())
+}
+
+fn make_connector(context: SslConnector, check_host: bool) -> MakeTlsConnector {
+    let mut connector = MakeTlsConnector::new(context);
     // postgres-openssl checks the host name by default: only verify-full wants it.
-    let check_host = verify == Verify::ChainAndHost;
     connector.set_callback(move |configuration, _domain| {
         configuration.set_verify_hostname(check_host);
         Ok(())
     });
-    Ok(connector)
+    connector
+}
+
+/// The verifying connector every verifying connection without a client certificate uses: it
+/// trusts exactly the certificates of a root file ([`RootCertificates::File`]), else the
+/// system's trust store, and checks the host name only for [`Verify::ChainAndHost`].
+pub fn verifying_tls(roots: &RootCertificates, verify: Verify) -> Result<MakeTlsConnector, TlsSetupError> {
+    Ok(make_connector(tls_context(roots, Some(verify), None)?, verify == Verify::ChainAndHost))
 }
 
 /// The TLS context of libpq's `prefer` and `require` without a root file (encrypted, the
@@ -151,4 +335,43 @@ pub fn unverified_tls() -> Result<SslConnector, ErrorStack> {
 /// [`unverified_tls`] as the driver takes it, for [`crate::LazyTls`] (the error as text).
 pub fn unverified_connector() -> Result<MakeTlsConnector, String> {
     unverified_tls().map(MakeTlsConnector::new).map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_verify_as_libpq() {
+        let with = |mode, roots| TlsSettings { mode, roots, client: None };
+        assert_eq!(with(SslMode::Prefer, RootCertificates::System).verify(), None);
+        assert_eq!(with(SslMode::Require, RootCertificates::Unset).verify(), None);
+        assert_eq!(with(SslMode::Require, RootCertificates::System).verify(), Some(Verify::Chain));
+        assert_eq!(with(SslMode::VerifyCa, RootCertificates::Unset).verify(), Some(Verify::Chain));
+        assert_eq!(with(SslMode::VerifyFull, RootCertificates::Unset).verify(), Some(Verify::ChainAndHost));
+        assert!(!with(SslMode::Require, RootCertificates::Unset).client_tls().unwrap().is_configured());
+        assert!(with(SslMode::VerifyCa, RootCertificates::System).client_tls().unwrap().is_configured());
+    }
+
+    #[test]
+    fn a_missing_client_certificate_is_named() {
+        let settings = TlsSettings {
+            mode: SslMode::Require,
+            roots: RootCertificates::Unset,
+            client: Some(ClientCertificate {
+                certificate: PathBuf::from("/nonexistent/dd/client.crt"),
+                key: PathBuf::from("/nonexistent/dd/client.key"),
+            }),
+        };
+        let error = settings.client_tls().unwrap_err();
+        assert!(
+            matches!(&error, TlsSetupError::ClientCertificate { path, .. } if path == Path::new("/nonexistent/dd/client.crt")),
+            "{error:?}"
+        );
+        let error = error.for_role("source");
+        assert_eq!(
+            error.to_string(),
+            "cannot load the client certificate /nonexistent/dd/client.crt for the source connection"
+        );
+    }
 }

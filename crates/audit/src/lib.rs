@@ -120,6 +120,9 @@ pub struct AuditOptions {
     /// gives up on a server that has not answered a step within it plus
     /// [`datadiff_access::ANSWER_GRACE`].
     pub statement_timeout: Duration,
+    /// Compare an empty string and NULL as one value in text-like columns (the opt-in
+    /// coercion of `--empty-string-as-null`; target-postgres loads every `''` as NULL).
+    pub empty_string_as_null: bool,
 }
 
 impl std::fmt::Debug for AuditOptions {
@@ -139,6 +142,7 @@ impl std::fmt::Debug for AuditOptions {
             .field("max_examples", &self.max_examples)
             .field("allow_empty", &self.allow_empty)
             .field("statement_timeout", &self.statement_timeout)
+            .field("empty_string_as_null", &self.empty_string_as_null)
             .finish()
     }
 }
@@ -163,6 +167,7 @@ impl AuditOptions {
             max_examples: 20,
             allow_empty: false,
             statement_timeout: datadiff_access::AUDIT_STATEMENT_TIMEOUT,
+            empty_string_as_null: false,
         }
     }
 
@@ -545,8 +550,10 @@ impl Plan {
         let matched = match_columns(&tables, key, options.columns.as_deref(), &options.column_map, skip)?;
         let (source_key, replica_key) = stream::plan_key(&matched.key.source, &matched.key.replica, "replica")?;
         let mut decoders = Vec::with_capacity(matched.columns.len());
+        let coercions = stream::Coercions::NONE.empty_string_as_null(options.empty_string_as_null);
         for column in &matched.columns {
-            let (source_decoder, replica_decoder) = stream::plan_pair(&column.source, &column.replica, "replica")?;
+            let (source_decoder, replica_decoder) =
+                stream::plan_pair_with(&column.source, &column.replica, "replica", coercions)?;
             decoders.push((source_decoder, replica_decoder));
         }
         Ok(Plan {

@@ -15,7 +15,8 @@ pub const DEFAULT_PORT: u16 = 5432;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How to reach the backend: upstream's `backend_db` keys (config note §5.1) plus datadiff's
-/// `sslrootcert` (from `datadiff.yml`) and an optional statement timeout.
+/// `sslrootcert`, `sslcert` and `sslkey` (from `datadiff.yml`) and an optional statement
+/// timeout.
 ///
 /// Two roles: the application role (`user`) reads and writes rows through a pool; the DDL
 /// role (`ddl_user`) runs migrations on a single connection and owns the schema. Set both
@@ -74,6 +75,12 @@ pub struct BackendConfig {
     /// Root certificates for verifying the server (`datadiff.yml`); `system` means the
     /// system trust store.
     pub sslrootcert: Option<PathBuf>,
+    /// A client certificate (PEM, `datadiff.yml`), sent in every mode that encrypts when the
+    /// server asks for one (`pg_hba.conf`'s `cert`, `clientcert=verify-ca|verify-full`).
+    /// Both roles present it. Set with [`BackendConfig::sslkey`].
+    pub sslcert: Option<PathBuf>,
+    /// The client certificate's private key (PEM, unencrypted, `datadiff.yml`).
+    pub sslkey: Option<PathBuf>,
     /// How long to wait for a connection; zero waits indefinitely. Default 10 s. Unlike
     /// upstream (application connection only), it applies to the DDL connection as well: a
     /// migration should not hang forever on an unreachable host either.
@@ -100,6 +107,8 @@ impl Default for BackendConfig {
             ddl_password: String::new(),
             sslmode: None,
             sslrootcert: None,
+            sslcert: None,
+            sslkey: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             statement_timeout: None,
             application_name: crate::connection::APPLICATION_NAME.to_owned(),
@@ -148,6 +157,8 @@ impl fmt::Debug for BackendConfig {
             .field("ddl_password", &"<redacted>")
             .field("sslmode", &self.sslmode)
             .field("sslrootcert", &self.sslrootcert)
+            .field("sslcert", &self.sslcert)
+            .field("sslkey", &self.sslkey)
             .field("connect_timeout", &self.connect_timeout)
             .field("statement_timeout", &self.statement_timeout)
             .field("application_name", &self.application_name)

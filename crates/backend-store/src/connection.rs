@@ -10,7 +10,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use datadiff_access::{LazyTls, RootCertificates, TlsSetupError, Verify, unverified_connector, verifying_tls};
+use datadiff_access::{
+    ClientCertificate, LazyTls, RootCertificates, TlsSetupError, Verify, tls_context, unverified_connector,
+};
 use datadiff_diff_core::SslMode;
 use postgres::config::SslMode as DriverSslMode;
 use postgres::error::SqlState;
@@ -105,19 +107,21 @@ fn connect_now(config: &BackendConfig, role: Role) -> Result<Client, Error> {
         SslMode::Allow => match driver.ssl_mode(DriverSslMode::Disable).connect(NoTls) {
             // pg_hba.conf has no plaintext entry for us: try again over TLS, as libpq does.
             Err(error) if error.code() == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION) => {
-                driver.ssl_mode(DriverSslMode::Require).connect(LazyTls::new(unverified_connector))
+                driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, None)?)
             }
             other => other,
         },
-        SslMode::Prefer => driver.ssl_mode(DriverSslMode::Prefer).connect(LazyTls::new(unverified_connector)),
+        SslMode::Prefer => driver.ssl_mode(DriverSslMode::Prefer).connect(tls_connector(config, None)?),
         // libpq: "if a root CA file exists, sslmode=require behaves like verify-ca".
         SslMode::Require if config.sslrootcert.is_some() => {
-            driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::Chain)?)
+            driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Some(Verify::Chain))?)
         }
-        SslMode::Require => driver.ssl_mode(DriverSslMode::Require).connect(LazyTls::new(unverified_connector)),
-        SslMode::VerifyCa => driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::Chain)?),
+        SslMode::Require => driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, None)?),
+        SslMode::VerifyCa => {
+            driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Some(Verify::Chain))?)
+        }
         SslMode::VerifyFull => {
-            driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Verify::ChainAndHost)?)
+            driver.ssl_mode(DriverSslMode::Require).connect(tls_connector(config, Some(Verify::ChainAndHost))?)
         }
     };
     result.map_err(connect_error)
@@ -147,19 +151,49 @@ fn driver_config(config: &BackendConfig, role: Role) -> postgres::Config {
     driver
 }
 
-/// The verifying connector for the backend's root certificates: the `sslrootcert` file;
+/// The connector for `verify` (`None`: the certificate is not checked) and the backend's
+/// client certificate. Root certificates for the verifying modes: the `sslrootcert` file;
 /// `system` for the system's trust store; else libpq's `~/.postgresql/root.crt` when it
-/// exists; else the system's trust store (the one builder: [`verifying_tls`]).
-fn tls_connector(config: &BackendConfig, verify: Verify) -> Result<MakeTlsConnector, Error> {
+/// exists; else the system's trust store (the one builder: [`tls_context`]). Without
+/// verification and without a client certificate, the shared unverified context, built only
+/// when the server accepts TLS.
+fn tls_connector(config: &BackendConfig, verify: Option<Verify>) -> Result<LazyTls, Error> {
+    let client = match (&config.sslcert, &config.sslkey) {
+        (Some(certificate), Some(key)) => {
+            Some(ClientCertificate { certificate: certificate.clone(), key: key.clone() })
+        }
+        (Some(certificate), None) => {
+            return Err(Error::ClientCertificate {
+                path: certificate.clone(),
+                source: "sslcert is set without sslkey".into(),
+            });
+        }
+        (None, Some(key)) => {
+            return Err(Error::ClientCertificate { path: key.clone(), source: "sslkey is set without sslcert".into() });
+        }
+        (None, None) => None,
+    };
+    if verify.is_none() && client.is_none() {
+        return Ok(LazyTls::new(unverified_connector));
+    }
     let roots = match config.sslrootcert.as_deref() {
         Some(path) if path == Path::new("system") => RootCertificates::System,
         Some(path) => RootCertificates::File(path.to_path_buf()),
         None => default_root_file().map_or(RootCertificates::Unset, RootCertificates::File),
     };
-    verifying_tls(&roots, verify).map_err(|error| match error {
+    let context = tls_context(&roots, verify, client.as_ref()).map_err(|error| match error {
         TlsSetupError::OpenSsl(source) => Error::Tls(source),
         TlsSetupError::Roots { path, source } => Error::RootCertificate { path, source },
-    })
+        TlsSetupError::ClientCertificate { path, source } => Error::ClientCertificate { path, source },
+    })?;
+    let check_host = verify == Some(Verify::ChainAndHost);
+    let mut connector = MakeTlsConnector::new(context);
+    // postgres-openssl checks the host name by default: only verify-full wants it.
+    connector.set_callback(move |configuration, _domain| {
+        configuration.set_verify_hostname(check_host);
+        Ok(())
+    });
+    Ok(LazyTls::ready(connector))
 }
 
 /// libpq's default root certificate file, when it exists.

@@ -35,6 +35,17 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// The client certificate (`sslcert`) or its key (`sslkey`) could not be loaded, or they
+    /// do not match.
+    #[error("backend client certificate {} could not be loaded", .path.display())]
+    ClientCertificate {
+        /// The `sslcert` or `sslkey` file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
     /// Setting up TLS failed before connecting.
     #[error("backend TLS could not be set up")]
     Tls(#[source] openssl::error::ErrorStack),
@@ -382,6 +393,7 @@ impl Error {
             Error::MissingFields(_)
                 | Error::InvalidTarget(_)
                 | Error::RootCertificate { .. }
+                | Error::ClientCertificate { .. }
                 | Error::DropExtensionsNeedsLowerTarget
         )
     }

@@ -5,7 +5,8 @@
 //! # Overview
 //!
 //! * [`BackendConfig`] — upstream's `backend_db` settings (two roles, `sslmode`, timeouts)
-//!   plus datadiff's `sslrootcert`; `Debug` redacts passwords. [`SslMode`](datadiff_diff_core::SslMode) has libpq's
+//!   plus datadiff's `sslrootcert` and client certificate (`sslcert`, `sslkey`); `Debug`
+//!   redacts passwords. [`SslMode`](datadiff_diff_core::SslMode) has libpq's
 //!   meaning, implemented with OpenSSL (see its docs for exactly what each mode checks).
 //! * [`Store`] — an opened backend: an r2d2 pool of application-role sessions (UTC,
 //!   upstream's `application_name`), a single DDL-role session for migrations,
@@ -199,7 +200,8 @@
 //!   chain when `sslrootcert` is given; without `sslrootcert` the verifying modes use
 //!   `~/.postgresql/root.crt` when present, else the system trust store (where libpq would
 //!   refuse). `prefer` does not retry in plaintext after a failed TLS handshake (libpq does).
-//!   See [`BackendConfig::sslmode`].
+//!   A configured client certificate is presented in every mode that encrypts. See
+//!   [`BackendConfig::sslmode`].
 //! * **Timeouts**: `connect_timeout` (default 10 s) applies to both roles (upstream: the
 //!   application role only); `statement_timeout` only to application sessions.
 //! * **Schema gate** ([`SchemaStatus::gate`]): an older, newer or unknown version is refused

@@ -60,6 +60,10 @@ pub(crate) struct AuditArgs {
     /// server that has not answered a step within it plus 5 s.
     #[arg(long, value_name = "DURATION", default_value = "15min", value_parser = statement_timeout)]
     statement_timeout: std::time::Duration,
+    /// Compare an empty string and NULL as one value in text-like columns (target-postgres
+    /// loads every '' as NULL); off by default: the comparison is exact.
+    #[arg(long)]
+    empty_string_as_null: bool,
     /// Write the JSON report to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -146,6 +150,7 @@ impl AuditArgs {
         options.max_examples = self.max_examples;
         options.allow_empty = self.allow_empty;
         options.statement_timeout = self.statement_timeout;
+        options.empty_string_as_null = self.empty_string_as_null;
         Ok(options)
     }
 }

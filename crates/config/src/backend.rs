@@ -1,5 +1,5 @@
-//! The backend database settings: `config.yml`'s `backend_db` plus `sslrootcert` from
-//! `datadiff.yml` (config note §5.1, SPEC §3).
+//! The backend database settings: `config.yml`'s `backend_db` plus `sslrootcert`, `sslcert`
+//! and `sslkey` from `datadiff.yml` (config note §5.1, SPEC §3).
 
 use datadiff_diff_core::SslMode;
 
@@ -32,6 +32,11 @@ pub struct BackendSettings {
     /// are resolved against the project directory; `system`, libpq's name for the system trust
     /// store, is kept as is).
     pub sslrootcert: Option<std::path::PathBuf>,
+    /// The client certificate both roles present, from `datadiff.yml` (an absolute path to an
+    /// existing file; set together with [`BackendSettings::sslkey`]).
+    pub sslcert: Option<std::path::PathBuf>,
+    /// The client certificate's private key, from `datadiff.yml`.
+    pub sslkey: Option<std::path::PathBuf>,
 }
 
 /// The keys PipelineWise's schema allows in `backend_db`.
@@ -104,6 +109,8 @@ impl BackendSettings {
             connect_timeout,
             sslmode,
             sslrootcert: None,
+            sslcert: None,
+            sslkey: None,
         })
     }
 }

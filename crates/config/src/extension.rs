@@ -3,7 +3,9 @@
 //! setting.
 //!
 //! ```yaml
-//! backend_db: {sslrootcert: certs/ca.pem}
+//! backend_db: {sslrootcert: certs/ca.pem, sslcert: certs/dd.crt, sslkey: certs/dd.key}
+//! tls:                                      # scheduled checks' connections (see `tls.rs`)
+//!   taps: {payments: {sslmode: verify-full, sslrootcert: certs/ca.pem}}
 //! alert_handlers:
 //!   webhook: {url: "https://hooks.example.com/dd"}
 //!   log: {path: "datadiff-alerts.jsonl"}
@@ -11,14 +13,17 @@
 //!   postgres/payments/public/transfers:
 //!     row_diff: {max_examples: 20}          # 1..100, default 20
 //!     exclude_soft_deleted: true
+//!   postgres/payments/public/customers:
+//!     row_diff: {empty_string_as_null: true} # '' and NULL compare equal (default false)
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use datadiff_diff_core::{CheckDefinition, Extensions, RowDiffSettings};
 
 use crate::alerts::AlertSettings;
 use crate::document::{Document, join};
+use crate::tls::{self, TlsEntry};
 use crate::yaml::Node;
 
 /// One `checks` entry of `datadiff.yml`.
@@ -59,12 +64,18 @@ impl Unresolved<'_> {
 #[derive(Default)]
 pub(crate) struct ExtensionFile {
     pub(crate) sslrootcert: Option<PathBuf>,
+    /// The backend's client certificate and key (absolute, existing files).
+    pub(crate) sslcert: Option<PathBuf>,
+    pub(crate) sslkey: Option<PathBuf>,
+    /// `tls` entries, their ids not checked yet.
+    pub(crate) tls: Vec<TlsEntry>,
     pub(crate) checks: Vec<CheckExtension>,
 }
 
 impl ExtensionFile {
-    /// Reads the file's root; alert handlers go straight into `alerts`.
-    pub(crate) fn read(document: &mut Document, root: &Node, alerts: &mut AlertSettings) -> ExtensionFile {
+    /// Reads the file's root; alert handlers go straight into `alerts`; certificate files are
+    /// resolved against the project directory `dir`.
+    pub(crate) fn read(document: &mut Document, root: &Node, alerts: &mut AlertSettings, dir: &Path) -> ExtensionFile {
         let mut file = ExtensionFile::default();
         if root.is_null() {
             return file;
@@ -72,12 +83,16 @@ impl ExtensionFile {
         if document.mapping(root, "").is_none() {
             return file;
         }
-        document.reject_unknown_keys(root, "", &["backend_db", "alert_handlers", "checks"]);
+        document.reject_unknown_keys(root, "", &["backend_db", "alert_handlers", "checks", "tls"]);
         if let Some(backend) = root.get("backend_db")
             && document.mapping(backend, "backend_db").is_some()
         {
-            document.reject_unknown_keys(backend, "backend_db", &["sslrootcert"]);
+            document.reject_unknown_keys(backend, "backend_db", &["sslrootcert", "sslcert", "sslkey"]);
             file.sslrootcert = document.optional_str(backend, "backend_db", "sslrootcert").map(PathBuf::from);
+            (file.sslcert, file.sslkey) = tls::client_certificate(document, backend, "backend_db", dir);
+        }
+        if let Some(node) = root.get("tls") {
+            file.tls = tls::read(document, node, dir);
         }
         if let Some(handlers) = root.get("alert_handlers") {
             alerts.read_extensions(document, handlers);
@@ -150,7 +165,18 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
     if let Some(row_diff) = settings.get("row_diff") {
         let row_diff_path = join(path, "row_diff");
         if document.mapping(row_diff, &row_diff_path).is_some() {
-            document.reject_unknown_keys(row_diff, &row_diff_path, &["max_examples"]);
+            document.reject_unknown_keys(row_diff, &row_diff_path, &["max_examples", "empty_string_as_null"]);
+            let empty_string_as_null = match row_diff.get("empty_string_as_null") {
+                None => false,
+                Some(flag) => flag.as_bool().unwrap_or_else(|| {
+                    document.problem(
+                        &join(&row_diff_path, "empty_string_as_null"),
+                        Some(flag.line),
+                        "empty_string_as_null must be a boolean",
+                    );
+                    false
+                }),
+            };
             let max_examples = match row_diff.get("max_examples") {
                 None => Some(RowDiffSettings::DEFAULT_MAX_EXAMPLES),
                 Some(value) => value
@@ -160,7 +186,7 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
                     .filter(|n| (1..=RowDiffSettings::MAX_MAX_EXAMPLES).contains(n)),
             };
             match max_examples.and_then(RowDiffSettings::new) {
-                Some(settings) => extensions.row_diff = Some(settings),
+                Some(settings) => extensions.row_diff = Some(settings.with_empty_string_as_null(empty_string_as_null)),
                 None => document.problem(
                     &join(&row_diff_path, "max_examples"),
                     row_diff.get("max_examples").map(|n| n.line),

@@ -100,6 +100,7 @@ mod extension;
 mod project;
 mod secret;
 mod template;
+mod tls;
 mod vault;
 mod yaml;
 
@@ -109,4 +110,5 @@ pub use connection::{DbConn, Endpoint};
 pub use error::{Error, Problem};
 pub use project::{LoadOptions, Project, Tap, Target, load, load_with};
 pub use secret::Secret;
+pub use tls::{ConnectionTls, SideTls};
 pub use vault::{SecretFileError, VaultError, decrypt as decrypt_vault, read_secret_file};

@@ -12,6 +12,7 @@ use crate::definitions::{self, TapContext};
 use crate::document::{Document, join};
 use crate::error::{Error, Problem};
 use crate::extension::{ExtensionFile, Unresolved};
+use crate::tls::{self, ConnectionTls};
 use crate::yaml::{self, Node};
 use crate::{Secret, template, vault};
 
@@ -67,6 +68,8 @@ pub struct Project {
     pub backend: Option<BackendSettings>,
     /// Alert destinations.
     pub alerts: AlertSettings,
+    /// `datadiff.yml`'s TLS settings of the scheduled checks' connections, by tap and target.
+    pub tls: ConnectionTls,
     /// Warnings, one line each: unset environment variables, windows shorter than the time
     /// between two fires (`file:line: path: message`), ignored definitions.
     pub warnings: Vec<String>,
@@ -243,10 +246,13 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
 
     // Targets.
     let mut targets: Vec<Target> = Vec::new();
+    let mut unreadable_target = false;
     for (_, name) in files.iter().filter(|(kind, _)| *kind == FileKind::Target) {
         let ReadFile { mut document, root } = read_file(&dir.join(name), name, &env, secret, &mut warnings);
         if let Some(root) = root {
-            if let Some(target) = read_target(&mut document, &root, name) {
+            let target = read_target(&mut document, &root, name);
+            unreadable_target |= target.is_none();
+            if let Some(target) = target {
                 match targets.iter().find(|t| t.id == target.id) {
                     Some(first) => {
                         let message = format!("duplicate target id '{}' (also defined in {})", target.id, first.file);
@@ -255,8 +261,11 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
                     None => targets.push(target),
                 }
             }
-        } else if document.problems.is_empty() {
-            document.problem("", None, "the file is empty");
+        } else {
+            unreadable_target = true;
+            if document.problems.is_empty() {
+                document.problem("", None, "the file is empty");
+            }
         }
         documents.push(document);
     }
@@ -336,10 +345,11 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
     definitions.sort_by(|a, b| a.full_check_name.cmp(&b.full_check_name));
 
     // datadiff.yml
+    let mut connection_tls = ConnectionTls::default();
     if let Some((_, name)) = files.iter().find(|(kind, _)| *kind == FileKind::Extensions) {
         let ReadFile { mut document, root } = read_file(&dir.join(name), name, &env, secret, &mut warnings);
         if let Some(root) = root {
-            let extensions = ExtensionFile::read(&mut document, &root, &mut alerts);
+            let mut extensions = ExtensionFile::read(&mut document, &root, &mut alerts, &dir);
             let read_taps: Vec<&str> = taps.iter().map(|tap| tap.id.as_str()).collect();
             let unresolved =
                 Unresolved { names: &failed_names, unread_taps: &unread_taps, read_taps: &read_taps, unreadable_tap };
@@ -349,6 +359,16 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
                 let keep = cert.is_absolute() || cert.as_os_str() == "system";
                 backend.sslrootcert = Some(if keep { cert } else { dir.join(cert) });
             }
+            if let Some(backend) = backend.as_mut() {
+                backend.sslcert = extensions.sslcert.take();
+                backend.sslkey = extensions.sslkey.take();
+            }
+            let ssl = |db_conn: &Option<DbConn>| db_conn.as_ref().is_some_and(|conn| conn.ssl);
+            let tap_ids: Vec<(&str, bool)> = taps.iter().map(|tap| (tap.id.as_str(), ssl(&tap.db_conn))).collect();
+            let target_ids: Vec<(&str, bool)> =
+                targets.iter().map(|target| (target.id.as_str(), ssl(&target.db_conn))).collect();
+            let known = tls::Known { taps: &tap_ids, targets: &target_ids, unreadable_tap, unreadable_target };
+            connection_tls = tls::resolve(&mut document, std::mem::take(&mut extensions.tls), &known);
         }
         documents.push(document);
     }
@@ -366,7 +386,7 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
     if !problems.is_empty() {
         return Err(Error::Invalid { dir, problems });
     }
-    let project = Project { dir, definitions, taps, targets, backend, alerts, warnings };
+    let project = Project { dir, definitions, taps, targets, backend, alerts, tls: connection_tls, warnings };
     let mut project = project;
     if let Some(warning) = project.ignored_definitions_warning() {
         project.warnings.push(warning);

@@ -130,6 +130,7 @@ impl fmt::Display for TargetType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RowDiffSettings {
     max_examples: u32,
+    empty_string_as_null: bool,
 }
 
 impl RowDiffSettings {
@@ -140,18 +141,31 @@ impl RowDiffSettings {
 
     /// Settings keeping `max_examples` differences; `None` outside 1..=100.
     pub fn new(max_examples: u32) -> Option<RowDiffSettings> {
-        (1..=Self::MAX_MAX_EXAMPLES).contains(&max_examples).then_some(RowDiffSettings { max_examples })
+        (1..=Self::MAX_MAX_EXAMPLES)
+            .contains(&max_examples)
+            .then_some(RowDiffSettings { max_examples, empty_string_as_null: false })
     }
 
     /// How many differences are kept as evidence.
     pub fn max_examples(self) -> u32 {
         self.max_examples
     }
+
+    /// These settings, with an empty string and NULL compared as one value in text-like
+    /// columns (the opt-in coercion `empty_string_as_null`; off by default).
+    pub fn with_empty_string_as_null(self, on: bool) -> RowDiffSettings {
+        RowDiffSettings { empty_string_as_null: on, ..self }
+    }
+
+    /// Whether an empty string and NULL compare as one value in text-like columns.
+    pub fn empty_string_as_null(self) -> bool {
+        self.empty_string_as_null
+    }
 }
 
 impl Default for RowDiffSettings {
     fn default() -> RowDiffSettings {
-        RowDiffSettings { max_examples: Self::DEFAULT_MAX_EXAMPLES }
+        RowDiffSettings { max_examples: Self::DEFAULT_MAX_EXAMPLES, empty_string_as_null: false }
     }
 }
 
@@ -177,7 +191,12 @@ impl Extensions {
             map.insert("exclude_soft_deleted".to_owned(), Value::Bool(true));
         }
         if let Some(row_diff) = self.row_diff {
-            map.insert("row_diff".to_owned(), json!({ "max_examples": row_diff.max_examples }));
+            let mut settings = json!({ "max_examples": row_diff.max_examples });
+            // Only when set, so that settings without it keep their hash.
+            if row_diff.empty_string_as_null {
+                settings["empty_string_as_null"] = Value::Bool(true);
+            }
+            map.insert("row_diff".to_owned(), settings);
         }
         Value::Object(map)
     }
@@ -378,20 +397,26 @@ impl CheckDefinition {
                     Some(Value::Bool(flag)) => *flag,
                     Some(_) => return Err(field_error("datadiff.exclude_soft_deleted", "a boolean")),
                 };
-                let row_diff =
-                    match settings.get("row_diff") {
-                        None | Some(Value::Null) => None,
-                        Some(row_diff) => {
-                            let max_examples = match row_diff.get("max_examples") {
-                                None => Some(RowDiffSettings::DEFAULT_MAX_EXAMPLES),
-                                Some(value) => value.as_u64().and_then(|n| u32::try_from(n).ok()),
-                            };
-                            let settings = max_examples.and_then(RowDiffSettings::new);
-                            Some(settings.ok_or_else(|| {
-                                field_error("datadiff.row_diff.max_examples", "an integer in 1..=100")
-                            })?)
-                        }
-                    };
+                let row_diff = match settings.get("row_diff") {
+                    None | Some(Value::Null) => None,
+                    Some(row_diff) => {
+                        let max_examples = match row_diff.get("max_examples") {
+                            None => Some(RowDiffSettings::DEFAULT_MAX_EXAMPLES),
+                            Some(value) => value.as_u64().and_then(|n| u32::try_from(n).ok()),
+                        };
+                        let settings = max_examples
+                            .and_then(RowDiffSettings::new)
+                            .ok_or_else(|| field_error("datadiff.row_diff.max_examples", "an integer in 1..=100"))?;
+                        let empty_string_as_null = match row_diff.get("empty_string_as_null") {
+                            None => false,
+                            Some(Value::Bool(flag)) => *flag,
+                            Some(_) => {
+                                return Err(field_error("datadiff.row_diff.empty_string_as_null", "a boolean"));
+                            }
+                        };
+                        Some(settings.with_empty_string_as_null(empty_string_as_null))
+                    }
+                };
                 Extensions { row_diff, exclude_soft_deleted }
             }
             Some(_) => return Err(field_error("datadiff", "an object")),

@@ -9,7 +9,8 @@ use datadiff_config::BackendSettings;
 
 use crate::error::Error;
 
-/// The store's settings for a project's `backend_db` (with `datadiff.yml`'s `sslrootcert`).
+/// The store's settings for a project's `backend_db` (with `datadiff.yml`'s `sslrootcert`,
+/// `sslcert` and `sslkey`).
 /// `connect_timeout: 0` waits indefinitely, as libpq.
 pub fn backend_config(settings: &BackendSettings) -> BackendConfig {
     BackendConfig {
@@ -22,6 +23,8 @@ pub fn backend_config(settings: &BackendSettings) -> BackendConfig {
         ddl_password: settings.ddl_password.expose().to_owned(),
         sslmode: settings.sslmode,
         sslrootcert: settings.sslrootcert.clone(),
+        sslcert: settings.sslcert.clone(),
+        sslkey: settings.sslkey.clone(),
         connect_timeout: Duration::from_secs(u64::from(settings.connect_timeout)),
         ..BackendConfig::default()
     }
@@ -64,6 +67,8 @@ mod tests {
             connect_timeout: 7,
             sslmode: Some(datadiff_diff_core::SslMode::VerifyFull),
             sslrootcert: Some(PathBuf::from("/etc/ca.pem")),
+            sslcert: Some(PathBuf::from("/etc/dd.crt")),
+            sslkey: Some(PathBuf::from("/etc/dd.key")),
         };
         let config = backend_config(&settings);
         assert_eq!(
@@ -74,6 +79,7 @@ mod tests {
         assert_eq!((config.ddl_user.as_str(), config.ddl_password.as_str()), ("owner", "owner-pw"));
         assert_eq!(config.sslmode, Some(datadiff_diff_core::SslMode::VerifyFull));
         assert_eq!(config.sslrootcert, Some(PathBuf::from("/etc/ca.pem")));
+        assert_eq!((config.sslcert, config.sslkey), (settings.sslcert.clone(), settings.sslkey.clone()));
         assert_eq!(config.connect_timeout, Duration::from_secs(7));
         assert_eq!(config.application_name, "pipelinewise-data-diff");
         assert_eq!(config.statement_timeout, None);

@@ -6,6 +6,9 @@
 //!   when present, each falling back to its plain key; the target connects directly.
 //! * `ssl: true` (or `"true"`) means `sslmode=require`; otherwise libpq's default `prefer`.
 //!   Both encrypt without verifying the server certificate, as libpq does for these modes.
+//!   `datadiff.yml`'s `tls` block ([`datadiff_config::ConnectionTls`]) sets a tap's or a
+//!   target's `sslmode` (up to `verify-full`), `sslrootcert` and client certificate
+//!   (`sslcert`, `sslkey`); the side's streams (`row_diff`) use the same TLS.
 //! * `connect_timeout` is `min(statement timeout, 30)` seconds, the statement timeout being
 //!   `max(1, statement_timeout_seconds)`; `application_name` is
 //!   `pipelinewise-data-diff-source` / `-target`, so monitoring keeps working after a switch.
@@ -13,19 +16,24 @@
 //!   ERROR with upstream's message (`Persisted source database '<db>' does not match the
 //!   imported connection for tap '<tap>'`, and the target variant).
 //!
-//! As libpq would, a `db_conn` without `host` uses the local Unix socket, one without `user`
-//! takes `PGUSER` (then the login name), and one without `password` takes `PGPASSWORD`, then
-//! the password file. These texts never contain a password.
+//! As libpq would, `PGSERVICE` names a connection service (`PGSERVICEFILE`,
+//! `~/.pg_service.conf`, `PGSYSCONFDIR/pg_service.conf`) whose `host`, `port`, `user`,
+//! `password`, `passfile` and TLS settings fill what the `db_conn` (and `datadiff.yml`) leave
+//! out; then a `db_conn` without `host` uses the local Unix socket, one without `user` takes
+//! `PGUSER` (then the login name), and one without `password` takes `PGPASSWORD`, then the
+//! password file. These texts never contain a password.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use datadiff_config::{DbConn, Endpoint, Project};
-use datadiff_diff_core::{CheckDefinition, Side};
-use postgres::config::SslMode;
+use datadiff_config::{DbConn, Endpoint, Project, SideTls};
+use datadiff_diff_core::{CheckDefinition, Side, SslMode};
 
-use datadiff_access::{Environment, MySqlSideConfig, PassfileQuery, SideConfig, passfile_lookup};
+use datadiff_access::{
+    ClientCertificate, Environment, MySqlSideConfig, PassfileQuery, RootCertificates, Service, SideConfig, TlsSettings,
+    passfile_lookup,
+};
 use datadiff_diff_core::SourceType;
 use datadiff_diff_core::mysql::MySqlTls;
 
@@ -60,6 +68,8 @@ pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Connections {
     taps: BTreeMap<String, Option<DbConn>>,
     targets: BTreeMap<String, Option<DbConn>>,
+    tap_tls: BTreeMap<String, SideTls>,
+    target_tls: BTreeMap<String, SideTls>,
     environment: Environment,
 }
 
@@ -67,7 +77,13 @@ impl Connections {
     /// No connections yet; `environment` supplies libpq's fallbacks (`PGUSER`,
     /// `PGPASSWORD`, `PGPASSFILE`, `HOME`).
     pub fn new(environment: Environment) -> Connections {
-        Connections { taps: BTreeMap::new(), targets: BTreeMap::new(), environment }
+        Connections {
+            taps: BTreeMap::new(),
+            targets: BTreeMap::new(),
+            tap_tls: BTreeMap::new(),
+            target_tls: BTreeMap::new(),
+            environment,
+        }
     }
 
     /// Every tap and target of a loaded project, with the process environment.
@@ -84,7 +100,21 @@ impl Connections {
         for target in &project.targets {
             connections.targets.insert(target.id.clone(), target.db_conn.clone());
         }
+        connections.tap_tls = project.tls.taps.clone();
+        connections.target_tls = project.tls.targets.clone();
         connections
+    }
+
+    /// Sets a tap's TLS (`datadiff.yml`'s `tls.taps.<id>`).
+    pub fn with_tap_tls(mut self, tap_id: impl Into<String>, tls: SideTls) -> Connections {
+        self.tap_tls.insert(tap_id.into(), tls);
+        self
+    }
+
+    /// Sets a target's TLS (`datadiff.yml`'s `tls.targets.<id>`).
+    pub fn with_target_tls(mut self, target_id: impl Into<String>, tls: SideTls) -> Connections {
+        self.target_tls.insert(target_id.into(), tls);
+        self
     }
 
     /// Adds (or replaces) a tap's `db_conn`.
@@ -156,6 +186,23 @@ impl Connections {
         owner: &str,
         timeout: Duration,
     ) -> Result<SideConfig, String> {
+        let role = match side {
+            Side::Source => "source",
+            Side::Target => "target",
+        };
+        let service = match self.environment.get("PGSERVICE") {
+            Some(name) => Some(
+                datadiff_access::service::lookup(role, name, &self.environment)
+                    .map_err(|error| datadiff_access::chain(&error))?,
+            ),
+            None => None,
+        };
+        let from_service = |key: &str| service.as_ref().and_then(|service| service.get(key)).map(str::to_owned);
+        let mut endpoint = endpoint.clone();
+        if let Some(service) = &service {
+            fill_from_service(&mut endpoint, service)?;
+        }
+        let endpoint = &endpoint;
         let mut config = postgres::Config::new();
         let host = match &endpoint.host {
             Some(host) if host.starts_with('/') => {
@@ -196,9 +243,10 @@ impl Connections {
                 config.password(password.expose());
             }
             None => {
+                let passfile = from_service("passfile").map(PathBuf::from).or_else(|| self.environment.passfile());
                 if let Some(password) = self.environment.get("PGPASSWORD") {
                     config.password(password);
-                } else if let Some(path) = self.environment.passfile() {
+                } else if let Some(path) = passfile {
                     let port_text = port.to_string();
                     let query = PassfileQuery { host: &host, port: &port_text, database: &dbname, user: &user };
                     match passfile_lookup(&path, &query) {
@@ -217,8 +265,14 @@ impl Connections {
         });
         let connect_timeout = timeout.min(MAX_CONNECT_TIMEOUT);
         config.connect_timeout(connect_timeout);
-        config.ssl_mode(if endpoint.ssl { SslMode::Require } else { SslMode::Prefer });
-        Ok(SideConfig { side, config, address: format!("{host}:{port}/{dbname}"), connect_timeout })
+        let extra = match side {
+            Side::Source => self.tap_tls.get(owner),
+            Side::Target => self.target_tls.get(owner),
+        };
+        let settings = tls_settings(endpoint.ssl, extra, service.as_ref())?;
+        config.ssl_mode(settings.driver_mode());
+        let tls = settings.client_tls().map_err(|error| datadiff_access::chain(&error.for_role(role)))?;
+        Ok(SideConfig { side, config, address: format!("{host}:{port}/{dbname}"), connect_timeout, tls })
     }
 }
 
@@ -249,6 +303,68 @@ fn mysql_source_config(endpoint: &Endpoint, tap: &str, timeout: Duration) -> Res
     })
 }
 
+/// Fills what `endpoint` leaves out from a connection service (`PGSERVICE`): `host`
+/// (`hostaddr` when it has no `host`), `port`, `user`, `password`. Its `dbname` is not used:
+/// the `db_conn`'s is the definition's.
+fn fill_from_service(endpoint: &mut Endpoint, service: &Service) -> Result<(), String> {
+    if endpoint.host.is_none() {
+        endpoint.host = service.get("host").or_else(|| service.get("hostaddr")).map(str::to_owned);
+    }
+    if endpoint.port.is_none()
+        && let Some(port) = service.get("port")
+    {
+        let parsed = port.trim().parse::<u16>().map_err(|_| {
+            format!("service '{}' in {}: port is not a port number", service.name, service.file.display())
+        })?;
+        endpoint.port = Some(parsed);
+    }
+    if endpoint.user.is_none() {
+        endpoint.user = service.get("user").map(str::to_owned);
+    }
+    if endpoint.password.is_none() {
+        endpoint.password = service.get("password").map(datadiff_config::Secret::new);
+    }
+    Ok(())
+}
+
+/// A side's TLS: `datadiff.yml`'s `tls` entry wins, then the `db_conn`'s `ssl: true`
+/// (`require`), then the connection service's settings, then `prefer` (libpq's default).
+fn tls_settings(ssl: bool, extra: Option<&SideTls>, service: Option<&Service>) -> Result<TlsSettings, String> {
+    let from_service = |key: &str| service.and_then(|service| service.get(key)).map(PathBuf::from);
+    let extra = extra.cloned().unwrap_or_default();
+    let mode = match extra.sslmode {
+        Some(mode) => mode,
+        None if ssl => SslMode::Require,
+        None => match service.and_then(|service| service.get("sslmode")) {
+            None => SslMode::Prefer,
+            Some(text) => match text.parse::<SslMode>() {
+                Ok(SslMode::Allow) | Err(_) => {
+                    return Err(format!(
+                        "sslmode {text:?} of service '{}' is not supported: use disable, prefer, require, verify-ca or verify-full",
+                        service.map(|service| service.name.as_str()).unwrap_or_default()
+                    ));
+                }
+                Ok(mode) => mode,
+            },
+        },
+    };
+    let roots = match extra.sslrootcert.or_else(|| from_service("sslrootcert")) {
+        None => RootCertificates::Unset,
+        Some(path) if path.as_os_str() == "system" => RootCertificates::System,
+        Some(path) => RootCertificates::File(path),
+    };
+    let (certificate, key) = match (extra.sslcert, extra.sslkey) {
+        (Some(certificate), Some(key)) => (Some(certificate), Some(key)),
+        _ => (from_service("sslcert"), from_service("sslkey")),
+    };
+    let client = match (certificate, key) {
+        (Some(certificate), Some(key)) => Some(ClientCertificate { certificate, key }),
+        (None, None) => None,
+        _ => return Err("the connection service sets only one of sslcert and sslkey".to_owned()),
+    };
+    Ok(TlsSettings { mode, roots, client })
+}
+
 /// `max(1, statement_timeout_seconds)` seconds: never 0, which would mean no limit.
 pub(crate) fn statement_timeout(seconds: i64) -> Duration {
     Duration::from_secs(u64::try_from(seconds.max(1)).unwrap_or(1))
@@ -277,6 +393,7 @@ pub struct Route {
 mod tests {
     use datadiff_config::Secret;
     use datadiff_diff_core::{CheckType, Extensions, SourceType, TargetType};
+    use postgres::config::SslMode as DriverSslMode;
 
     use super::*;
 
@@ -349,13 +466,13 @@ mod tests {
         assert_eq!(source.get_user(), Some("reader"));
         assert_eq!(source.get_password(), Some(&b"replica-pw"[..]));
         assert_eq!(source.get_application_name(), Some("pipelinewise-data-diff-source"));
-        assert_eq!(source.get_ssl_mode(), SslMode::Prefer);
+        assert_eq!(source.get_ssl_mode(), DriverSslMode::Prefer);
         let target = &route.target.config;
         assert_eq!(target.get_hosts(), [postgres::config::Host::Tcp("dwh".into())], "replica_* is ignored");
         assert_eq!(target.get_ports(), [5432]);
         assert_eq!(target.get_password(), Some(&b"dwh-pw"[..]));
         assert_eq!(target.get_application_name(), Some("pipelinewise-data-diff-target"));
-        assert_eq!(target.get_ssl_mode(), SslMode::Require, "ssl: true");
+        assert_eq!(target.get_ssl_mode(), DriverSslMode::Require, "ssl: true");
         assert!(!format!("{route:?}").contains("-pw"), "no password in Debug");
     }
 
@@ -448,5 +565,88 @@ mod tests {
         let nobody =
             Connections::new(Environment::default()).with_tap("payments", bare).with_target("postgres", warehouse());
         assert_eq!(nobody.route(&definition(60)).unwrap_err(), "Tap 'payments' db_conn has no user");
+    }
+
+    #[test]
+    fn datadiff_yml_tls_wins_over_ssl_true_and_a_missing_client_certificate_is_the_reason() {
+        let tls = SideTls {
+            sslmode: Some(SslMode::VerifyFull),
+            sslcert: Some("/nonexistent/dd.crt".into()),
+            sslkey: Some("/nonexistent/dd.key".into()),
+            ..SideTls::default()
+        };
+        let error = connections().with_target_tls("postgres", tls).route(&definition(60)).unwrap_err();
+        assert!(
+            error.starts_with("cannot load the client certificate /nonexistent/dd.crt for the target connection"),
+            "{error}"
+        );
+        let settings = tls_settings(true, None, None).unwrap();
+        assert_eq!((settings.mode, settings.verify()), (SslMode::Require, None));
+        let extra = SideTls { sslrootcert: Some("system".into()), ..SideTls::default() };
+        let settings = tls_settings(true, Some(&extra), None).unwrap();
+        assert_eq!(settings.verify(), Some(datadiff_access::Verify::Chain), "require with a root file verifies");
+        let route = connections()
+            .with_tap_tls("payments", SideTls { sslmode: Some(SslMode::VerifyCa), ..SideTls::default() })
+            .route(&definition(60))
+            .unwrap();
+        assert_eq!(route.source.config.get_ssl_mode(), DriverSslMode::Require);
+        assert!(route.source.tls.is_configured() && !route.target.tls.is_configured());
+    }
+
+    #[test]
+    fn pgservice_fills_what_db_conn_leaves_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("services.conf");
+        std::fs::write(&file, "[dd]\nhost=svc-host\nport=6000\nuser=svc\npassword=svc-pw\nsslmode=verify-ca\n")
+            .unwrap();
+        let environment = Environment::from_pairs([
+            ("PGSERVICE", "dd".to_owned()),
+            ("PGSERVICEFILE", file.display().to_string()),
+            ("PGSYSCONFDIR", dir.path().display().to_string()),
+        ]);
+        let bare = DbConn { dbname: Some("payments".into()), user: Some("explicit".into()), ..DbConn::default() };
+        let connections =
+            Connections::new(environment.clone()).with_tap("payments", bare).with_target("postgres", warehouse());
+        let route = connections.route(&definition(60)).unwrap();
+        assert_eq!(route.source.config.get_hosts(), [postgres::config::Host::Tcp("svc-host".into())]);
+        assert_eq!(route.source.config.get_ports(), [6000]);
+        assert_eq!(route.source.config.get_user(), Some("explicit"), "the db_conn wins");
+        assert_eq!(route.source.config.get_password(), Some(&b"svc-pw"[..]));
+        assert!(route.source.tls.is_configured(), "the service's verify-ca");
+        assert_eq!(route.target.config.get_hosts(), [postgres::config::Host::Tcp("dwh".into())]);
+        assert!(!route.target.tls.is_configured(), "ssl: true is require, over the service's mode");
+        let missing = Connections::new(environment.with("PGSERVICE", "gone"))
+            .with_tap("payments", tap())
+            .with_target("postgres", warehouse());
+        let error = missing.route(&definition(60)).unwrap_err();
+        assert!(error.starts_with("the source connection names service \"gone\", which is not defined in"), "{error}");
+    }
+
+    #[test]
+    fn from_project_takes_datadiff_yml_tls_per_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write("config.yml", "alert_handlers: {}\n");
+        write(
+            "target_postgres.yml",
+            "id: postgres\ntype: target-postgres\ndb_conn: {host: dwh, user: u, dbname: dwh}\n",
+        );
+        write(
+            "tap_payments.yml",
+            "id: payments\ntype: tap-postgres\ntarget: postgres\ndb_conn: {host: primary, user: u, dbname: payments}\n",
+        );
+        write("datadiff.yml", "tls:\n  targets:\n    postgres: {sslmode: verify-ca, sslrootcert: system}\n");
+        let project = datadiff_config::load_with(
+            dir.path(),
+            &datadiff_config::LoadOptions { secret: None, env: Some(Default::default()) },
+        )
+        .unwrap();
+        let mut definition = definition(60);
+        definition.source_database = "payments".into();
+        let route = Connections::from_project(&project).route(&definition).unwrap();
+        assert!(route.target.tls.is_configured(), "verify-ca from datadiff.yml");
+        assert_eq!(route.target.config.get_ssl_mode(), DriverSslMode::Require);
+        assert!(!route.source.tls.is_configured(), "the tap has no tls entry");
+        assert_eq!(route.source.config.get_ssl_mode(), DriverSslMode::Prefer);
     }
 }

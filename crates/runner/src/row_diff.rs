@@ -69,7 +69,7 @@ use datadiff_access::TableName;
 use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
-use datadiff_access::{ANSWER_GRACE, SideSession, one_line, unverified_tls};
+use datadiff_access::{ANSWER_GRACE, SideSession, one_line};
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
@@ -161,6 +161,9 @@ impl RowDiffPlan {
             ))
         };
         let pairs = columns.pairs();
+        let empty_string_as_null =
+            definition.extensions.row_diff.is_some_and(|settings| settings.empty_string_as_null());
+        let coercions = stream::Coercions::NONE.empty_string_as_null(empty_string_as_null);
         let (source_key, target_key) = resolve(&pairs[0])?;
         let (source_key_decoder, target_key_decoder) =
             stream::plan_key(&source_key, &target_key, "target").map_err(|error| prefixed(&error))?;
@@ -170,7 +173,7 @@ impl RowDiffPlan {
         for pair in &pairs[1..] {
             let (source, target) = resolve(pair)?;
             let (source_decoder, target_decoder) =
-                stream::plan_pair(&source, &target, "target").map_err(|error| prefixed(&error))?;
+                stream::plan_pair_with(&source, &target, "target", coercions).map_err(|error| prefixed(&error))?;
             source_columns.push((source.name, source_decoder));
             target_columns.push((target.name, target_decoder));
             field_names.push(pair.logical_name.clone());
@@ -469,14 +472,15 @@ impl Iterator for Timed<'_, '_> {
 
 /// A side's own streaming connection: the attempt session's settings, the same connect
 /// deadline and statement timeout, and TLS exactly when the session is encrypted, as the
-/// sessions negotiate it (libpq's `prefer`/`require`: encrypted when asked, certificate not
-/// verified). A server that declined TLS to the session declines it to the stream too, so an
+/// sessions negotiate it, with the side's TLS ([`datadiff_access::ClientTls`]: verification
+/// and client certificate as configured). A server that declined TLS to the session declines it to the stream too, so an
 /// unencrypted side streams without TLS.
 fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoint, String> {
     let tls = match encrypted {
         false => None,
         true => Some(
-            unverified_tls()
+            side.tls
+                .ssl_connector()
                 .map_err(|error| format!("row_diff: TLS setup for the {} stream failed: {error}", side.side))?,
         ),
     };

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::binaries::find_bindir;
 use crate::error::Error;
-use crate::tls::Authority;
+use crate::tls::{Authority, ClientCertificateFiles};
 use crate::user::{RunAs, run_as};
 use crate::watchdog::{Watchdog, free_port, random_hex, remove_dir_with_retries, tail};
 
@@ -32,6 +32,7 @@ pub struct ClusterOptions {
 struct TlsOptions {
     dns_names: Vec<String>,
     ip_addresses: Vec<String>,
+    client_certificates: bool,
 }
 
 impl ClusterOptions {
@@ -47,7 +48,20 @@ impl ClusterOptions {
         self.tls = Some(TlsOptions {
             dns_names: dns_names.iter().map(|name| (*name).to_owned()).collect(),
             ip_addresses: ip_addresses.iter().map(|ip| (*ip).to_owned()).collect(),
+            client_certificates: false,
         });
+        self
+    }
+
+    /// With [`ClusterOptions::tls`]: every role but the superuser must connect over TLS with
+    /// a client certificate signed by the cluster's CA whose common name is the role's name
+    /// (`hostssl … scram-sha-256 clientcert=verify-full`), and its password;
+    /// [`Cluster::issue_client_certificate`] makes one. The superuser keeps plain TCP, so the
+    /// testkit's own sessions ([`Cluster::connect`]) still work. Without `tls` it does nothing.
+    pub fn require_client_certificates(mut self) -> Self {
+        if let Some(tls) = self.tls.as_mut() {
+            tls.client_certificates = true;
+        }
         self
     }
 }
@@ -67,6 +81,8 @@ pub struct Cluster {
     password: String,
     run_as: Option<RunAs>,
     ca_certificate: Option<PathBuf>,
+    /// The CA of a TLS cluster, which signs client certificates.
+    authority: Option<Authority>,
     next_database: AtomicU64,
     /// The watchdog; releasing it closes its pipe.
     watchdog: Mutex<Option<Watchdog>>,
@@ -103,6 +119,7 @@ impl Cluster {
             password: random_hex(16)?,
             run_as: None,
             ca_certificate: None,
+            authority: None,
             next_database: AtomicU64::new(1),
             watchdog: Mutex::new(None),
         };
@@ -142,6 +159,13 @@ impl Cluster {
     /// The PEM file of the CA that signed the server certificate, for a TLS cluster.
     pub fn ca_certificate(&self) -> Option<&Path> {
         self.ca_certificate.as_deref()
+    }
+
+    /// Writes into `dir` a client certificate for `user` (its common name) and its key,
+    /// signed by the cluster's CA: `<user>.crt` and `<user>.key` (0600). Only a TLS cluster
+    /// has a CA ([`Error::NotTls`] otherwise).
+    pub fn issue_client_certificate(&self, user: &str, dir: &Path) -> Result<ClientCertificateFiles, Error> {
+        self.authority.as_ref().ok_or(Error::NotTls)?.write_client(user, dir)
     }
 
     /// Connection settings for the superuser over TCP to `dbname`, without TLS.
@@ -324,6 +348,11 @@ fi
                 self.dir.display()
             ));
             self.ca_certificate = Some(ca_path);
+            if tls.client_certificates {
+                // The server trusts its own CA for client certificates.
+                settings.push_str(&format!("ssl_ca_file = '{}/ca.crt'\n", self.dir.display()));
+            }
+            self.authority = Some(authority);
         }
         let conf = self.data_dir().join("postgresql.conf");
         let mut file = std::fs::OpenOptions::new()
@@ -331,7 +360,16 @@ fi
             .open(&conf)
             .map_err(Error::io(format!("opening {}", conf.display())))?;
         file.write_all(settings.as_bytes()).map_err(Error::io(format!("writing {}", conf.display())))?;
-        let hba = "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n";
+        let client_certificates = options.tls.as_ref().is_some_and(|tls| tls.client_certificates);
+        let hba = if client_certificates {
+            format!(
+                "local all all trust\nhost all {SUPERUSER} 127.0.0.1/32 scram-sha-256\n\
+                 hostssl all all 127.0.0.1/32 scram-sha-256 clientcert=verify-full\n"
+            )
+        } else {
+            "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n"
+                .to_owned()
+        };
         let hba_path = self.data_dir().join("pg_hba.conf");
         std::fs::write(&hba_path, hba).map_err(Error::io("writing pg_hba.conf"))?;
         Ok(())

@@ -45,6 +45,9 @@ pub enum Error {
         /// The tail of its output.
         output: String,
     },
+    /// A client certificate was asked of a cluster started without TLS.
+    #[error("the throwaway cluster has no TLS, so no CA to sign a client certificate")]
+    NotTls,
     /// The server did not start; its log says why.
     #[error("the throwaway PostgreSQL server did not start; server log {log}: {tail}")]
     Start {

@@ -5,7 +5,8 @@
 //! `/usr/lib/postgresql/<version>/bin`) and served on 127.0.0.1 on a free port — never
 //! 5432 — with its Unix socket in the same directory. TCP connections authenticate with
 //! passwords (SCRAM); a cluster may also serve TLS with a CA and server certificate made at
-//! start. When the process runs as root the server runs as an unprivileged account
+//! start, and require client certificates signed by that CA
+//! ([`ClusterOptions::require_client_certificates`], [`Cluster::issue_client_certificate`]). When the process runs as root the server runs as an unprivileged account
 //! (`postgres`, else `nobody`), because PostgreSQL refuses root.
 //!
 //! Nothing outlives the process: dropping a cluster stops it and removes its directory, and
@@ -71,4 +72,4 @@ pub use mariadb::{
     MARIADB_SUPERUSER, MariaDb, MariaDbDatabase, MariaDbOptions, quote_mysql_ident, quote_mysql_literal,
 };
 pub use shared::{shared_cluster, shared_mariadb};
-pub use tls::write_unrelated_ca;
+pub use tls::{ClientCertificateFiles, write_unrelated_ca, write_unrelated_client_certificate};

@@ -1,6 +1,8 @@
-//! A certificate authority and a server certificate made when a TLS cluster starts.
+//! A certificate authority and a server certificate made when a TLS cluster starts, and
+//! client certificates it signs for clusters that require them.
 
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use openssl::asn1::Asn1Time;
 use openssl::bn::{BigNum, MsbOption};
@@ -90,6 +92,65 @@ impl Authority {
         builder.sign(&self.key, MessageDigest::sha256())?;
         Ok((builder.build(), key))
     }
+}
+
+impl Authority {
+    /// A client certificate signed by this CA for the user `common_name` (PostgreSQL's
+    /// `clientcert=verify-full` and `cert` compare the CN with the user name).
+    pub(crate) fn issue_client(&self, common_name: &str) -> Result<(X509, PKey<Private>), Error> {
+        let key = new_key()?;
+        let mut name = X509NameBuilder::new()?;
+        name.append_entry_by_nid(Nid::COMMONNAME, common_name)?;
+        let name = name.build();
+        let mut builder = X509::builder()?;
+        builder.set_version(2)?;
+        let serial = serial()?;
+        builder.set_serial_number(&serial)?;
+        builder.set_subject_name(&name)?;
+        builder.set_issuer_name(self.certificate.subject_name())?;
+        builder.set_pubkey(&key)?;
+        let not_before = Asn1Time::days_from_now(0)?;
+        builder.set_not_before(&not_before)?;
+        let not_after = Asn1Time::days_from_now(365)?;
+        builder.set_not_after(&not_after)?;
+        builder.append_extension(BasicConstraints::new().build()?)?;
+        builder.append_extension(ExtendedKeyUsage::new().client_auth().build()?)?;
+        builder.sign(&self.key, MessageDigest::sha256())?;
+        Ok((builder.build(), key))
+    }
+
+    /// Writes a client certificate for `user` and its key (mode 0600, as libpq wants) into
+    /// `dir` as `<user>.crt` and `<user>.key`.
+    pub(crate) fn write_client(&self, user: &str, dir: &Path) -> Result<ClientCertificateFiles, Error> {
+        let (certificate, key) = self.issue_client(user)?;
+        let files = ClientCertificateFiles {
+            certificate: dir.join(format!("{user}.crt")),
+            key: dir.join(format!("{user}.key")),
+        };
+        let write = |path: &Path, bytes: &[u8]| -> Result<(), Error> {
+            std::fs::write(path, bytes).map_err(Error::io(format!("writing {}", path.display())))
+        };
+        write(&files.certificate, &certificate.to_pem()?)?;
+        write(&files.key, &key.private_key_to_pem_pkcs8()?)?;
+        std::fs::set_permissions(&files.key, std::fs::Permissions::from_mode(0o600))
+            .map_err(Error::io(format!("restricting {}", files.key.display())))?;
+        Ok(files)
+    }
+}
+
+/// A client certificate and its private key, as PEM files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCertificateFiles {
+    /// The certificate.
+    pub certificate: PathBuf,
+    /// Its unencrypted private key (mode 0600).
+    pub key: PathBuf,
+}
+
+/// Writes into `dir` a client certificate for `user` signed by a fresh CA that no cluster
+/// trusts: a "wrong client certificate" for tests of servers that require one.
+pub fn write_unrelated_client_certificate(user: &str, dir: &Path) -> Result<ClientCertificateFiles, Error> {
+    Authority::generate("datadiff-testkit unrelated client CA")?.write_client(user, dir)
 }
 
 /// Writes a fresh CA certificate, trusted by nothing, to `path`: a "wrong CA" for tests that

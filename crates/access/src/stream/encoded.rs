@@ -164,8 +164,13 @@ impl BatchWriter {
         self.buffer.extend_from_slice(&(-1i32).to_be_bytes());
     }
 
-    /// Appends `field` encoded by `decoder` to the row.
+    /// Appends `field` encoded by `decoder` to the row (a NULL where the decoder counts
+    /// the field as one, [`Decoder::is_null`]).
     pub fn field(&mut self, decoder: Decoder, field: &[u8]) -> Result<(), String> {
+        if decoder.is_null(field) {
+            self.null();
+            return Ok(());
+        }
         let at = self.buffer.len();
         self.buffer.extend_from_slice(&[0; 4]);
         decoder.encode(field, &mut self.buffer, &mut self.scratch)?;
@@ -257,6 +262,15 @@ mod tests {
         assert_eq!(a, EncodedRow::new(Key::Int(1), a.encoded()));
         let values = a.values(&[Decoder::Text, Decoder::Text, Decoder::Int]).unwrap();
         assert_eq!(values, vec![Value::text("x"), Value::Null, Value::Int(7)]);
+    }
+
+    #[test]
+    fn a_declared_empty_string_is_written_as_null() {
+        let empty = row(1, &[Some((Decoder::TextEmptyAsNull, b""))]);
+        assert_eq!(empty, row(1, &[None]));
+        assert_ne!(row(1, &[Some((Decoder::Text, b""))]), row(1, &[None]), "exact by default");
+        assert_eq!(row(1, &[Some((Decoder::PaddedCharEmptyAsNull, b"   "))]), row(1, &[None]));
+        assert_eq!(empty.values(&[Decoder::TextEmptyAsNull]).unwrap(), vec![Value::Null]);
     }
 
     #[test]

@@ -55,7 +55,7 @@ mod tap;
 
 pub use column::{ColumnType, Family, read_columns, read_columns_with};
 pub use copy::{CopyParser, Flow, Tuple};
-pub use decoder::{Decoder, KeyDecoder, plan_key, plan_pair};
+pub use decoder::{Coercions, Decoder, KeyDecoder, plan_key, plan_pair, plan_pair_with};
 pub use encoded::{BatchWriter, EncodedRow, Fields};
 pub use endpoint::Endpoint;
 pub use reader::{RowQuery, RowStream, StreamOptions, StreamStopper};

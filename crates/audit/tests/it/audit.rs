@@ -473,7 +473,11 @@ fn incomparable_columns_are_errors_naming_the_column() {
     );
     options.columns = Some(vec!["amount".to_owned()]);
     let error = run(&options).unwrap_err();
-    assert_eq!(error.to_string(), "column amount needs declared numeric scales to compare numeric with floating point");
+    assert_eq!(
+        error.to_string(),
+        "column amount needs declared numeric scales to compare numeric with floating point \
+         (numeric on the source, double precision on the replica)"
+    );
 }
 
 #[test]

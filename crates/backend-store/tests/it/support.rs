@@ -28,6 +28,11 @@ pub(crate) fn single_role_backend() -> Backend<'static> {
     make(shared_cluster(), "owner", true)
 }
 
+/// On `cluster`, one role for both purposes (a client certificate names one role).
+pub(crate) fn single_role_backend_on(cluster: &Cluster) -> Backend<'_> {
+    make(cluster, "owner", true)
+}
+
 pub(crate) fn backend_on(cluster: &Cluster) -> Backend<'_> {
     make(cluster, "app", false)
 }

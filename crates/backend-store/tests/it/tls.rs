@@ -7,7 +7,7 @@ use datadiff_backend_store::{BackendConfig, MigrateOptions, Store};
 use datadiff_diff_core::SslMode;
 use datadiff_testkit::{Cluster, ClusterOptions, write_unrelated_ca};
 
-use crate::support::{backend, backend_on};
+use crate::support::{backend, backend_on, single_role_backend_on};
 
 static TLS_CLUSTER: OnceLock<Cluster> = OnceLock::new();
 
@@ -168,4 +168,48 @@ fn lazy_tls_builds_its_connector_only_for_a_server_that_accepts_tls() {
     assert_eq!(BUILT.load(std::sync::atomic::Ordering::SeqCst), 0, "a plaintext server cost a TLS context");
     assert!(prefer_ssl(tls_cluster()));
     assert_eq!(BUILT.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+static CLIENT_CERT_CLUSTER: OnceLock<Cluster> = OnceLock::new();
+
+/// A cluster where every role but the superuser needs a client certificate naming it.
+fn client_cert_cluster() -> &'static Cluster {
+    CLIENT_CERT_CLUSTER.get_or_init(|| {
+        Cluster::start_with(ClusterOptions::new().tls(&["localhost"], &[]).require_client_certificates()).unwrap()
+    })
+}
+
+#[test]
+fn a_client_certificate_opens_and_migrates_a_backend_that_requires_one() {
+    let cluster = client_cert_cluster();
+    let backend = single_role_backend_on(cluster);
+    let files = tempfile::tempdir().unwrap();
+    let issued = cluster.issue_client_certificate(&backend.config.user, files.path()).unwrap();
+    let ca = cluster.ca_certificate().unwrap().to_path_buf();
+    let config = BackendConfig {
+        host: "localhost".to_owned(),
+        sslmode: Some(SslMode::VerifyFull),
+        sslrootcert: Some(ca.clone()),
+        sslcert: Some(issued.certificate.clone()),
+        sslkey: Some(issued.key.clone()),
+        ..backend.config.clone()
+    };
+    assert!(open_ssl(config.clone()).unwrap());
+    let store = Store::open(config.clone()).unwrap();
+    store.migrate(&MigrateOptions::latest()).unwrap();
+    assert_eq!(backend.alembic_versions(), vec!["004"]);
+    // require sends the certificate too (without verifying the server).
+    assert!(open_ssl(BackendConfig { sslmode: Some(SslMode::Require), sslrootcert: None, ..config.clone() }).unwrap());
+
+    // Without the certificate the server refuses the login.
+    let error = open_ssl(BackendConfig { sslcert: None, sslkey: None, ..config.clone() }).unwrap_err();
+    assert!(error.is_connection(), "{error}");
+    let text = datadiff_access::chain(&error);
+    assert!(text.contains("connection requires a valid client certificate"), "{text}");
+
+    // A missing key file is a configuration error naming it, before connecting.
+    let missing = files.path().join("missing.key");
+    let error = open_ssl(BackendConfig { sslkey: Some(missing.clone()), ..config }).unwrap_err();
+    assert!(error.is_config(), "{error}");
+    assert_eq!(error.to_string(), format!("backend client certificate {} could not be loaded", missing.display()));
 }

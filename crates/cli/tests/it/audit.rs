@@ -402,3 +402,26 @@ fn a_pipelinewise_replica_with_soft_deletes_and_a_renamed_column_passes_with_the
     assert_eq!(outcome.exit, Exit::Error);
     assert!(outcome.stderr.contains("--column-map email: expected SOURCE=REPLICA"), "{}", outcome.stderr);
 }
+
+#[test]
+fn empty_string_as_null_is_an_opt_in_flag() {
+    // The replica as target-postgres writes it: every '' loaded as NULL.
+    let pair = Pair::new(
+        &format!("{TABLE}INSERT INTO public.customers VALUES (1, 'a@example.com', '', ''), (2, '', 'free', NULL);"),
+        &format!(
+            "{TABLE}INSERT INTO public.customers VALUES (1, 'a@example.com', NULL, NULL), (2, NULL, 'free', NULL);"
+        ),
+    );
+    let exact = pair.audit(&["--cutover-ready"]);
+    assert_eq!(exact.exit, Exit::Failure, "{}", exact.stderr);
+    assert_eq!(
+        json(&exact.stdout)["examples"],
+        serde_json::json!([
+            {"id": 1, "kind": "CHANGED", "fields": ["plan", "notes"]},
+            {"id": 2, "kind": "CHANGED", "fields": ["email"]}
+        ])
+    );
+    let coerced = pair.audit(&["--cutover-ready", "--empty-string-as-null"]);
+    assert_eq!(coerced.exit, Exit::Success, "{}", coerced.stderr);
+    assert_eq!(json(&coerced.stdout)["status"], "PASS");
+}

@@ -1,4 +1,5 @@
 //! Integration tests of the command line through its testable entry point, `datadiff_cli::run`.
 
 mod audit;
+mod service;
 mod usage;

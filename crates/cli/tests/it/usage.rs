@@ -33,6 +33,7 @@ fn version_and_help_print_to_stdout_and_exit_zero() {
         "--max-rows",
         "--max-examples",
         "--allow-empty",
+        "--empty-string-as-null",
         "--report",
     ] {
         assert!(stdout.contains(flag), "audit --help lacks {flag}");

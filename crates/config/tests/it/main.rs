@@ -5,6 +5,7 @@ mod fuzz;
 mod rules;
 mod secrets;
 mod settings;
+mod tls;
 mod unrunnable;
 
 use std::collections::BTreeMap;

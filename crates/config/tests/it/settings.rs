@@ -91,13 +91,13 @@ fn extension_alert_handlers_belong_in_datadiff_yml() {
 #[test]
 fn datadiff_yml_rejects_unknown_keys_and_names() {
     let text = tap("", "", VALID);
-    let extensions = "checks:\n  postgres/payments/public/transfers:\n    row_diff: {max_examples: 20, sample: 1}\n    exclude_soft_deleted: true\n  postgres/payments/public/nope:\n    exclude_soft_deleted: true\nbackend_db: {sslrootcert: ca.pem, sslcert: c.pem}\n";
+    let extensions = "checks:\n  postgres/payments/public/transfers:\n    row_diff: {max_examples: 20, sample: 1}\n    exclude_soft_deleted: true\n  postgres/payments/public/nope:\n    exclude_soft_deleted: true\nbackend_db: {sslrootcert: ca.pem, sslcrl: c.pem}\n";
     let found = problems(&project(&files(CONFIG, &text, &[("datadiff.yml", extensions)])));
     let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
     assert_eq!(
         paths,
         [
-            "backend_db.sslcert",
+            "backend_db.sslcrl",
             "checks.postgres/payments/public/transfers.row_diff.sample",
             "checks.postgres/payments/public/nope"
         ],
@@ -127,6 +127,36 @@ fn row_diff_limits_and_compare_columns() {
     );
     let found = problems(&project(&files(CONFIG, &no_compare, &[("datadiff.yml", extensions)])));
     assert_eq!(found[0].message, "row_diff requires at least one compare_columns entry for public.transfers");
+}
+
+#[test]
+fn row_diff_empty_string_as_null_is_an_opt_in_boolean_that_makes_a_revision() {
+    let text = tap("", "", VALID);
+    let load = |row_diff: &str| {
+        let extensions = format!("checks:\n  postgres/payments/public/transfers:\n    row_diff: {row_diff}\n");
+        project(&files(CONFIG, &text, &[("datadiff.yml", &extensions)]))
+    };
+    let plain = load_ok(&load("{max_examples: 5}")).definitions.remove(0);
+    let off = load_ok(&load("{max_examples: 5, empty_string_as_null: false}")).definitions.remove(0);
+    let on = load_ok(&load("{max_examples: 5, empty_string_as_null: true}")).definitions.remove(0);
+    let settings = |definition: &datadiff_diff_core::CheckDefinition| definition.extensions.row_diff.unwrap();
+    assert!(!settings(&plain).empty_string_as_null(), "off by default");
+    assert!(settings(&on).empty_string_as_null());
+    assert_eq!(settings(&on).max_examples(), 5);
+    // Off hashes as before; on is a new revision and reads back from its canonical JSON.
+    assert_eq!(plain.config_hash(), off.config_hash());
+    assert_ne!(plain.config_hash(), on.config_hash());
+    assert!(on.canonical_json().contains(r#""row_diff":{"empty_string_as_null":true,"max_examples":5}"#));
+    let back = datadiff_diff_core::CheckDefinition::from_canonical_config(&on.full_check_name, &on.canonical_config())
+        .unwrap();
+    assert_eq!(back.extensions, on.extensions);
+
+    for bad in ["yes_please", "'true'", "1"] {
+        let found = problems(&load(&format!("{{empty_string_as_null: {bad}}}")));
+        assert_eq!(found.len(), 1, "{bad}: {found:#?}");
+        assert_eq!(found[0].path, "checks.postgres/payments/public/transfers.row_diff.empty_string_as_null");
+        assert_eq!(found[0].message, "empty_string_as_null must be a boolean");
+    }
 }
 
 #[test]

@@ -278,7 +278,10 @@ fn row_diff_without_compare_columns_or_with_an_uncomparable_column_is_an_error_r
     let rows = context.result_rows(run_id);
     assert_eq!(
         result(&rows, "row_diff").error.as_deref(),
-        Some("row_diff: column doc has type jsonb on the source database, which datadiff cannot compare")
+        Some(
+            "row_diff: column doc has type jsonb on the source database, which datadiff cannot compare \
+             (jsonb on the source, jsonb on the target)"
+        )
     );
     assert_eq!(context.attempt_row(run_id).status, "ERROR");
 

@@ -117,11 +117,11 @@ fn values_differ_at_the_declared_scale_and_null_differs_from_empty() {
         .batch_execute(
             // 19.99 → 19.98 differs at scale 2; 0.1 → 0.10000000001 rounds to 0.1000 at scale 4
             // (equal); '' → NULL differs; 12:10:00 → 12:10:00.000001 differs; 'open' vs
-            // 'open  ' trimmed as char(8) is equal only on the char side: varchar keeps it.
+            // ' open' differs from char(8)'s 'open' (only trailing blanks are not significant).
             "UPDATE tap_public.orders SET amount = 19.98, rate = 0.10000000001 WHERE id = 1; \
              UPDATE tap_public.orders SET note = NULL WHERE id = 2; \
              UPDATE tap_public.orders SET updated_at = '2026-07-22 12:10:00.000001' WHERE id = 3; \
-             UPDATE tap_public.orders SET status = 'open  ' WHERE id = 4;",
+             UPDATE tap_public.orders SET status = ' open' WHERE id = 4;",
         )
         .unwrap();
     let run_id = context.run(&singer_definition(&context)).run_id.unwrap();
@@ -144,7 +144,10 @@ fn an_unscaled_numeric_against_a_float_needs_declared_scales() {
     let rows = context.result_rows(run_id);
     assert_eq!(
         result(&rows, "row_diff").error.as_deref(),
-        Some("row_diff: column rate needs declared numeric scales to compare numeric with floating point")
+        Some(
+            "row_diff: column rate needs declared numeric scales to compare numeric with floating point \
+             (numeric on the source, double precision on the target)"
+        )
     );
     assert_eq!(result(&rows, "row_count").status, "PASS");
     assert_eq!(context.attempt_row(run_id).status, "ERROR");

@@ -1,0 +1,97 @@
+//! `datadiff.yml`'s `tls` block (per-side TLS of scheduled checks) and the backend's client
+//! certificate.
+
+use std::path::PathBuf;
+
+use datadiff_config::SideTls;
+use datadiff_diff_core::SslMode;
+
+use crate::{CONFIG, TARGET, VALID, load_ok, problems, project, tap};
+
+/// A project with `datadiff.yml` = `extensions`, the certificate files `certs/ca.pem`,
+/// `certs/dd.crt` and `certs/dd.key` (contents do not matter to the loader), and `target`.
+fn with_certs(target: &str, extensions: &str) -> tempfile::TempDir {
+    let text = tap("", "", VALID);
+    let dir = project(&[
+        ("config.yml", CONFIG),
+        ("target_postgres.yml", target),
+        ("tap_payments.yml", &text),
+        ("datadiff.yml", extensions),
+    ]);
+    std::fs::create_dir(dir.path().join("certs")).unwrap();
+    for name in ["ca.pem", "dd.crt", "dd.key"] {
+        std::fs::write(dir.path().join("certs").join(name), "pem\n").unwrap();
+    }
+    dir
+}
+
+#[test]
+fn per_side_tls_is_read_with_paths_resolved_against_the_project() {
+    let extensions = "tls:\n  taps:\n    payments:\n      sslmode: verify-full\n      sslrootcert: certs/ca.pem\n      sslcert: certs/dd.crt\n      sslkey: certs/dd.key\n  targets:\n    postgres: {sslmode: verify-ca, sslrootcert: system}\n";
+    let dir = with_certs(TARGET, extensions);
+    let project = load_ok(&dir);
+    let certs = dir.path().join("certs");
+    assert_eq!(
+        project.tls.tap("payments"),
+        Some(&SideTls {
+            sslmode: Some(SslMode::VerifyFull),
+            sslrootcert: Some(certs.join("ca.pem")),
+            sslcert: Some(certs.join("dd.crt")),
+            sslkey: Some(certs.join("dd.key")),
+        })
+    );
+    assert_eq!(
+        project.tls.target("postgres"),
+        Some(&SideTls {
+            sslmode: Some(SslMode::VerifyCa),
+            sslrootcert: Some(PathBuf::from("system")),
+            ..SideTls::default()
+        })
+    );
+    assert_eq!(project.tls.target("payments"), None, "taps and targets are separate namespaces");
+}
+
+#[test]
+fn bad_tls_entries_name_the_file_and_key_path() {
+    let extensions = "tls:\n  taps:\n    payments: {sslmode: sometimes, sslcert: certs/missing.crt, sslkey: certs/dd.key}\n    nope: {sslmode: require}\n  targets:\n    postgres: {sslmode: allow, sslcert: certs/dd.crt, cipher: x}\n  replicas: {}\n";
+    let found = problems(&with_certs(TARGET, extensions));
+    let paths: Vec<(&str, &str)> = found.iter().map(|p| (p.path.as_str(), p.message.as_str())).collect();
+    assert!(found.iter().all(|p| p.file == "datadiff.yml" && p.line.is_some()), "{found:#?}");
+    let has = |path: &str, words: &str| paths.iter().any(|(p, m)| *p == path && m.contains(words));
+    assert!(has("tls.replicas", "unknown key"), "{paths:#?}");
+    assert!(has("tls.taps.payments.sslmode", "verify-full"), "{paths:#?}");
+    assert!(has("tls.taps.payments.sslcert", "certs/missing.crt does not exist"), "{paths:#?}");
+    assert!(has("tls.taps.nope", "unknown tap 'nope'"), "{paths:#?}");
+    assert!(has("tls.targets.postgres.sslmode", "allow is not supported"), "{paths:#?}");
+    assert!(has("tls.targets.postgres.sslcert", "needs sslkey"), "{paths:#?}");
+    assert!(has("tls.targets.postgres.cipher", ""), "{paths:#?}");
+}
+
+#[test]
+fn a_mode_weaker_than_ssl_true_is_refused() {
+    let target = TARGET.replace("dbname: warehouse}", "dbname: warehouse, ssl: true}");
+    let found = problems(&with_certs(&target, "tls:\n  targets:\n    postgres: {sslmode: prefer}\n"));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].path, "tls.targets.postgres.sslmode");
+    assert_eq!(found[0].message, "sslmode prefer is weaker than the target's db_conn ssl: true (require)");
+    let project = load_ok(&with_certs(&target, "tls:\n  targets:\n    postgres: {sslrootcert: certs/ca.pem}\n"));
+    assert_eq!(project.tls.target("postgres").and_then(|tls| tls.sslmode), None, "ssl: true stays require");
+}
+
+#[test]
+fn the_backend_takes_a_client_certificate_from_datadiff_yml() {
+    let extensions = "backend_db: {sslrootcert: certs/ca.pem, sslcert: certs/dd.crt, sslkey: certs/dd.key}\n";
+    let dir = with_certs(TARGET, extensions);
+    let backend = load_ok(&dir).backend.unwrap_or_else(|| panic!("backend"));
+    assert_eq!(backend.sslcert, Some(dir.path().join("certs/dd.crt")));
+    assert_eq!(backend.sslkey, Some(dir.path().join("certs/dd.key")));
+    let found = problems(&with_certs(TARGET, "backend_db: {sslkey: /nonexistent/dd.key}\n"));
+    let messages: Vec<(&str, &str)> = found.iter().map(|p| (p.path.as_str(), p.message.as_str())).collect();
+    assert_eq!(
+        messages,
+        [
+            ("backend_db.sslkey", "sslkey file /nonexistent/dd.key does not exist"),
+            ("backend_db.sslkey", "sslkey needs sslcert: a client certificate is a certificate and its key"),
+        ]
+    );
+}
