@@ -14,6 +14,7 @@ mod import;
 mod list;
 mod metrics;
 mod migrate;
+mod mysql;
 mod pipe;
 mod readme;
 mod report;

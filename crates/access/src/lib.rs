@@ -18,6 +18,9 @@
 //!   (UTC, a transaction-local `statement_timeout`), from a [`SideConfig`]; it reads the
 //!   catalog ([`table_columns`]), the `MIN` of a timestamp and one aggregate row of canonical
 //!   values.
+//! * [`MySqlSideSession`] is the same for a MySQL or MariaDB source (`tap-mysql`), from a
+//!   [`MySqlSideConfig`], with upstream's session statements and MySQL forms; [`AnySide`]
+//!   holds either kind so an attempt's flow is written once.
 //! * [`stream`] holds the ordered row streams: catalog column types, per-column decoders to
 //!   canonical values, and [`stream::RowStream`], a reader thread per side streaming binary
 //!   `COPY` in key order into the merge core with flat memory.
@@ -37,15 +40,17 @@
 //! # What it does not do
 //!
 //! It keeps no records (that is `datadiff-backend-store`) and decides nothing about checks
-//! (that is `datadiff-diff-core`): it connects, reads the catalog and streams rows. Only
-//! PostgreSQL is spoken so far; the interface — catalog facts, one aggregate query, an
-//! ordered row stream — is what a second database kind plugs into.
+//! (that is `datadiff-diff-core`): it connects, reads the catalog and streams rows. PostgreSQL
+//! is spoken everywhere; MySQL/MariaDB as a source for the aggregate checks (catalog facts,
+//! the preflight's facts, `MIN`, one aggregate query) — not yet as an ordered row stream.
 
+mod any_side;
 mod deadline;
 mod dsn;
 mod environment;
 mod error;
 mod lazy_tls;
+mod mysql_side;
 mod passfile;
 pub mod service;
 mod session;
@@ -54,6 +59,7 @@ pub mod stream;
 mod table;
 pub mod tls;
 
+pub use any_side::{AnyCanceller, AnySide};
 pub use deadline::{
     DeadlineError, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, TCP_USER_TIMEOUT, with_keepalive_defaults,
     within_deadline,
@@ -62,6 +68,7 @@ pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
 pub use environment::Environment;
 pub use error::{Error, chain};
 pub use lazy_tls::{LazyTls, LazyTlsConnect};
+pub use mysql_side::{MySqlCanceller, MySqlSideConfig, MySqlSideSession, mysql_one_line};
 pub use passfile::{PassfileQuery, lookup as passfile_lookup};
 pub use service::{Service, ServiceParam};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};

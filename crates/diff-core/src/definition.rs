@@ -477,11 +477,12 @@ impl CheckDefinition {
         self.initial_full_scan && self.has_data_check()
     }
 
-    /// `None` when datadiff executes this route (PostgreSQL → PostgreSQL); otherwise the
-    /// reason a run reports it SKIPPED: `route not supported by datadiff yet: <src> -> <tgt>`.
+    /// `None` when datadiff executes this route (PostgreSQL or MySQL/MariaDB → PostgreSQL);
+    /// otherwise (a Snowflake target) the reason a run reports it SKIPPED: `route not
+    /// supported by datadiff yet: <src> -> <tgt>`.
     pub fn unsupported_route(&self) -> Option<String> {
         match (self.source_type, self.target_type) {
-            (SourceType::TapPostgres, TargetType::TargetPostgres) => None,
+            (SourceType::TapPostgres | SourceType::TapMysql, TargetType::TargetPostgres) => None,
             (source, target) => Some(format!("route not supported by datadiff yet: {source} -> {target}")),
         }
     }
@@ -704,9 +705,11 @@ mod tests {
             Some("route not supported by datadiff yet: tap-postgres -> target-snowflake")
         );
         let mysql = CheckDefinition { source_type: SourceType::TapMysql, ..postgres() };
+        assert_eq!(mysql.unsupported_route(), None, "tap-mysql -> target-postgres runs");
+        let mysql_snowflake = CheckDefinition { source_type: SourceType::TapMysql, ..snowflake() };
         assert_eq!(
-            mysql.unsupported_route().as_deref(),
-            Some("route not supported by datadiff yet: tap-mysql -> target-postgres")
+            mysql_snowflake.unsupported_route().as_deref(),
+            Some("route not supported by datadiff yet: tap-mysql -> target-snowflake")
         );
 
         let schema_only =

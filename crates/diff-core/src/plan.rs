@@ -27,11 +27,12 @@ use chrono::{DateTime, Utc};
 use crate::checksum::ChecksumPlan;
 use crate::column::{ColumnError, ColumnPlan, ColumnSelection, TableColumns};
 use crate::historical::{HistoricalStart, resolve_historical_start};
+use crate::mysql::MySqlPlaceholders;
 use crate::outcome::Outcome;
 use crate::query::{MetricQuery, MinimumQuery, Placeholders, QueryError, SOFT_DELETE_COLUMN};
 use crate::run::PreflightStatus;
 use crate::verdict::{CheckResult, ResultType, in_declared_order};
-use crate::{CheckDefinition, CheckType, Side, Value};
+use crate::{CheckDefinition, CheckType, Side, SourceType, Value};
 
 /// Why an attempt cannot be planned or its aggregate rows read. Column and identifier texts are
 /// PipelineWise's (they become the attempt's `error`).
@@ -177,11 +178,27 @@ impl AggregatePlan {
             }
             .sql(Placeholders::Numbered)
         };
-        let source_sql = metric_query(Side::Source).sql(Placeholders::Numbered)?;
-        let fingerprint_sql = metric_query(Side::Source).sql(Placeholders::Pyformat)?;
+        let (source_sql, fingerprint_sql, source_minimum_sql) = match definition.source_type {
+            // A MySQL or MariaDB source runs upstream's MySQL forms (`?` parameters), and the
+            // preflight fingerprints the `%s` text PipelineWise hands PyMySQL.
+            SourceType::TapMysql => (
+                metric_query(Side::Source).mysql_sql(MySqlPlaceholders::Question)?,
+                metric_query(Side::Source).mysql_sql(MySqlPlaceholders::Pyformat)?,
+                crate::mysql::minimum_sql(
+                    source.schema(),
+                    source.table(),
+                    &columns.source_timestamp().name,
+                    MySqlPlaceholders::Question,
+                )
+                .map_err(QueryError::from)?,
+            ),
+            SourceType::TapPostgres => (
+                metric_query(Side::Source).sql(Placeholders::Numbered)?,
+                metric_query(Side::Source).sql(Placeholders::Pyformat)?,
+                minimum_query(source, &columns.source_timestamp().name, None).map_err(QueryError::from)?,
+            ),
+        };
         let target_sql = metric_query(Side::Target).sql(Placeholders::Numbered)?;
-        let source_minimum_sql =
-            minimum_query(source, &columns.source_timestamp().name, None).map_err(QueryError::from)?;
         let target_minimum_sql = minimum_query(target, &columns.target_timestamp().name, soft_delete_column.as_deref())
             .map_err(QueryError::from)?;
         Ok(AggregatePlan {
@@ -234,7 +251,8 @@ impl AggregatePlan {
     }
 
     /// The aggregate query of `side`, with `$1` (window start, inclusive) and `$2` (window end,
-    /// exclusive).
+    /// exclusive) — or, for a `tap-mysql` source, upstream's MySQL form with two `?`
+    /// ([`MetricQuery::mysql_sql`]).
     pub fn metric_sql(&self, side: Side) -> &str {
         match side {
             Side::Source => &self.source_sql,
@@ -243,12 +261,14 @@ impl AggregatePlan {
     }
 
     /// The text the source preflight fingerprints: the source query with PipelineWise's `%s`
-    /// placeholders, so fingerprints match PipelineWise's for the same definition.
+    /// placeholders (for a MySQL source, its PyMySQL form with `%%`-doubled `DATE_FORMAT`
+    /// specifiers), so fingerprints match PipelineWise's for the same definition.
     pub fn fingerprint_sql(&self) -> &str {
         &self.fingerprint_sql
     }
 
-    /// `SELECT MIN(ts) … WHERE ts < $1` on `side` (`$1` = the cutoff), for a historical run.
+    /// `SELECT MIN(ts) … WHERE ts < $1` on `side` (`$1` = the cutoff; `?` on a MySQL source),
+    /// for a historical run.
     pub fn minimum_sql(&self, side: Side) -> &str {
         match side {
             Side::Source => &self.source_minimum_sql,
@@ -380,6 +400,33 @@ mod tests {
         ];
         target_columns.extend(extra_target);
         (source, TableColumns::new("payments", "transfers", target_columns))
+    }
+
+    #[test]
+    fn a_mysql_source_gets_upstreams_mysql_forms_and_the_target_stays_postgres() {
+        let checks = [CheckType::RowCount, CheckType::MaxKey, CheckType::RowChecksum];
+        let mut mysql = definition(&checks, &["status"]);
+        mysql.source_type = SourceType::TapMysql;
+        let source = TableColumns::new(
+            "shop",
+            "transfers",
+            vec![column("id", "bigint"), column("updated_at", "datetime"), column("status", "varchar")],
+        );
+        let (_, target) = tables(vec![]);
+        let plan = AggregatePlan::new(&mysql, &source, &target).unwrap();
+        let sql = plan.metric_sql(Side::Source);
+        assert!(sql.starts_with("SELECT COUNT(*) AS `row_count`, MAX(`id`) AS `max_key`, SUM((CAST(CONV("), "{sql}");
+        assert!(sql.contains("DATE_FORMAT(`updated_at`, '%Y-%m-%d %H:%i:%s.%f')"), "{sql}");
+        assert!(sql.ends_with("FROM `shop`.`transfers` WHERE `updated_at` >= ? AND `updated_at` < ?"), "{sql}");
+        let fingerprinted = plan.fingerprint_sql();
+        assert!(fingerprinted.contains("'%%Y-%%m-%%d %%H:%%i:%%s.%%f'"), "{fingerprinted}");
+        assert!(fingerprinted.ends_with("`updated_at` >= %s AND `updated_at` < %s"), "{fingerprinted}");
+        assert_eq!(
+            plan.minimum_sql(Side::Source),
+            "SELECT MIN(`updated_at`) FROM `shop`.`transfers` WHERE `updated_at` < ?"
+        );
+        assert!(plan.metric_sql(Side::Target).contains("FROM \"payments\".\"transfers\""));
+        assert!(plan.minimum_sql(Side::Target).contains("$1"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Catalog facts about a source table, and the pure verdict over them.
 
 use crate::fingerprint::QueryFingerprint;
-use crate::index::IndexFact;
+use crate::index::{IndexFact, SourceIndex};
 use crate::record::PreflightRecord;
 use datadiff_diff_core::PreflightStatus;
 
@@ -37,25 +37,28 @@ pub enum RowCount {
 }
 
 /// Everything the verdict looks at, as the gatherer read it (or a test wrote it).
+///
+/// `I` is the kind of index: [`IndexFact`] for PostgreSQL (what [`gather`](crate::gather)
+/// reads), [`MySqlIndex`](datadiff_diff_core::mysql::MySqlIndex) for MySQL or MariaDB.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CatalogFacts {
+pub struct CatalogFacts<I = IndexFact> {
     /// The definition's source timestamp column, as configured.
     pub timestamp_column: String,
     /// The bound the count used (or would use): [`DEFAULT_ROW_LIMIT`] in the runner.
     pub row_limit: i64,
     /// The source table's indexes in index-name order, or the lookup's failure text.
-    pub indexes: Result<Vec<IndexFact>, String>,
+    pub indexes: Result<Vec<I>, String>,
     /// The bounded count; `None` when it was not run. It is run only when the lookup
     /// succeeded, no usable index leads with the timestamp column and the limit is valid; a
     /// missing count where one is needed fails closed as a malformed count.
     pub row_count: Option<RowCount>,
 }
 
-impl CatalogFacts {
+impl<I: SourceIndex> CatalogFacts<I> {
     /// Whether a usable index leads with the timestamp column; `None` when the lookup failed.
     pub fn has_leading_index(&self) -> Option<bool> {
         let indexes = self.indexes.as_ref().ok()?;
-        Some(indexes.iter().any(|index| index.is_usable() && index.leads_with(&self.timestamp_column)))
+        Some(indexes.iter().any(|index| index.usable() && index.leads_with_column(&self.timestamp_column)))
     }
 
     /// Whether the verdict needs a row count: the lookup succeeded, found no usable leading
@@ -81,9 +84,9 @@ impl CatalogFacts {
     /// A count that reached its limit means "at least that many rows", so it blocks even
     /// when a caller chose a limit below 100,000: the verdict fails closed rather than
     /// letting an unknown size pass. With [`DEFAULT_ROW_LIMIT`] the two rules coincide.
-    pub fn verdict(&self, fingerprint: QueryFingerprint) -> PreflightRecord {
+    pub fn verdict(&self, fingerprint: QueryFingerprint) -> PreflightRecord<I> {
         let valid_limit = (self.row_limit > 0).then_some(self.row_limit);
-        let error = |index_metadata: Vec<IndexFact>, has_leading_index: Option<bool>, text: &str| PreflightRecord {
+        let error = |index_metadata: Vec<I>, has_leading_index: Option<bool>, text: &str| PreflightRecord {
             status: PreflightStatus::Error,
             query_fingerprint: fingerprint.clone(),
             index_metadata,
@@ -148,12 +151,12 @@ impl CatalogFacts {
 
     /// The first BLOCKED finding, naming the indexes that lead with the timestamp column but
     /// cannot be used (partial, expression, invalid, not ready, not btree), in name order.
-    fn missing_index_finding(&self, indexes: &[IndexFact]) -> String {
+    fn missing_index_finding(&self, indexes: &[I]) -> String {
         let mut finding = format!("No usable source index starts with timestamp column '{}'", self.timestamp_column);
         let ignored: Vec<&str> = indexes
             .iter()
-            .filter(|index| !index.is_usable() && index.leads_with(&self.timestamp_column))
-            .map(|index| index.index_name.as_str())
+            .filter(|index| !index.usable() && index.leads_with_column(&self.timestamp_column))
+            .map(|index| index.name())
             .collect();
         if !ignored.is_empty() {
             finding.push_str("; ignored as unusable: ");
@@ -368,7 +371,7 @@ mod tests {
 
     #[test]
     fn a_failed_lookup_has_no_evidence() {
-        let record = CatalogFacts {
+        let record = CatalogFacts::<IndexFact> {
             timestamp_column: "updated_at".to_owned(),
             row_limit: DEFAULT_ROW_LIMIT,
             indexes: Err("permission denied for schema hidden".to_owned()),

@@ -4,7 +4,7 @@ use postgres::GenericClient;
 
 use crate::facts::{CatalogFacts, DEFAULT_ROW_LIMIT, RowCount};
 use crate::fingerprint::QueryFingerprint;
-use crate::index::IndexFact;
+use crate::index::{IndexFact, SourceIndex};
 use crate::record::PreflightRecord;
 
 /// Every index of one table, with its columns in index order.
@@ -89,6 +89,28 @@ pub fn preflight(
     gather(client, table, DEFAULT_ROW_LIMIT).verdict(fingerprint)
 }
 
+/// The preflight over indexes a caller read itself (a MySQL or MariaDB source, whose session
+/// lives in `datadiff-access`): `count` is called with [`DEFAULT_ROW_LIMIT`] exactly when
+/// [`CatalogFacts::needs_count`], and the verdict is [`CatalogFacts::verdict`]'s — the same
+/// bands, texts and evidence as for PostgreSQL.
+pub fn preflight_with<I: SourceIndex>(
+    timestamp_column: &str,
+    indexes: Result<Vec<I>, String>,
+    count: impl FnOnce(i64) -> RowCount,
+    fingerprint: QueryFingerprint,
+) -> PreflightRecord<I> {
+    let mut facts = CatalogFacts {
+        timestamp_column: timestamp_column.to_owned(),
+        row_limit: DEFAULT_ROW_LIMIT,
+        indexes,
+        row_count: None,
+    };
+    if facts.needs_count() {
+        facts.row_count = Some(count(facts.row_limit));
+    }
+    facts.verdict(fingerprint)
+}
+
 fn read_indexes(client: &mut impl GenericClient, table: &SourceTable<'_>) -> Result<Vec<IndexFact>, String> {
     let context = "source index lookup failed";
     let rows =
@@ -152,6 +174,75 @@ fn failure_text(context: &str, error: &postgres::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mysql_index(name: &str, column: &str, is_usable: bool) -> datadiff_diff_core::mysql::MySqlIndex {
+        datadiff_diff_core::mysql::MySqlIndex {
+            index_name: name.to_owned(),
+            columns: vec![column.to_owned()],
+            is_unique: false,
+            access_method: "btree".to_owned(),
+            is_usable,
+        }
+    }
+
+    #[test]
+    fn a_mysql_source_gets_the_same_verdict_with_mysql_evidence() {
+        use datadiff_diff_core::PreflightStatus;
+        let fingerprint = || QueryFingerprint::of_sql("SELECT 1");
+        // A usable leading index: PASS, no count.
+        let indexed = preflight_with(
+            "UPDATED_AT",
+            Ok(vec![mysql_index("ix_ts", "updated_at", true)]),
+            |_| panic!("no count with a usable leading index"),
+            fingerprint(),
+        );
+        assert_eq!(
+            (indexed.status, indexed.has_leading_index, indexed.row_limit),
+            (PreflightStatus::Pass, Some(true), None)
+        );
+        assert_eq!(
+            indexed.index_metadata_json(),
+            serde_json::json!([{"index_name": "ix_ts", "columns": ["updated_at"], "is_unique": false,
+                                "access_method": "btree", "is_usable": true}])
+        );
+        // A hidden (ignored) leading index does not qualify: the small-table bands apply.
+        let hidden = || Ok(vec![mysql_index("ix_hidden", "updated_at", false)]);
+        let mut limits = Vec::new();
+        let warned = preflight_with(
+            "updated_at",
+            hidden(),
+            |limit| {
+                limits.push(limit);
+                RowCount::Counted(99_999)
+            },
+            fingerprint(),
+        );
+        assert_eq!(limits, [100_000], "the bounded count uses upstream's limit");
+        assert_eq!(
+            (warned.status, warned.has_leading_index, warned.index_warning),
+            (PreflightStatus::Pass, Some(false), true)
+        );
+        let blocked = preflight_with("updated_at", hidden(), |_| RowCount::Counted(100_000), fingerprint());
+        assert_eq!(blocked.status, PreflightStatus::Blocked);
+        assert!(blocked.findings[0].ends_with("; ignored as unusable: ix_hidden"), "{:?}", blocked.findings);
+        let failed = preflight_with(
+            "updated_at",
+            hidden(),
+            |_| RowCount::Failed("bounded source row count failed: x".into()),
+            fingerprint(),
+        );
+        assert_eq!(
+            (failed.status, failed.error.as_deref()),
+            (PreflightStatus::Error, Some("bounded source row count failed: x"))
+        );
+        let lookup = preflight_with::<datadiff_diff_core::mysql::MySqlIndex>(
+            "updated_at",
+            Err("source index lookup failed: y".into()),
+            |_| RowCount::Malformed,
+            fingerprint(),
+        );
+        assert_eq!((lookup.status, lookup.has_leading_index), (PreflightStatus::Error, None));
+    }
 
     #[test]
     fn bounded_count_quotes_the_table_and_never_filters() {

@@ -1,5 +1,6 @@
 //! One source index as the catalog describes it.
 
+use datadiff_diff_core::mysql::MySqlIndex;
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
@@ -56,6 +57,61 @@ impl IndexFact {
             "is_ready": self.is_ready,
             "is_usable": self.is_usable(),
         })
+    }
+}
+
+/// What the verdict needs of an index, whatever database described it: [`IndexFact`] for a
+/// PostgreSQL source, [`MySqlIndex`] (from `information_schema.STATISTICS`) for a MySQL or
+/// MariaDB one. Each kind keeps its own `index_metadata` object — upstream's keys for that
+/// database.
+pub trait SourceIndex: Clone + std::fmt::Debug + PartialEq {
+    /// The index's name.
+    fn name(&self) -> &str;
+    /// Whether a window scan can rely on it at all.
+    fn usable(&self) -> bool;
+    /// Whether its first column is `column` (case-insensitively).
+    fn leads_with_column(&self, column: &str) -> bool;
+    /// The object stored in `index_metadata`.
+    fn metadata_json(&self) -> Value;
+}
+
+impl SourceIndex for IndexFact {
+    fn name(&self) -> &str {
+        &self.index_name
+    }
+
+    fn usable(&self) -> bool {
+        self.is_usable()
+    }
+
+    fn leads_with_column(&self, column: &str) -> bool {
+        self.leads_with(column)
+    }
+
+    fn metadata_json(&self) -> Value {
+        self.to_json()
+    }
+}
+
+/// A MySQL or MariaDB index: usable when `BTREE`, without a prefix length and not hidden
+/// (`IS_VISIBLE = 'NO'` on MySQL 8, `IGNORED = 'YES'` on MariaDB), as diff-core decides it;
+/// its `index_metadata` object has upstream's MySQL keys (`index_name`, `columns`,
+/// `is_unique`, `access_method`, `is_usable`).
+impl SourceIndex for MySqlIndex {
+    fn name(&self) -> &str {
+        &self.index_name
+    }
+
+    fn usable(&self) -> bool {
+        self.is_usable
+    }
+
+    fn leads_with_column(&self, column: &str) -> bool {
+        self.leads_with(column)
+    }
+
+    fn metadata_json(&self) -> Value {
+        self.to_json()
     }
 }
 

@@ -14,6 +14,10 @@
 //!   (`index_metadata`, `has_leading_index`, `table_rows`, `row_limit`), the caller's
 //!   [`QueryFingerprint`], and the `index_warning` flag that drives warning alerts.
 //!   [`preflight`] is the two in one call, with [`DEFAULT_ROW_LIMIT`].
+//! * [`preflight_with`] decides over indexes the caller read itself — a MySQL or MariaDB
+//!   source's [`MySqlIndex`](datadiff_diff_core::mysql::MySqlIndex)es from
+//!   `information_schema.STATISTICS` — with the same bands and texts ([`SourceIndex`] is what
+//!   the verdict asks of an index).
 //! * [`PreflightRecord::metadata_only`] (fingerprinted by a [`MetadataOnlyScope`]) and
 //!   [`PreflightRecord::placeholder`] build the records of definitions that read no data and
 //!   of runs that failed before a preflight was decided.
@@ -76,7 +80,7 @@ mod warning;
 pub use error::Error;
 pub use facts::{BLOCKING_ROWS, CatalogFacts, DEFAULT_ROW_LIMIT, RowCount, WARNING_ROWS};
 pub use fingerprint::{MetadataOnlyScope, QueryFingerprint};
-pub use gatherer::{SourceTable, gather, preflight};
-pub use index::IndexFact;
+pub use gatherer::{SourceTable, gather, preflight, preflight_with};
+pub use index::{IndexFact, SourceIndex};
 pub use record::PreflightRecord;
 pub use warning::{IndexWarningId, IndexWarningIdentity};

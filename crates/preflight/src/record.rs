@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::fingerprint::{MetadataOnlyScope, QueryFingerprint};
-use crate::index::IndexFact;
+use crate::index::{IndexFact, SourceIndex};
 use datadiff_diff_core::PreflightStatus;
 
 /// The single finding of a metadata-only preflight.
@@ -14,8 +14,11 @@ const METADATA_ONLY_FINDING: &str = "Metadata-only check; no source data query w
 /// The fields map one to one onto `dd_preflight_log` columns (`preflight_id`, `check_id` and
 /// `checked_at` are the store's business), except [`PreflightRecord::index_warning`], which
 /// upstream never stores: it only decides whether a source-index warning is sent.
+///
+/// `I` is the kind of index in `index_metadata` ([`IndexFact`] for PostgreSQL sources, the
+/// default; `MySqlIndex` for MySQL or MariaDB sources).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreflightRecord {
+pub struct PreflightRecord<I = IndexFact> {
     /// `status`.
     pub status: PreflightStatus,
     /// `query_fingerprint`.
@@ -23,7 +26,7 @@ pub struct PreflightRecord {
     /// `index_metadata`: every index of the source table in index-name order (see
     /// [`PreflightRecord::index_metadata_json`]); empty when the lookup failed or was not
     /// made.
-    pub index_metadata: Vec<IndexFact>,
+    pub index_metadata: Vec<I>,
     /// `findings`: human-readable reasons, empty for an indexed PASS and for ERROR.
     pub findings: Vec<String>,
     /// `has_leading_index`: a usable index leads with the timestamp column. `None` for
@@ -75,7 +78,9 @@ impl PreflightRecord {
             index_warning: false,
         }
     }
+}
 
+impl<I: SourceIndex> PreflightRecord<I> {
     /// Whether the run may go on to read source data.
     pub fn passed(&self) -> bool {
         self.status == PreflightStatus::Pass
@@ -83,7 +88,7 @@ impl PreflightRecord {
 
     /// The `index_metadata` JSONB value: an array of one object per index.
     pub fn index_metadata_json(&self) -> Value {
-        Value::Array(self.index_metadata.iter().map(IndexFact::to_json).collect())
+        Value::Array(self.index_metadata.iter().map(SourceIndex::metadata_json).collect())
     }
 
     /// The `findings` JSONB value: an array of strings.

@@ -6,13 +6,16 @@
 //!
 //! 1. **Route**: the tap's and target's `db_conn`, databases cross-checked.
 //! 2. **Sessions**: both sides connected within their deadline, each in a read-only, UTC,
-//!    time-limited transaction.
+//!    time-limited transaction. A `tap-mysql` source is a MySQL/MariaDB session
+//!    ([`MySqlSideSession`]: the engine's statement timeout, `START TRANSACTION READ ONLY`);
+//!    both sides are held as [`AnySide`], so the steps below are the same for either kind.
 //! 3. **Plan**: both tables' `information_schema.columns` → [`AggregatePlan::new`] (column
 //!    resolution, the timestamp gate, `schema_compatibility`, checksum descriptors, SQL).
 //! 4. **Preflight** (T2), before any data read: metadata-only for a definition that reads no
-//!    data; otherwise the source preflight fingerprinting the plan's `%s` SQL, recorded, and a
-//!    preflight that does not pass ends the attempt ERROR keeping the metadata results
-//!    ([`AggregatePlan::preflight_stopped`]).
+//!    data; otherwise the source preflight fingerprinting the plan's `%s` SQL (PostgreSQL:
+//!    `pg_index`; MySQL/MariaDB: `information_schema.STATISTICS`, the visibility column probed
+//!    once per session, the same verdict), recorded, and a preflight that does not pass ends
+//!    the attempt ERROR keeping the metadata results ([`AggregatePlan::preflight_stopped`]).
 //! 5. **Historical start** (T3) for an unresolved start: `MIN` before the cutoff on both
 //!    sides, the later minimum persisted before comparing; DEFERRED or a one-sided ERROR
 //!    otherwise.
@@ -21,7 +24,8 @@
 //! 7. **`row_diff`** (extension, see [`crate::row_diff`]): both sides of the same window
 //!    streamed in key order through the merge; its result joins the others (last) and its
 //!    first differences become the attempt's evidence. Planned at step 3 from both
-//!    `pg_catalog`s; a plan that fails makes only its own result ERROR. When it is the only
+//!    `pg_catalog`s; a plan that fails makes only its own result ERROR (as it always does for
+//!    a MySQL source, which does not stream yet). When it is the only
 //!    data check, step 4 fingerprints its source streaming `SELECT`.
 //! 8. **Finish** (T4): status, error, results, evidence and coverage in one transaction.
 //!
@@ -43,7 +47,7 @@ use datadiff_diff_core::{
     AggregatePlan, CheckResult, CheckType, HistoricalStart, Outcome, PreflightId, ResultType, RunStatus, Side,
     SkipReason, TableColumns,
 };
-use datadiff_preflight::{MetadataOnlyScope, PreflightRecord, QueryFingerprint, SourceTable};
+use datadiff_preflight::{MetadataOnlyScope, PreflightRecord, QueryFingerprint, RowCount, SourceIndex, SourceTable};
 use postgres::SimpleQueryMessage;
 
 use crate::connections::{Connections, Route};
@@ -53,7 +57,7 @@ use crate::in_flight::{InFlightAttempt, Registration};
 use crate::progress;
 use crate::row_diff::{self, RowDiffPlan};
 use crate::summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
-use datadiff_access::SideSession;
+use datadiff_access::{AnySide, MySqlSideSession, SideSession};
 
 /// Why the comparison stopped before producing an outcome of its own.
 enum Stop {
@@ -121,10 +125,11 @@ fn is_no_answer(error: &datadiff_backend_store::Error) -> bool {
     matches!(error, datadiff_backend_store::Error::NoAnswer { .. })
 }
 
-/// Both open sides of an attempt.
+/// Both open sides of an attempt: the source PostgreSQL or MySQL/MariaDB, the target
+/// PostgreSQL.
 struct Sides {
-    source: SideSession,
-    target: SideSession,
+    source: AnySide,
+    target: AnySide,
 }
 
 impl Sides {
@@ -139,7 +144,7 @@ impl Sides {
 fn on_both<T: Send>(
     concurrent: bool,
     sides: &mut Sides,
-    work: impl Fn(&mut SideSession) -> Result<T, String> + Sync,
+    work: impl Fn(&mut AnySide) -> Result<T, String> + Sync,
 ) -> Result<(T, T), String> {
     let (source, target) = if concurrent {
         std::thread::scope(|scope| {
@@ -219,17 +224,23 @@ impl<'a> AttemptRun<'a> {
         let concurrent = self.options.concurrent_sides;
         let route = connections.route(definition).map_err(Stop::Failed)?;
         let timeout = route.statement_timeout;
+        // A tap-mysql source opens its MySQL session; everything else is PostgreSQL.
+        let open_source = || match &route.mysql_source {
+            Some(mysql) => MySqlSideSession::open(mysql, timeout).map(AnySide::MySql),
+            None => SideSession::open(&route.source, timeout).map(AnySide::Postgres),
+        };
+        let open_target = || SideSession::open(&route.target, timeout).map(AnySide::Postgres);
         let (source, target) = if concurrent {
             std::thread::scope(|scope| {
-                let target = scope.spawn(|| SideSession::open(&route.target, timeout));
-                let source = SideSession::open(&route.source, timeout);
+                let target = scope.spawn(open_target);
+                let source = open_source();
                 let target = target.join().unwrap_or_else(|_| Err("the target connection thread stopped".to_owned()));
                 (source, target)
             })
         } else {
-            let source = SideSession::open(&route.source, timeout);
+            let source = open_source();
             let target = match &source {
-                Ok(_) => SideSession::open(&route.target, timeout),
+                Ok(_) => open_target(),
                 Err(_) => Err(String::new()),
             };
             (source, target)
@@ -253,10 +264,18 @@ impl<'a> AttemptRun<'a> {
             .map_err(|e| Stop::Failed(e.to_string()))?;
         let row_diff_plan = match definition.extensions.row_diff {
             None => None,
+            // row_diff streams PostgreSQL only so far: a clear ERROR of its own result.
+            Some(settings) if route.mysql_source.is_some() => Some((settings, Err(ROW_DIFF_FROM_MYSQL.to_owned()))),
             Some(settings) => {
-                let (source_catalog, target_catalog) = on_both(concurrent, sides, |side| match side.side() {
-                    Side::Source => row_diff::catalog(side, &definition.source_schema, &definition.source_table),
-                    Side::Target => row_diff::catalog(side, &definition.target_schema, &definition.target_table),
+                let (source_catalog, target_catalog) = on_both(concurrent, sides, |side| {
+                    let which = side.side();
+                    let Some(side) = side.as_postgres() else {
+                        return Err(ROW_DIFF_FROM_MYSQL.to_owned());
+                    };
+                    match which {
+                        Side::Source => row_diff::catalog(side, &definition.source_schema, &definition.source_table),
+                        Side::Target => row_diff::catalog(side, &definition.target_schema, &definition.target_table),
+                    }
                 })
                 .map_err(Stop::Failed)?;
                 Some((settings, RowDiffPlan::new(definition, &plan, &source_catalog, &target_catalog)))
@@ -279,16 +298,35 @@ impl<'a> AttemptRun<'a> {
             definition.source_table.clone(),
             plan.columns().source_timestamp().name.clone(),
         );
-        let record = sides
-            .source
-            .with_client("preflight", move |client| {
-                let table = SourceTable { schema: &schema, table: &table, timestamp_column: &timestamp_column };
-                datadiff_preflight::preflight(client, &table, QueryFingerprint::of_sql(&fingerprint_sql))
-            })
-            .map_err(Stop::Failed)?;
-        self.record(&record)?;
-        if !record.passed() {
-            return Ok(plan.preflight_stopped(record.status, record.error.as_deref(), &record.findings));
+        let stopped = match &mut sides.source {
+            AnySide::Postgres(source) => {
+                let record = source
+                    .with_client("preflight", move |client| {
+                        let table = SourceTable { schema: &schema, table: &table, timestamp_column: &timestamp_column };
+                        datadiff_preflight::preflight(client, &table, QueryFingerprint::of_sql(&fingerprint_sql))
+                    })
+                    .map_err(Stop::Failed)?;
+                self.recorded(&plan, &record)?
+            }
+            // MySQL/MariaDB: indexes from information_schema.STATISTICS, the same verdict.
+            AnySide::MySql(source) => {
+                let indexes = source.indexes(&schema, &table);
+                let count = |limit| match source.bounded_count(&schema, &table, limit) {
+                    Ok(Some(rows)) => RowCount::Counted(rows),
+                    Ok(None) => RowCount::Malformed,
+                    Err(text) => RowCount::Failed(text),
+                };
+                let record = datadiff_preflight::preflight_with(
+                    &timestamp_column,
+                    indexes,
+                    count,
+                    QueryFingerprint::of_sql(&fingerprint_sql),
+                );
+                self.recorded(&plan, &record)?
+            }
+        };
+        if let Some(outcome) = stopped {
+            return Ok(outcome);
         }
         if self.registration.interrupted() {
             return Err(Stop::Failed("interrupted".to_owned()));
@@ -353,8 +391,8 @@ impl<'a> AttemptRun<'a> {
                 return Err(Stop::Failed("row_diff has no window start".to_owned()));
             };
             let max_examples = settings.max_examples() as usize;
-            let expected = match (&self.options.progress, row_diff_plan) {
-                (Some(_), Ok(row_diff)) => expected_rows(&results, &mut sides.source, row_diff, start, bounds.end),
+            let expected = match (&self.options.progress, row_diff_plan, sides.source.as_postgres()) {
+                (Some(_), Ok(row_diff), Some(source)) => expected_rows(&results, source, row_diff, start, bounds.end),
                 _ => None,
             };
             results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, expected));
@@ -411,8 +449,22 @@ impl<'a> AttemptRun<'a> {
         }
     }
 
+    /// Records the source preflight and, when it did not pass, the outcome that ends the
+    /// attempt (the metadata results kept).
+    fn recorded<I: SourceIndex>(
+        &mut self,
+        plan: &AggregatePlan,
+        record: &PreflightRecord<I>,
+    ) -> Result<Option<Outcome>, Stop> {
+        self.record(record)?;
+        if record.passed() {
+            return Ok(None);
+        }
+        Ok(Some(plan.preflight_stopped(record.status, record.error.as_deref(), &record.findings)))
+    }
+
     /// Records `record` as this attempt's preflight (once).
-    fn record(&mut self, record: &PreflightRecord) -> Result<(), WriteStop> {
+    fn record<I: SourceIndex>(&mut self, record: &PreflightRecord<I>) -> Result<(), WriteStop> {
         let preflight = NewPreflight {
             status: record.status,
             query_fingerprint: record.query_fingerprint.as_str().to_owned(),
@@ -496,6 +548,10 @@ impl<'a> AttemptRun<'a> {
         }
     }
 }
+
+/// `row_diff`'s ERROR text for a MySQL or MariaDB source.
+const ROW_DIFF_FROM_MYSQL: &str =
+    "row_diff is not supported for tap-mysql sources yet: only the aggregate checks compare MySQL and MariaDB tables";
 
 /// The outcome of an attempt whose aggregate query failed while `row_diff` ran: ERROR (it
 /// beats a `row_diff` FAIL), the failure's text then `row_diff`'s failure text when it did

@@ -31,8 +31,11 @@ use datadiff_config::{DbConn, Endpoint, Project, SideTls};
 use datadiff_diff_core::{CheckDefinition, Side, SslMode};
 
 use datadiff_access::{
-    ClientCertificate, Environment, PassfileQuery, RootCertificates, Service, SideConfig, TlsSettings, passfile_lookup,
+    ClientCertificate, Environment, MySqlSideConfig, PassfileQuery, RootCertificates, Service, SideConfig, TlsSettings,
+    passfile_lookup,
 };
+use datadiff_diff_core::SourceType;
+use datadiff_diff_core::mysql::MySqlTls;
 
 /// `application_name` of source sessions, as upstream.
 pub const SOURCE_APPLICATION_NAME: &str = "pipelinewise-data-diff-source";
@@ -164,10 +167,15 @@ impl Connections {
             ));
         }
         let timeout = statement_timeout(definition.statement_timeout_seconds);
+        let mysql_source = match definition.source_type {
+            SourceType::TapMysql => Some(mysql_source_config(&source, tap, timeout)?),
+            SourceType::TapPostgres => None,
+        };
         Ok(Route {
             source: self.side_config(Side::Source, &source, tap, timeout)?,
             target: self.side_config(Side::Target, &target_endpoint, target, timeout)?,
             statement_timeout: timeout,
+            mysql_source,
         })
     }
 
@@ -268,6 +276,33 @@ impl Connections {
     }
 }
 
+/// The MySQL or MariaDB source connection of a `tap-mysql` tap, as PipelineWise reads its
+/// `db_conn` (config note §5.3): the `replica_*` fallback already applied to `endpoint`; TCP
+/// to `host` (required: tap-mysql has no socket default) on `port` (default 3306); `user`
+/// required and `password` as given (libpq's `PG*` fallbacks do not apply to MySQL); TLS by
+/// [`MySqlTls::from_settings`] with `ssl` as the explicit switch (`ssl: true` or `"true"`
+/// verifies the server against the system's roots; otherwise TLS is offered unverified);
+/// the same connect timeout as PostgreSQL's. The tap's `engine`, `ssl_ca`, `ssl_cert` and
+/// `ssl_key` are not read from the project YAML yet, so the engine comes from the server's
+/// version string.
+fn mysql_source_config(endpoint: &Endpoint, tap: &str, timeout: Duration) -> Result<MySqlSideConfig, String> {
+    let host = endpoint.host.clone().ok_or_else(|| format!("Tap '{tap}' db_conn has no host"))?;
+    let user = endpoint.user.clone().ok_or_else(|| format!("Tap '{tap}' db_conn has no user"))?;
+    let tls = MySqlTls::from_settings(endpoint.ssl.then_some("true"), None, None, None)
+        .map_err(|error| format!("Tap '{tap}' db_conn: {error}"))?;
+    Ok(MySqlSideConfig {
+        side: Side::Source,
+        host,
+        port: endpoint.port.unwrap_or(3306),
+        user,
+        password: endpoint.password.as_ref().map(|password| password.expose().to_owned()),
+        dbname: endpoint.dbname.clone().unwrap_or_default(),
+        tls,
+        engine: None,
+        connect_timeout: timeout.min(MAX_CONNECT_TIMEOUT),
+    })
+}
+
 /// Fills what `endpoint` leaves out from a connection service (`PGSERVICE`): `host`
 /// (`hostaddr` when it has no `host`), `port`, `user`, `password`. Its `dbname` is not used:
 /// the `db_conn`'s is the definition's.
@@ -349,6 +384,9 @@ pub struct Route {
     pub target: SideConfig,
     /// The statement timeout of both sessions.
     pub statement_timeout: Duration,
+    /// For a `tap-mysql` source: its MySQL or MariaDB connection, used instead of `source`
+    /// (which then only carries the same endpoint in PostgreSQL's shape, unused).
+    pub mysql_source: Option<MySqlSideConfig>,
 }
 
 #[cfg(test)]
@@ -448,6 +486,37 @@ mod tests {
         assert_eq!(route.target.connect_timeout, Duration::from_secs(1));
         assert_eq!(statement_timeout(-5), Duration::from_secs(1));
         assert_eq!(statement_timeout(30), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_mysql_tap_connects_to_its_replica_over_tcp_on_3306() {
+        let mysql = CheckDefinition { source_type: SourceType::TapMysql, ..definition(300) };
+        let mut tap = tap();
+        tap.port = None;
+        let route = Connections::new(Environment::from_pairs([("PGPASSWORD", "not-for-mysql")]))
+            .with_tap("payments", tap)
+            .with_target("postgres", warehouse())
+            .route(&mysql)
+            .unwrap();
+        let source = route.mysql_source.as_ref().unwrap();
+        assert_eq!((source.host.as_str(), source.port, source.user.as_str()), ("standby", 3306, "reader"));
+        assert_eq!(source.password.as_deref(), Some("replica-pw"));
+        assert_eq!((source.dbname.as_str(), source.tls.clone()), ("payments", MySqlTls::Opportunistic));
+        assert_eq!(source.connect_timeout, Duration::from_secs(30));
+        assert!(!format!("{route:?}").contains("-pw"), "no password in Debug");
+        let mut verified = self::tap();
+        verified.ssl = true;
+        let route = connections().with_tap("payments", verified).route(&mysql).unwrap();
+        assert_eq!(
+            route.mysql_source.map(|source| source.tls),
+            Some(MySqlTls::Verified { ca: None, client_certificate: None })
+        );
+        assert!(connections().route(&definition(300)).unwrap().mysql_source.is_none());
+        let hostless = DbConn { replica_host: None, host: None, ..self::tap() };
+        assert_eq!(
+            connections().with_tap("payments", hostless).route(&mysql).unwrap_err(),
+            "Tap 'payments' db_conn has no host"
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use datadiff_diff_core::{CheckId, RunId};
 
-use datadiff_access::SideCanceller;
+use datadiff_access::AnyCanceller;
 
 /// One attempt being executed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub struct InFlightAttempt {
 struct Entry {
     attempt: InFlightAttempt,
     interrupted: Arc<AtomicBool>,
-    cancellers: Vec<SideCanceller>,
+    cancellers: Vec<AnyCanceller>,
 }
 
 /// A registry of executing attempts, shared by clones (one per process, handed to every
@@ -108,7 +108,7 @@ impl Registration {
     }
 
     /// Adds the cancel handle of an open session; cancels at once when already interrupted.
-    pub(crate) fn add_canceller(&self, canceller: SideCanceller) {
+    pub(crate) fn add_canceller(&self, canceller: AnyCanceller) {
         let Some(registry) = &self.registry else { return };
         let mut entries = registry.lock();
         if self.interrupted() {

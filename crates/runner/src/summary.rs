@@ -186,7 +186,7 @@ pub struct PreflightFacts {
 
 impl PreflightFacts {
     /// The facts of a record.
-    pub fn of(record: &PreflightRecord) -> PreflightFacts {
+    pub fn of<I: datadiff_preflight::SourceIndex>(record: &PreflightRecord<I>) -> PreflightFacts {
         PreflightFacts {
             status: record.status,
             index_warning: record.index_warning,

@@ -77,14 +77,11 @@ fn defaults_are_inherited_and_tables_override_them() {
 }
 
 #[test]
-fn the_mysql_tap_imports_but_is_not_runnable() {
+fn the_mysql_tap_imports_and_is_runnable() {
     let project = fixture();
     let orders = project.definition("postgres/shop/shop/Orders").cloned().unwrap_or_else(|| panic!("orders"));
     assert_eq!((orders.source_type, orders.target_type), (SourceType::TapMysql, TargetType::TargetPostgres));
-    assert_eq!(
-        orders.unsupported_route().as_deref(),
-        Some("route not supported by datadiff yet: tap-mysql -> target-postgres")
-    );
+    assert_eq!(orders.unsupported_route(), None, "tap-mysql -> target-postgres runs");
     let transfers =
         project.definition("postgres/payments/public/transfers-v2").cloned().unwrap_or_else(|| panic!("transfers"));
     assert_eq!(transfers.unsupported_route(), None);

@@ -6,7 +6,7 @@
 //!
 //! The MariaDB side is planned like the runner will plan it: its catalog read with
 //! [`COLUMNS_QUERY`], the [`AggregatePlan`] built from both catalogs, the source query from
-//! [`MySqlMetricQuery`] with the plan's metrics and checksum columns, the target query from the
+//! [`MetricQuery::mysql_sql`] with the plan's metrics and checksum columns (the same text [`AggregatePlan::metric_sql`] holds for a `tap-mysql` source), the target query from the
 //! plan.
 
 use chrono::{DateTime, Datelike, Timelike, Utc};

@@ -1,4 +1,5 @@
-//! Integration tests of the runner against throwaway PostgreSQL clusters.
+//! Integration tests of the runner against throwaway PostgreSQL clusters (and a throwaway
+//! MariaDB server for the tap-mysql route).
 
 mod alerts_delivery;
 mod alerts_server;
@@ -7,6 +8,7 @@ mod attempt_checks;
 mod attempt_deadlines;
 mod attempt_faults;
 mod attempt_history;
+mod attempt_mysql;
 mod context;
 mod pipeline;
 mod row_diff;

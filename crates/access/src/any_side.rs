@@ -1,0 +1,125 @@
+//! One open side of an attempt whatever database it is: [`AnySide`] holds a PostgreSQL
+//! [`SideSession`] or a MySQL/MariaDB [`MySqlSideSession`] and offers what an attempt needs
+//! from either — its catalog, the `MIN` of a timestamp, one aggregate row of canonical values,
+//! a canceller and a close — so that the runner's attempt flow is written once.
+//!
+//! An enum rather than a trait: there are two kinds, the runner matches on the kind where the
+//! two differ (the preflight reads `pg_index` or `information_schema.STATISTICS`; `row_diff`
+//! streams PostgreSQL only), and both sessions stay plain types with no boxing.
+
+use chrono::{DateTime, Utc};
+use datadiff_diff_core::{Bounds, CheckType, Side, TableColumns, Value};
+
+use crate::mysql_side::{MySqlCanceller, MySqlSideSession};
+use crate::side::{SideCanceller, SideSession};
+
+/// An open side: PostgreSQL or MySQL/MariaDB.
+// Two of these live per attempt, for its length: the size difference does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum AnySide {
+    /// A PostgreSQL source or target.
+    Postgres(SideSession),
+    /// A MySQL or MariaDB source.
+    MySql(MySqlSideSession),
+}
+
+impl AnySide {
+    /// Which side it is.
+    pub fn side(&self) -> Side {
+        match self {
+            AnySide::Postgres(session) => session.side(),
+            AnySide::MySql(session) => session.side(),
+        }
+    }
+
+    /// The columns of `schema.table`, from the database's `information_schema`.
+    pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, String> {
+        match self {
+            AnySide::Postgres(session) => session.columns(schema, table),
+            AnySide::MySql(session) => session.columns(schema, table),
+        }
+    }
+
+    /// The earliest timestamp before `cutoff` by `sql` (the side's dialect); `naive` says how
+    /// PostgreSQL binds the cutoff (MySQL always binds naive UTC, its session being UTC).
+    pub fn minimum(&mut self, sql: &str, cutoff: DateTime<Utc>, naive: bool) -> Result<Option<DateTime<Utc>>, String> {
+        match self {
+            AnySide::Postgres(session) => session.minimum(sql, cutoff, naive),
+            AnySide::MySql(session) => session.minimum(sql, cutoff),
+        }
+    }
+
+    /// The aggregate row of `sql` over `bounds`, one canonical value per metric, and the
+    /// query's wall time in seconds.
+    pub fn aggregate(
+        &mut self,
+        sql: &str,
+        bounds: Bounds,
+        naive: bool,
+        metrics: &[CheckType],
+    ) -> Result<(Vec<Value>, f64), String> {
+        match self {
+            AnySide::Postgres(session) => session.aggregate(sql, bounds, naive, metrics),
+            AnySide::MySql(session) => session.aggregate(sql, bounds, metrics),
+        }
+    }
+
+    /// A handle cancelling the side's running statement.
+    pub fn canceller(&self) -> AnyCanceller {
+        match self {
+            AnySide::Postgres(session) => AnyCanceller::Postgres(session.canceller()),
+            AnySide::MySql(session) => AnyCanceller::MySql(session.canceller()),
+        }
+    }
+
+    /// The PostgreSQL session, when it is one.
+    pub fn as_postgres(&mut self) -> Option<&mut SideSession> {
+        match self {
+            AnySide::Postgres(session) => Some(session),
+            AnySide::MySql(_) => None,
+        }
+    }
+
+    /// Rolls back and closes (best effort).
+    pub fn close(self) {
+        match self {
+            AnySide::Postgres(session) => session.close(),
+            AnySide::MySql(session) => session.close(),
+        }
+    }
+}
+
+/// Cancels either kind of side's running statement from another thread.
+#[derive(Clone)]
+pub enum AnyCanceller {
+    /// PostgreSQL's cancel request.
+    Postgres(SideCanceller),
+    /// MySQL's `KILL QUERY` from a connection of its own.
+    MySql(MySqlCanceller),
+}
+
+impl AnyCanceller {
+    /// Asks the server to cancel whatever the session runs; best effort.
+    pub fn cancel(&self) {
+        match self {
+            AnyCanceller::Postgres(canceller) => canceller.cancel(),
+            AnyCanceller::MySql(canceller) => canceller.cancel(),
+        }
+    }
+}
+
+impl std::fmt::Debug for AnyCanceller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AnyCanceller::Postgres(_) => f.write_str("AnyCanceller::Postgres"),
+            AnyCanceller::MySql(canceller) => write!(f, "AnyCanceller::MySql({canceller:?})"),
+        }
+    }
+}
+
+impl From<SideCanceller> for AnyCanceller {
+    fn from(canceller: SideCanceller) -> AnyCanceller {
+        AnyCanceller::Postgres(canceller)
+    }
+}

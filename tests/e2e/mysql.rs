@@ -1,0 +1,70 @@
+//! The `tap-mysql → target-postgres` route through the binary: a tap on a throwaway MariaDB
+//! server (a SELECT-only user) imports, runs every check and PASSes against its replica, and a
+//! planted difference FAILs the slot — no longer SKIPPED.
+
+use datadiff_testkit::{MariaDbDatabase, shared_mariadb};
+use mysql::prelude::Queryable;
+
+use crate::support::{ALL_CHECKS, Fixture, MARKER, PASSWORD_TAG, RUN_AT};
+
+/// A MariaDB database holding the fixture's 50 rows (the replica's), read by a SELECT-only
+/// user, and the tap file that points at it.
+fn mariadb_tap() -> (MariaDbDatabase<'static>, String) {
+    let source = shared_mariadb().fresh_database().unwrap();
+    source
+        .client()
+        .unwrap()
+        .query_drop(format!(
+            "CREATE TABLE transfers (id bigint PRIMARY KEY, updated_at datetime(6), status text, note text,
+                 KEY transfers_updated_at_idx (updated_at)) CHARACTER SET utf8mb4;
+             INSERT INTO transfers (id, updated_at, status, note)
+                 WITH RECURSIVE g (n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < 49)
+                 SELECT n, TIMESTAMP('2026-07-22 12:00:00') + INTERVAL n MINUTE,
+                        CONCAT('paid {MARKER} ', n), CONCAT('note {MARKER} ', n) FROM g;"
+        ))
+        .unwrap();
+    let (user, password) = (format!("e2e_mysql_{}", source.name()), format!("{PASSWORD_TAG}-mysql"));
+    source.create_user(&user, &password, &["SELECT"]).unwrap();
+    let server = shared_mariadb();
+    let tap = format!(
+        "id: payments\nname: Payments\ntype: tap-mysql\nowner: e2e\ntarget: postgres\ndb_conn:\n  \
+         host: {host}\n  port: {port}\n  user: {user}\n  password: \"{password}\"\n  dbname: {db}\n\
+         data_diff_defaults:\n  frequency: \"0 * * * *\"\n  window_start: \"-1h\"\n  window_end: \"0s\"\n\
+         schemas:\n  - source_schema: {db}\n    target_schema: payments\n    tables:\n      \
+         - table_name: transfers\n        data_diff:\n          checks: {ALL_CHECKS}\n          \
+         key_column: id\n          timestamp_column: updated_at\n          compare_columns: [status, note]\n",
+        host = server.host(),
+        port = server.port(),
+        db = source.name(),
+    );
+    (source, tap)
+}
+
+#[test]
+fn a_mariadb_tap_runs_every_check_and_fails_on_drift() {
+    let fixture = Fixture::new();
+    let (source, tap) = mariadb_tap();
+    let mut files = fixture.files();
+    files.tap = tap;
+    fixture.write(&files);
+    fixture.import();
+    let check = format!("postgres/payments/{}/transfers", source.name());
+
+    let outcome = fixture.run(&["run_data_diff_checks", "--all", "--at", RUN_AT]);
+    outcome.expect(0);
+    assert!(!outcome.stdout.contains("SKIPPED"), "{}", outcome.stdout);
+    assert!(!outcome.stdout.contains(MARKER) && !outcome.stderr.contains(MARKER), "no row value is printed");
+    assert!(!outcome.stdout.contains(PASSWORD_TAG) && !outcome.stderr.contains(PASSWORD_TAG), "no password");
+    let row = outcome.stdout.lines().find(|line| line.starts_with(&check)).expect("a row for the check");
+    assert!(row.contains("PASS"), "{row}");
+    let results = fixture.count("SELECT count(*) FROM public.dd_run_results WHERE status = 'PASS'");
+    assert_eq!(results, 8, "every check type passed");
+    assert_eq!(fixture.attempts()[0].0, "PASS");
+
+    // A drifted replica row fails the forced rerun of the slot: row_checksum only.
+    fixture.replica_sql("UPDATE payments.transfers SET note = 'changed' WHERE id = 7");
+    let outcome = fixture.run(&["run", "--all", "--force", "--check", &check, "--at", RUN_AT]);
+    outcome.expect(1).stdout_has("FAIL");
+    let attempts = fixture.attempts();
+    assert_eq!((attempts[1].0.as_str(), attempts[1].3.as_deref()), ("FAIL", Some("row_checksum FAIL")));
+}
