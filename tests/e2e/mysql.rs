@@ -68,3 +68,32 @@ fn a_mariadb_tap_runs_every_check_and_fails_on_drift() {
     let attempts = fixture.attempts();
     assert_eq!((attempts[1].0.as_str(), attempts[1].3.as_deref()), ("FAIL", Some("row_checksum FAIL")));
 }
+
+#[test]
+fn doctor_opens_a_mariadb_tap_and_resolves_its_columns() {
+    let fixture = Fixture::new();
+    let (source, tap) = mariadb_tap();
+    let mut files = fixture.files();
+    files.tap = tap;
+    fixture.write(&files);
+    fixture.run(&["migrate"]).expect(0);
+    let json = fixture.run(&["doctor", "--output-format", "json"]).expect(0).json();
+    let findings = json["findings"].as_array().unwrap();
+    let finding = |scope: &str, check: &str| {
+        findings
+            .iter()
+            .find(|finding| finding["scope"] == scope && finding["check"] == check)
+            .map(|finding| {
+                (finding["status"].as_str().unwrap_or_default(), finding["detail"].as_str().unwrap_or_default())
+            })
+            .unwrap_or_else(|| panic!("no {scope} {check} finding: {json}"))
+    };
+    let (status, detail) = finding("tap payments", "read-only session");
+    assert_eq!(status, "OK", "{detail}");
+    assert!(detail.contains("read-only") && detail.contains("MariaDB"), "{detail}");
+    let check = format!("postgres/payments/{}/transfers", source.name());
+    assert_eq!(finding(&check, "columns").0, "OK");
+    assert_eq!(finding(&check, "schema_compatibility").0, "OK");
+    assert_eq!(finding(&check, "preflight").0, "SKIP");
+    assert!(!fixture.run(&["doctor"]).stdout.contains(PASSWORD_TAG), "no password");
+}
