@@ -53,7 +53,8 @@ use chrono::{DateTime, Duration as Span, TimeZone, Utc};
 use datadiff::access::Environment;
 use datadiff::config::{DbConn, Secret};
 use datadiff::core::{
-    CheckDefinition, CheckType, Extensions, ResultType, RowDiffSettings, SourceType, StartKind, TargetType,
+    attempt::{ResultType, StartKind},
+    definition::{CheckDefinition, CheckType, Extensions, RowDiffSettings, SourceType, TargetType},
 };
 use datadiff::runner::{Clock, Connections, ExecutionOptions, execute};
 use datadiff::store::{BackendConfig, DefinitionFilter, MigrateOptions, SyncScope};

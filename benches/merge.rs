@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use datadiff::core::{DigestRow, Key, Keyed, Summary, Value, ValuesRow, merge};
+use datadiff::core::merge::{DigestRow, Key, Keyed, Summary, Value, ValuesRow, merge};
 
 const ROWS: i64 = 1_000_000;
 
@@ -58,7 +58,7 @@ fn values_row(key: i64, salt: u8) -> ValuesRow {
 
 fn run<R>(source: &[R], target: &[R]) -> u64
 where
-    R: Keyed + datadiff::core::ChangedFields,
+    R: Keyed + datadiff::core::merge::ChangedFields,
     R::Key: Clone,
 {
     let ok = |row| Ok::<_, Infallible>(row);

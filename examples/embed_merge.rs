@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use datadiff::core::{Change, Key, MergeError, Numeric, Summary, Value, ValuesRow, merge};
+use datadiff::core::merge::{Change, Key, MergeError, Numeric, Summary, Value, ValuesRow, merge};
 
 /// A line that is not `id,status,amount`.
 #[derive(Debug)]

@@ -262,7 +262,7 @@ fn the_kubernetes_cronjob_writes_the_metrics_and_keeps_the_ticks_exit_code() {
     assert_eq!(manifest["kind"], "CronJob");
     let spec = &manifest["spec"];
     let schedule = spec["schedule"].as_str().unwrap();
-    datadiff::core::Schedule::parse(schedule).unwrap_or_else(|error| panic!("{schedule}: {error}"));
+    datadiff::core::schedule::Schedule::parse(schedule).unwrap_or_else(|error| panic!("{schedule}: {error}"));
     assert_eq!(schedule, "5 * * * *");
     assert_eq!(spec["concurrencyPolicy"], "Forbid");
     let pod = &spec["jobTemplate"]["spec"]["template"]["spec"];
@@ -331,7 +331,7 @@ fn the_readme_crontab_line_runs_the_tick_then_the_metrics() {
     assert_eq!(lines.len(), 1, "{block}");
     let words: Vec<&str> = lines[0].split_whitespace().collect();
     let schedule = words[..5].join(" ");
-    datadiff::core::Schedule::parse(&schedule).unwrap_or_else(|error| panic!("{schedule}: {error}"));
+    datadiff::core::schedule::Schedule::parse(&schedule).unwrap_or_else(|error| panic!("{schedule}: {error}"));
     assert_eq!(schedule, "5 * * * *");
     let log = world.scratch.path().join("datadiff.log");
     let command = world.localize(&words[5..].join(" ")).replace("/var/log/datadiff.log", &log.display().to_string());

@@ -225,7 +225,7 @@ fn the_readme_tour_runs_as_written() {
                     }
                     let words: Vec<&str> = line.split_whitespace().collect();
                     assert!(words.len() > 5, "a crontab line has five time fields and a command: {line}");
-                    datadiff::core::Schedule::parse(&words[..5].join(" "))
+                    datadiff::core::schedule::Schedule::parse(&words[..5].join(" "))
                         .unwrap_or_else(|error| panic!("the crontab schedule of {line:?}: {error}"));
                     let rest = words[5..].join(" ");
                     let log = world.scratch.path().join("datadiff.log");

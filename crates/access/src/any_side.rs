@@ -8,7 +8,7 @@
 //! streams PostgreSQL only), and both sessions stay plain types with no boxing.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{Bounds, CheckType, Side, TableColumns, Value};
+use datadiff_diff_core::{Side, attempt::Bounds, definition::CheckType, merge::Value, plan::TableColumns};
 
 use crate::mysql_side::{MySqlCanceller, MySqlSideSession};
 use crate::side::{SideCanceller, SideSession};

@@ -26,7 +26,7 @@ use postgres::config::Host;
 use crate::environment::Environment;
 use crate::error::Error;
 use crate::passfile::{self, PassfileQuery};
-use datadiff_diff_core::SslMode;
+use datadiff_diff_core::definition::SslMode;
 
 use crate::service::{self, Service};
 use crate::tls::{ClientCertificate, RootCertificates, TlsSettings};

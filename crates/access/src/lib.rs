@@ -8,7 +8,7 @@
 //! * [`Dsn`] parses libpq-style connection strings (URI or key=value) with libpq's fallbacks
 //!   (`PGPASSWORD`, the password file [`passfile_lookup`], the connection service file
 //!   [`service`], `PGHOST`…), read from an [`Environment`] captured once.
-//! * [`TlsSettings`] and [`RootCertificates`]: libpq's `sslmode` rules ([`datadiff_diff_core::SslMode`]), decided in
+//! * [`TlsSettings`] and [`RootCertificates`]: libpq's `sslmode` rules ([`datadiff_diff_core::definition::SslMode`]), decided in
 //!   one place ([`tls`]), client certificates included; [`ClientTls`] is a connection's TLS
 //!   ready to use; [`LazyTls`] builds an unverified TLS context only for a server that
 //!   accepts TLS.

@@ -38,7 +38,13 @@ use datadiff_diff_core::mysql::{
     COLUMNS_QUERY, MySqlEngine, MySqlIndex, MySqlPlaceholders, MySqlTls, StatisticsRow, VISIBILITY_PROBE_QUERY,
     VisibilityProbe, bounded_count_sql, index_query, indexes_from_statistics, session_statements,
 };
-use datadiff_diff_core::{Bounds, CatalogColumn, CheckType, Numeric, Side, TableColumns, Value};
+use datadiff_diff_core::{
+    Side,
+    attempt::Bounds,
+    definition::CheckType,
+    merge::{Numeric, Value},
+    plan::{CatalogColumn, TableColumns},
+};
 use mysql::consts::ColumnType;
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, SslOpts};

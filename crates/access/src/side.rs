@@ -29,7 +29,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use datadiff_diff_core::{Bounds, CatalogColumn, CheckType, Side, TableColumns, Value};
+use datadiff_diff_core::{
+    Side,
+    attempt::Bounds,
+    definition::CheckType,
+    merge::Value,
+    plan::{CatalogColumn, TableColumns},
+};
 use postgres::types::{FromSql, ToSql, Type};
 use postgres::{CancelToken, Client};
 

@@ -26,7 +26,11 @@ impl TableName {
 
     /// The name quoted for SQL: `"schema"."table"`.
     pub fn quoted(&self) -> String {
-        format!("{}.{}", datadiff_diff_core::quoted_ident(&self.schema), datadiff_diff_core::quoted_ident(&self.name))
+        format!(
+            "{}.{}",
+            datadiff_diff_core::plan::quoted_ident(&self.schema),
+            datadiff_diff_core::plan::quoted_ident(&self.name)
+        )
     }
 }
 

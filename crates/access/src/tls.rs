@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use datadiff_diff_core::SslMode;
+use datadiff_diff_core::definition::SslMode;
 use openssl::error::ErrorStack;
 use openssl::ssl::{SslConnector, SslFiletype, SslMethod, SslVerifyMode};
 use openssl::x509::X509;

@@ -2,7 +2,7 @@
 //! allow-listed facts structured destinations (`webhook`, `log`) receive as JSON.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckId, RunId};
+use datadiff_diff_core::attempt::{CheckId, RunId};
 use datadiff_preflight::IndexWarningId;
 use serde_json::{Value as Json, json};
 

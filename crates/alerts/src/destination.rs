@@ -301,7 +301,7 @@ fn slack_answer((status, answer): (u16, String)) -> Result<(), DeliveryProblem> 
 #[cfg(test)]
 mod tests {
     use chrono::{TimeZone, Utc};
-    use datadiff_diff_core::CheckId;
+    use datadiff_diff_core::attempt::CheckId;
     use uuid::Uuid;
 
     use super::*;

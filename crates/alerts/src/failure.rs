@@ -75,7 +75,10 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Timelike, Utc};
-use datadiff_diff_core::{CheckId, CheckType, PreflightStatus, ResultStatus, ResultType};
+use datadiff_diff_core::{
+    attempt::{CheckId, PreflightStatus, ResultStatus, ResultType},
+    definition::CheckType,
+};
 use serde_json::Value as Json;
 
 use crate::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
@@ -590,7 +593,10 @@ fn compose(summary: &RunSummary, totals: Option<Totals>, now: DateTime<Utc>) -> 
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
-    use datadiff_diff_core::{Bounds, CheckResult, RunId, SourceType, TriggerType};
+    use datadiff_diff_core::{
+        attempt::{Bounds, CheckResult, RunId, TriggerType},
+        definition::SourceType,
+    };
     use serde_json::json;
     use uuid::Uuid;
 
@@ -639,7 +645,7 @@ mod tests {
         let mut summary =
             RunSummary::failed_without_run(identity(7), "row_count FAIL; max_key FAIL; row_checksum FAIL");
         summary.status = SummaryStatus::Fail;
-        summary.slot_status = Some(datadiff_diff_core::RunStatus::Fail);
+        summary.slot_status = Some(datadiff_diff_core::attempt::RunStatus::Fail);
         summary.scheduled_for = Some(at(hour, 0));
         summary.bounds = Some(Bounds { start: Some(at(hour - 1, 0)), end: at(hour, 0) });
         summary.run_id = Some(RunId::new(Uuid::from_u128(run)));

@@ -1,7 +1,7 @@
 //! What sending an invocation's alerts came to: the typed outcomes the CLI maps to its exit
 //! code and stderr.
 
-use datadiff_diff_core::CheckId;
+use datadiff_diff_core::attempt::CheckId;
 use datadiff_preflight::IndexWarningId;
 
 use crate::delivery::DeliveryReceipt;

@@ -4,7 +4,8 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use datadiff_diff_core::{
-    Bounds, CheckId, CheckResult, CheckType, PreflightStatus, ResultStatus, ResultType, RunId, SourceType, TriggerType,
+    attempt::{Bounds, CheckId, CheckResult, PreflightStatus, ResultStatus, ResultType, RunId, TriggerType},
+    definition::{CheckType, SourceType},
 };
 use serde_json::{Value as Json, json};
 use uuid::Uuid;

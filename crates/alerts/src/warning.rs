@@ -44,7 +44,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Timelike, Utc};
-use datadiff_diff_core::PreflightStatus;
+use datadiff_diff_core::attempt::PreflightStatus;
 use datadiff_preflight::{DEFAULT_ROW_LIMIT, IndexWarningId};
 
 use crate::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
@@ -155,7 +155,10 @@ impl<'a> IndexWarning<'a> {
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
-    use datadiff_diff_core::{Bounds, CheckId, RunId, SourceType};
+    use datadiff_diff_core::{
+        attempt::{Bounds, CheckId, RunId},
+        definition::SourceType,
+    };
     use uuid::Uuid;
 
     use super::*;

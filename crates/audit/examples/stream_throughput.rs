@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use datadiff_access::stream::{self, RowQuery, RowStream, StreamOptions};
 use datadiff_access::{Dsn, Environment, Session, SessionSettings, TableName};
 use datadiff_audit::{AuditOptions, audit};
-use datadiff_diff_core::{Key, Summary, merge};
+use datadiff_diff_core::merge::{Key, Summary, merge};
 use datadiff_testkit::{Cluster, Database, SUPERUSER};
 
 const SELECT: &str = "SELECT id, account, amount, kind, note, created_at FROM public.events ORDER BY id";

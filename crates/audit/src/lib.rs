@@ -47,7 +47,10 @@ mod watch;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
-use datadiff_diff_core::{Key, MergeError, Summary, merge, quoted_ident};
+use datadiff_diff_core::{
+    merge::{Key, MergeError, Summary, merge},
+    plan::quoted_ident,
+};
 
 pub use columns::ColumnMatchError;
 pub use refusal::{MAX_EXAMPLES_LIMIT, MAX_ROWS_LIMIT, PRECONDITIONS, PREFLIGHT, Refusal};

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use datadiff_diff_core::{DifferenceKind, Example, Key, Summary};
+use datadiff_diff_core::merge::{DifferenceKind, Example, Key, Summary};
 use serde::Serialize;
 use serde::ser::Serializer;
 
@@ -309,7 +309,7 @@ fn example(example: &Example<Key>) -> AuditExample {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datadiff_diff_core::{Value, ValuesRow, merge};
+    use datadiff_diff_core::merge::{Value, ValuesRow, merge};
 
     fn summarise(source: &[(i64, i64)], target: &[(i64, i64)], max_examples: usize) -> Summary<Key> {
         let rows = |pairs: &[(i64, i64)]| -> Vec<Result<ValuesRow, std::convert::Infallible>> {

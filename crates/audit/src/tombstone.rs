@@ -19,7 +19,7 @@
 //! counted as tombstones.
 
 use datadiff_access::stream::{ColumnType, Family};
-use datadiff_diff_core::quoted_ident;
+use datadiff_diff_core::plan::quoted_ident;
 
 use crate::refusal::Refusal;
 

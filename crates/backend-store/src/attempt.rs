@@ -7,7 +7,7 @@
 //! (runs note §3.1: T1 start, T3 historical start).
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{
+use datadiff_diff_core::attempt::{
     AttemptFacts, Bounds, CheckId, PreflightId, RevisionHistory, RunId, RunStatus, Skip, StartDecision, StartKind,
     StartRequest, TriggerType, decide_remediation, decide_start,
 };
@@ -184,7 +184,7 @@ impl Store {
     ///
     /// `kind` is a due slot (`force` for `--force`) or a retry (`retry_before` = the current
     /// slot). The window is the definition's rolling window of the slot; a first run of a
-    /// definition that [starts with a full scan](datadiff_diff_core::CheckDefinition::starts_with_full_scan)
+    /// definition that [starts with a full scan](datadiff_diff_core::definition::CheckDefinition::starts_with_full_scan)
     /// gets an unresolved start instead.
     pub fn start_attempt(
         &self,
@@ -360,7 +360,7 @@ impl Store {
 
     /// The newest `scheduled_for` of the revision's attempts that are not remediations (any
     /// status, DEFERRED and RUNNING included): the input of
-    /// [`due_slots`](datadiff_diff_core::due_slots).
+    /// [`due_slots`](datadiff_diff_core::attempt::due_slots).
     pub fn latest_scheduled_for(&self, check_id: CheckId) -> Result<Option<DateTime<Utc>>, Error> {
         let row = self
             .connection()?

@@ -4,7 +4,10 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckResult, DifferenceKind, PreflightId, ResultType, RunId, RunStatus};
+use datadiff_diff_core::{
+    attempt::{CheckResult, PreflightId, ResultType, RunId, RunStatus},
+    merge::DifferenceKind,
+};
 use datadiff_watermark::Outcome;
 
 use crate::attempt::Attempt;
@@ -173,7 +176,7 @@ mod tests {
     use chrono::TimeZone;
     use uuid::Uuid;
 
-    use datadiff_diff_core::{CheckType, ResultStatus};
+    use datadiff_diff_core::{attempt::ResultStatus, definition::CheckType};
 
     use super::*;
 

@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use datadiff_diff_core::SslMode;
+use datadiff_diff_core::definition::SslMode;
 
 use crate::error::Error;
 

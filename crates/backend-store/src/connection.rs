@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use datadiff_access::{
     ClientCertificate, LazyTls, RootCertificates, TlsSetupError, Verify, tls_context, unverified_connector,
 };
-use datadiff_diff_core::SslMode;
+use datadiff_diff_core::definition::SslMode;
 use postgres::config::SslMode as DriverSslMode;
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};

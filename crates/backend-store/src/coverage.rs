@@ -9,7 +9,7 @@
 //! and event rows [`datadiff_watermark::Evaluation::apply`] returns.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{RunId, RunStatus};
+use datadiff_diff_core::attempt::{RunId, RunStatus};
 use datadiff_watermark::{FinishedAttempt, Outcome, Transition};
 use postgres::Transaction;
 use uuid::Uuid;
@@ -21,7 +21,7 @@ use crate::rows::{self, SLOT_COLUMNS, WATERMARK_COLUMNS, get};
 
 /// Whether a revision reads no table data (no upstream data check and no `row_diff`): such
 /// a definition never advances its watermark. The same rule as
-/// [`CheckDefinition::has_data_check`](datadiff_diff_core::CheckDefinition::has_data_check),
+/// [`CheckDefinition::has_data_check`](datadiff_diff_core::definition::CheckDefinition::has_data_check),
 /// evaluated in SQL so that a row PipelineWise wrote is judged by its `checks` column alone.
 const METADATA_ONLY: &str = "SELECT NOT (jsonb_array_length(checks - 'schema_compatibility') > 0 \
      OR coalesce(jsonb_typeof(canonical_config #> '{datadiff,row_diff}') = 'object', FALSE)) AS metadata_only \

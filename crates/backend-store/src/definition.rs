@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckDefinition, CheckId};
+use datadiff_diff_core::{attempt::CheckId, definition::CheckDefinition};
 use datadiff_watermark::WatermarkState;
 use uuid::Uuid;
 

@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckId, DefinitionError, RemediationRefusal, ResultType, RunId, RunStatus, SkipReason};
+use datadiff_diff_core::{
+    attempt::{CheckId, RemediationRefusal, ResultType, RunId, RunStatus, SkipReason},
+    definition::DefinitionError,
+};
 
 use crate::catalog::CatalogDifference;
 use crate::connection::Role;

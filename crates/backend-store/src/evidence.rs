@@ -3,7 +3,7 @@
 //! transaction, so the parts always belong together.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckResult, PreflightId, PreflightStatus, RunId};
+use datadiff_diff_core::attempt::{CheckResult, PreflightId, PreflightStatus, RunId};
 
 use crate::attempt::Attempt;
 use crate::error::Error;

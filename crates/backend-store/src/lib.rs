@@ -6,7 +6,7 @@
 //!
 //! * [`BackendConfig`] — upstream's `backend_db` settings (two roles, `sslmode`, timeouts)
 //!   plus datadiff's `sslrootcert` and client certificate (`sslcert`, `sslkey`); `Debug`
-//!   redacts passwords. [`SslMode`](datadiff_diff_core::SslMode) has libpq's
+//!   redacts passwords. [`SslMode`](datadiff_diff_core::definition::SslMode) has libpq's
 //!   meaning, implemented with OpenSSL (see its docs for exactly what each mode checks).
 //! * [`Store`] — an opened backend: an r2d2 pool of application-role sessions (UTC,
 //!   upstream's `application_name`), a single DDL-role session for migrations,
@@ -29,9 +29,9 @@
 //! Every write the runner makes, each operation one transaction on a pooled application
 //! session, with upstream's advisory locks ([`AdvisoryLock`]: the same `hashtext` keys, so
 //! PipelineWise and datadiff can work on one backend at once), row locks and lease checks.
-//! The decisions themselves are `datadiff-diff-core`'s pure rules ([`decide_start`](datadiff_diff_core::decide_start),
-//! [`decide_remediation`](datadiff_diff_core::decide_remediation),
-//! [`stale_cutoff`](datadiff_diff_core::stale_cutoff), …) and `datadiff-watermark`'s
+//! The decisions themselves are `datadiff-diff-core`'s pure rules ([`decide_start`](datadiff_diff_core::attempt::decide_start),
+//! [`decide_remediation`](datadiff_diff_core::attempt::decide_remediation),
+//! [`stale_cutoff`](datadiff_diff_core::attempt::stale_cutoff), …) and `datadiff-watermark`'s
 //! [`Transition`](datadiff_watermark::Transition); this crate reads what they need and
 //! writes what they decide. **Time is always an argument** (`now`, `finished_at`): every
 //! recorded time and every eligibility rule follows the caller's clock, so `--at` replays
@@ -43,12 +43,12 @@
 //! | [`Store::definitions`], [`Store::definition`], [`Store::list_checks`], [`Store::watermark_state`] | reads of [`StoredDefinition`]s by [`DefinitionFilter`]; [`CheckListing`]s for `list_data_diff_checks` |
 //! | [`Store::schedule_overview`] | one query: which checks need a sweep, a retry or a start ([`ScheduleOverview`]) |
 //! | [`Store::sweep_stale`], [`Store::sweep_superseded`] | the stale sweep with its coverage transitions ([`SweptRun`]) |
-//! | [`Store::latest_scheduled_for`], [`Store::retry_candidates`] | the inputs of [`due_slots`](datadiff_diff_core::due_slots) and of automatic retries ([`RetryCandidate`]) |
+//! | [`Store::latest_scheduled_for`], [`Store::retry_candidates`] | the inputs of [`due_slots`](datadiff_diff_core::attempt::due_slots) and of automatic retries ([`RetryCandidate`]) |
 //! | [`Store::start_attempt`] | T1: a scheduled, forced or retry attempt under the check lock → [`StartOutcome`] |
 //! | [`Store::start_remediation`] | `rerun`: a REMEDIATION attempt of a FAIL/ERROR run, with its exact revision → [`Remediation`] |
 //! | [`Store::record_preflight`] | T2: the attempt's [`NewPreflight`], once, only while RUNNING |
 //! | [`Store::resolve_historical_start`] | T3: persists a resolved historical start, only while RUNNING and unresolved |
-//! | [`Store::finish_attempt`] | T4: status, [`CheckResult`](datadiff_diff_core::CheckResult)s, `row_diff` [`Difference`]s and coverage in one transaction → [`Finished`] |
+//! | [`Store::finish_attempt`] | T4: status, [`CheckResult`](datadiff_diff_core::attempt::CheckResult)s, `row_diff` [`Difference`]s and coverage in one transaction → [`Finished`] |
 //! | [`Store::deliver_index_warning`] | the index-warning marker: lock, check, deliver, remember only if accepted ([`WarningDelivery`]) |
 //! | [`Store::attempt`], [`Store::slot_attempts`], [`Store::run_results`], [`Store::run_differences`] | reads of [`Attempt`]s, results and [`StoredDifference`]s |
 //! | [`Store::run_evidence`] | one attempt's whole record (attempt, definition name, [`StoredPreflight`], results) in one transaction → [`RunEvidence`] (`report run`) |
@@ -70,7 +70,7 @@
 //! use std::path::Path;
 //!
 //! use datadiff_backend_store::{BackendConfig, MigrateOptions, Store};
-//! use datadiff_diff_core::SslMode;
+//! use datadiff_diff_core::definition::SslMode;
 //!
 //! let config = BackendConfig {
 //!     host: "backend.example.com".into(),
@@ -105,7 +105,7 @@
 //! ```no_run
 //! use chrono::{TimeZone, Utc};
 //! use datadiff_backend_store::{BackendConfig, Completion, DefinitionFilter, NewPreflight, StartOutcome, Store};
-//! use datadiff_diff_core::{MAX_CATCH_UP, PreflightStatus, RunStatus, StartKind, due_slots};
+//! use datadiff_diff_core::attempt::{MAX_CATCH_UP, PreflightStatus, RunStatus, StartKind, due_slots};
 //!
 //! # fn compare(_: &datadiff_backend_store::Attempt) -> (RunStatus, NewPreflight) {
 //! #     let preflight = NewPreflight {

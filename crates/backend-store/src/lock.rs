@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use datadiff_diff_core::CheckId;
+use datadiff_diff_core::attempt::CheckId;
 use postgres::Transaction;
 use uuid::Uuid;
 

@@ -373,7 +373,7 @@ pub fn migrate(
         return Ok(MigrationReport { after: before.clone(), before, steps });
     }
 
-    let role = datadiff_diff_core::quoted_ident(application_role);
+    let role = datadiff_diff_core::plan::quoted_ident(application_role);
     let mut catalog_checked = false;
     for step in &steps {
         tracing::info!(%step, "applying backend migration step");
@@ -686,8 +686,11 @@ mod tests {
     #[test]
     fn the_role_placeholder_becomes_a_quoted_identifier() {
         let sql = "GRANT SELECT ON t TO {{app_role}};";
-        assert_eq!(with_role(sql, &datadiff_diff_core::quoted_ident("app")), "GRANT SELECT ON t TO \"app\";");
-        assert_eq!(with_role(sql, &datadiff_diff_core::quoted_ident("we\"ird")), "GRANT SELECT ON t TO \"we\"\"ird\";");
+        assert_eq!(with_role(sql, &datadiff_diff_core::plan::quoted_ident("app")), "GRANT SELECT ON t TO \"app\";");
+        assert_eq!(
+            with_role(sql, &datadiff_diff_core::plan::quoted_ident("we\"ird")),
+            "GRANT SELECT ON t TO \"we\"\"ird\";"
+        );
         for revision in Revision::ALL {
             assert!(!with_role(revision.up_sql(), "\"x\"").contains("{{"), "{revision}");
         }

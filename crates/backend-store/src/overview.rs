@@ -12,7 +12,7 @@
 //! earlier.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckId, stale_cutoff};
+use datadiff_diff_core::attempt::{CheckId, stale_cutoff};
 use uuid::Uuid;
 
 use crate::attempt::Attempt;

@@ -7,7 +7,7 @@
 //! fingerprint text, `index_metadata_json()`, `findings_json()`, and the three counts).
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckId, PreflightId, PreflightStatus, RunId, RunStatus};
+use datadiff_diff_core::attempt::{CheckId, PreflightId, PreflightStatus, RunId, RunStatus};
 use uuid::Uuid;
 
 use crate::error::Error;

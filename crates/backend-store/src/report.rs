@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
-use datadiff_diff_core::{CheckId, ResultStatus, RunId, RunStatus, TriggerType};
+use datadiff_diff_core::attempt::{CheckId, ResultStatus, RunId, RunStatus, TriggerType};
 use postgres::{GenericClient, IsolationLevel};
 use uuid::Uuid;
 

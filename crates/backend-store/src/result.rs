@@ -4,7 +4,10 @@
 //!
 //! [`Store::finish_attempt`]: crate::Store::finish_attempt
 
-use datadiff_diff_core::{CheckResult, DifferenceKind, ResultType, RunId};
+use datadiff_diff_core::{
+    attempt::{CheckResult, ResultType, RunId},
+    merge::DifferenceKind,
+};
 use postgres::Transaction;
 
 use crate::error::Error;

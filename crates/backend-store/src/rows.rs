@@ -7,7 +7,10 @@
 
 use std::str::FromStr;
 
-use datadiff_diff_core::{Bounds, CheckDefinition, CheckId, PreflightId, RunId, RunStatus};
+use datadiff_diff_core::{
+    attempt::{Bounds, CheckId, PreflightId, RunId, RunStatus},
+    definition::CheckDefinition,
+};
 use datadiff_watermark::{Coverage, EventType, Slot, VerifiedInterval, VerifiedStatus, WatermarkState};
 use postgres::Row;
 use postgres::types::FromSql;

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use datadiff_diff_core::RunId;
+use datadiff_diff_core::attempt::RunId;
 use postgres::Client;
 
 use crate::config::BackendConfig;

@@ -11,7 +11,7 @@
 //! rejects, so one such revision cannot fail the sweep — or the tick — for the others.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckId, STALE_SWEEP_ERROR, stale_cutoff};
+use datadiff_diff_core::attempt::{CheckId, STALE_SWEEP_ERROR, stale_cutoff};
 use datadiff_watermark::Outcome;
 
 use crate::attempt::Attempt;

@@ -3,7 +3,7 @@
 //! destination accepted it.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::CheckId;
+use datadiff_diff_core::attempt::CheckId;
 use uuid::Uuid;
 
 use crate::error::Error;

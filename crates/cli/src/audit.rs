@@ -157,7 +157,8 @@ impl AuditArgs {
 
 /// `--statement-timeout`, in the definitions' duration grammar.
 fn statement_timeout(text: &str) -> Result<std::time::Duration, String> {
-    let duration = datadiff_diff_core::Duration::parse_statement_timeout(text).map_err(|error| error.to_string())?;
+    let duration =
+        datadiff_diff_core::definition::Duration::parse_statement_timeout(text).map_err(|error| error.to_string())?;
     Ok(std::time::Duration::from_secs(u64::try_from(duration.seconds()).unwrap_or(1).max(1)))
 }
 

@@ -41,7 +41,10 @@ use datadiff_access::{AnySide, Environment, MySqlSideConfig, MySqlSideSession, S
 use datadiff_backend_store::GrantGap;
 use datadiff_config::Project;
 use datadiff_diff_core::{
-    AggregatePlan, CheckDefinition, PreflightStatus, ResultStatus, Side as PlanSide, TableColumns, TargetType,
+    Side as PlanSide,
+    attempt::{PreflightStatus, ResultStatus},
+    definition::{CheckDefinition, TargetType},
+    plan::{AggregatePlan, TableColumns},
 };
 use datadiff_preflight::{QueryFingerprint, SourceTable};
 use datadiff_runner::Connections;

@@ -205,7 +205,7 @@ mod tests {
         for (seconds, text) in [(0, "0s"), (3_600, "1h"), (108_000, "1d6h"), (90, "1min30s"), (1_209_600, "2w")] {
             assert_eq!(duration_text(seconds), text);
             if seconds > 0 {
-                assert_eq!(datadiff_diff_core::Duration::parse(text).map(|d| d.seconds()), Ok(seconds));
+                assert_eq!(datadiff_diff_core::definition::Duration::parse(text).map(|d| d.seconds()), Ok(seconds));
             }
         }
     }

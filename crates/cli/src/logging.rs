@@ -28,7 +28,7 @@
 use std::time::Instant;
 
 use clap::Args;
-use datadiff_diff_core::ResultType;
+use datadiff_diff_core::attempt::ResultType;
 use datadiff_runner::{RunSummary, SummaryStatus};
 use tracing_subscriber::EnvFilter;
 
@@ -188,7 +188,7 @@ pub(crate) fn log_checks(summaries: &[RunSummary]) {
 /// The seconds a check's queries took on each side: the aggregate query (every metric result
 /// records the same time) plus the `row_diff` stream; `None` for a side without any.
 fn query_seconds(summary: &RunSummary) -> (Option<f64>, Option<f64>) {
-    let side = |pick: fn(&datadiff_diff_core::CheckResult) -> Option<f64>| {
+    let side = |pick: fn(&datadiff_diff_core::attempt::CheckResult) -> Option<f64>| {
         let valid = |value: Option<f64>| value.filter(|value| value.is_finite() && *value >= 0.0);
         let metrics = summary
             .results
@@ -207,20 +207,24 @@ fn query_seconds(summary: &RunSummary) -> (Option<f64>, Option<f64>) {
 
 #[cfg(test)]
 mod tests {
-    use datadiff_diff_core::{CheckResult, CheckType, RowDiffCounts, Value};
+    use datadiff_diff_core::{
+        attempt::{CheckResult, RowDiffCounts},
+        definition::CheckType,
+        merge::Value,
+    };
     use datadiff_runner::CheckIdentity;
 
     use super::*;
 
     fn summary(status: SummaryStatus, results: Vec<CheckResult>) -> RunSummary {
         let check = CheckIdentity {
-            check_id: datadiff_diff_core::CheckId::new(uuid::Uuid::from_u128(1)),
+            check_id: datadiff_diff_core::attempt::CheckId::new(uuid::Uuid::from_u128(1)),
             revision: 1,
             is_current: true,
             full_check_name: "postgres/payments/public/transfers".into(),
             target_id: "postgres".into(),
             tap_id: "payments".into(),
-            source_type: datadiff_diff_core::SourceType::TapPostgres,
+            source_type: datadiff_diff_core::definition::SourceType::TapPostgres,
             source_database: "payments".into(),
             source_schema: "public".into(),
             source_table: "transfers".into(),

@@ -50,7 +50,7 @@ use anyhow::Context;
 use chrono::{DateTime, TimeDelta, Utc};
 use clap::{Args, Subcommand};
 use datadiff_backend_store::{LagProblem, LagVerdict, MetricsRow, RunEvidence, Store, WatermarkStatus};
-use datadiff_diff_core::{CheckResult, ResultType, RunId, RunStatus};
+use datadiff_diff_core::attempt::{CheckResult, ResultType, RunId, RunStatus};
 use serde_json::{Value as Json, json};
 
 use crate::console::Console;
@@ -164,7 +164,7 @@ impl ReportArgs {
 }
 
 fn parse_max_lag(text: &str) -> Result<TimeDelta, String> {
-    let duration = datadiff_diff_core::Duration::parse(text).map_err(|error| error.to_string())?;
+    let duration = datadiff_diff_core::definition::Duration::parse(text).map_err(|error| error.to_string())?;
     TimeDelta::try_seconds(duration.seconds()).ok_or_else(|| format!("Duration '{text}' is too large"))
 }
 
@@ -912,7 +912,7 @@ mod tests {
     fn metrics_render_one_family_per_fact_with_escaped_labels() {
         use chrono::TimeZone;
         use datadiff_backend_store::{LastAttempt, WatermarkReportRow};
-        use datadiff_diff_core::{CheckId, TriggerType};
+        use datadiff_diff_core::attempt::{CheckId, TriggerType};
 
         let at = |hour, minute| Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap();
         let watermark = WatermarkReportRow {
@@ -978,7 +978,7 @@ mod tests {
     fn a_run_reads_as_name_value_lines_wrapped_to_the_terminal_then_its_results() {
         use chrono::TimeZone;
         use datadiff_backend_store::Attempt;
-        use datadiff_diff_core::{Bounds, CheckId, RowDiffCounts, TriggerType};
+        use datadiff_diff_core::attempt::{Bounds, CheckId, RowDiffCounts, TriggerType};
 
         let at = |hour, minute| Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap();
         let counts = RowDiffCounts { source_rows: 10, target_rows: 9, missing: 2, extra: 1, changed: 3 };

@@ -13,7 +13,7 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use clap::Args;
 use datadiff_alerts::Dispatcher;
-use datadiff_diff_core::{RemediationRefusal, RunId};
+use datadiff_diff_core::attempt::{RemediationRefusal, RunId};
 use datadiff_runner::{Clock, Connections, ProgressMeter, TickContext, remediate};
 use serde_json::json;
 

@@ -120,7 +120,7 @@ fn slot_status(summary: &RunSummary) -> Cell {
 }
 
 /// The command that lists a run's `row_diff` differences.
-pub(crate) fn differences_command(run_id: datadiff_diff_core::RunId) -> String {
+pub(crate) fn differences_command(run_id: datadiff_diff_core::attempt::RunId) -> String {
     format!("datadiff report differences --run-id {run_id}")
 }
 
@@ -180,7 +180,10 @@ impl Cells {
 #[cfg(test)]
 mod tests {
     use chrono::{TimeZone, Utc};
-    use datadiff_diff_core::{Bounds, CheckId, RunId, RunStatus, SourceType, TriggerType};
+    use datadiff_diff_core::{
+        attempt::{Bounds, CheckId, RunId, RunStatus, TriggerType},
+        definition::SourceType,
+    };
     use datadiff_runner::{CheckIdentity, SummaryStatus};
     use uuid::Uuid;
 

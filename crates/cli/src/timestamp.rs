@@ -15,7 +15,7 @@ use chrono::{DateTime, FixedOffset, NaiveDateTime, SecondsFormat, Utc};
 
 /// The table form of a time: upstream's `isoformat()`, or an empty cell.
 pub(crate) fn table(instant: Option<DateTime<Utc>>) -> String {
-    instant.map(datadiff_diff_core::python_isoformat).unwrap_or_default()
+    instant.map(datadiff_diff_core::attempt::python_isoformat).unwrap_or_default()
 }
 
 /// The JSON form of a time: an RFC 3339 string with `Z`, or `null`.

@@ -1,7 +1,7 @@
 //! The backend database settings: `config.yml`'s `backend_db` plus `sslrootcert`, `sslcert`
 //! and `sslkey` from `datadiff.yml` (config note §5.1, SPEC §3).
 
-use datadiff_diff_core::SslMode;
+use datadiff_diff_core::definition::SslMode;
 
 use crate::Secret;
 use crate::document::{Document, join};

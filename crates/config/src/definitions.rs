@@ -7,7 +7,8 @@
 //! skipped for that table.
 
 use datadiff_diff_core::{
-    CheckDefinition, CheckType, Duration, Extensions, Schedule, ScheduleError, SourceType, TargetType,
+    definition::{CheckDefinition, CheckType, Duration, Extensions, SourceType, TargetType},
+    schedule::{Schedule, ScheduleError},
 };
 
 use crate::document::{Document, join};
@@ -438,7 +439,7 @@ fn warn_about_gaps(
 fn duration(
     document: &mut Document,
     setting: &Setting<'_>,
-    parse: impl Fn(&str) -> Result<Duration, datadiff_diff_core::DurationError>,
+    parse: impl Fn(&str) -> Result<Duration, datadiff_diff_core::definition::DurationError>,
 ) -> Option<i64> {
     // A non-string or a one-character string was already reported by the schema rule.
     let text = setting.node.as_str().filter(|text| text.is_empty() || text.chars().count() >= 2)?;

@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use datadiff_diff_core::{CheckDefinition, Extensions, RowDiffSettings};
+use datadiff_diff_core::definition::{CheckDefinition, Extensions, RowDiffSettings};
 
 use crate::alerts::AlertSettings;
 use crate::document::{Document, join};

@@ -7,7 +7,7 @@
 //!   the optional `datadiff.yml` of a directory (not recursive) into a [`Project`], or return
 //!   every [`Problem`] of the directory at once ([`Error::Invalid`]), each with its file, YAML
 //!   path and line.
-//! * [`Project`]: the [`CheckDefinition`](datadiff_diff_core::CheckDefinition)s sorted by
+//! * [`Project`]: the [`CheckDefinition`](datadiff_diff_core::definition::CheckDefinition)s sorted by
 //!   `full_check_name` (canonical JSON and `config_hash` byte-identical to PipelineWise's),
 //!   [`Tap`]s and [`Target`]s with their [`DbConn`], the [`BackendSettings`] and the
 //!   [`AlertSettings`].

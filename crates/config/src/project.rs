@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use datadiff_diff_core::{CheckDefinition, SourceType, TargetType};
+use datadiff_diff_core::definition::{CheckDefinition, SourceType, TargetType};
 
 use crate::alerts::AlertSettings;
 use crate::backend::BackendSettings;

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use datadiff_diff_core::SslMode;
+use datadiff_diff_core::definition::SslMode;
 
 use crate::document::{Document, join};
 use crate::yaml::Node;

@@ -6,10 +6,17 @@
 //! and writes what they decide; keeping them here makes every rule testable without a
 //! database.
 
+pub use crate::historical::{HistoricalStart, resolve_historical_start};
+pub use crate::outcome::{Outcome, Signal, aggregate_status, python_isoformat, results_error};
+pub use crate::run::{CheckId, PreflightId, PreflightStatus, RunId, RunStatus, TriggerType, UnknownName};
+pub use crate::verdict::{
+    CheckResult, ResultStatus, ResultType, RowDiffCounts, in_declared_order, metric_passes, result_value,
+};
+
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::duration::Duration;
-use crate::run::{RunId, RunStatus, TriggerType};
+
 use crate::schedule::{Schedule, Window};
 use crate::time::postgres_first_instant;
 

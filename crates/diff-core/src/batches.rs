@@ -8,7 +8,7 @@
 /// which refills it) instead of being freed. An `Err` batch is yielded as one `Err` row.
 ///
 /// ```
-/// use datadiff_diff_core::Batches;
+/// use datadiff_diff_core::merge::Batches;
 ///
 /// let batches = vec![Ok::<_, String>(vec![1, 2]), Ok(vec![]), Ok(vec![3])];
 /// let mut returned = 0;

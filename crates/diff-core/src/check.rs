@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// One of PipelineWise's eight data-diff checks. `row_diff` is not one of them: it is a
-/// datadiff extension setting ([`crate::RowDiffSettings`]) and never appears in `checks`.
+/// datadiff extension setting ([`crate::definition::RowDiffSettings`]) and never appears in `checks`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CheckType {
     /// Every selected column exists on both sides with compatible type families (metadata).

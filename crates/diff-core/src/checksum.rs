@@ -27,8 +27,8 @@
 
 use std::fmt;
 
-use crate::Side;
 use crate::column::{CatalogColumn, ColumnPair};
+use crate::error::Side;
 use crate::family::{TypeFamily, is_integer_name};
 use crate::query::{IdentifierError, quote_ident};
 

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value as Json};
 
-use crate::CheckDefinition;
+use crate::definition::CheckDefinition;
 use crate::family::{TypeFamily, lookup_name};
 use crate::verdict::{CheckResult, ResultStatus, ResultType};
 
@@ -414,7 +414,7 @@ impl ColumnPlan {
         };
         let findings: Vec<String> = self.pairs.iter().filter_map(ColumnPair::finding).collect();
         CheckResult {
-            check_type: ResultType::Check(crate::CheckType::SchemaCompatibility),
+            check_type: ResultType::Check(crate::check::CheckType::SchemaCompatibility),
             status: if findings.is_empty() { ResultStatus::Pass } else { ResultStatus::Fail },
             source_value: side(|pair| pair.source.as_ref()),
             target_value: side(|pair| pair.target.as_ref()),

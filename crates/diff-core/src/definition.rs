@@ -3,7 +3,7 @@
 //! PipelineWise computes for the same block, byte for byte.
 //!
 //! The canonical JSON holds every field below except `full_check_name`, serialised as
-//! [`python_json`](crate::python_json) does. Two fields are conditional:
+//! [`python_json`] does. Two fields are conditional:
 //!
 //! * `initial_full_scan` appears only when true (`"initial_full_scan":true`). PipelineWise's
 //!   newest state defaults it to false and omits it then, so a definition that never set it
@@ -14,6 +14,11 @@
 //! The backend stores the canonical JSON (`canonical_config`) next to columns holding the same
 //! fields; [`CheckDefinition::from_canonical_config`] reads a stored definition back from it.
 
+pub use crate::canonical_json::{PythonSeparators, python_json, python_json_with};
+pub use crate::check::{CheckType, UnknownCheckType};
+pub use crate::duration::{Duration, DurationError, DurationLimit};
+pub use crate::sslmode::{SslMode, UnknownSslMode};
+
 use std::fmt;
 use std::str::FromStr;
 
@@ -21,7 +26,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::{CheckType, Duration, Schedule, ScheduleError, Window, python_json};
+use crate::schedule::{Schedule, ScheduleError, Window};
 
 /// A tap type whose definitions PipelineWise imports: the Singer tap names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

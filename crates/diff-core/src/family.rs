@@ -10,7 +10,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::UnknownName;
+use crate::run::UnknownName;
 
 /// The family of a column type, spelt as PipelineWise stores it in the `type_family` field of
 /// `schema_compatibility` evidence.

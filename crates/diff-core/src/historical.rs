@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::Side;
+use crate::error::Side;
 use crate::outcome::Outcome;
 use crate::verdict::{CheckResult, ResultStatus};
 

@@ -15,11 +15,17 @@
 //!
 //! After the first error the iterator is exhausted.
 
+pub use crate::batches::Batches;
+pub use crate::error::MergeError;
+pub use crate::key::Key;
+pub use crate::row::{DigestRow, Keyed, ValuesRow};
+pub use crate::summary::{ChangedFields, DifferenceKind, Example, Summary};
+pub use crate::value::{Float, Numeric, Value, round_decimal_digits};
+
 use std::cmp::Ordering;
 use std::marker::PhantomData;
 
-use crate::error::{MergeError, Side};
-use crate::row::Keyed;
+use crate::error::Side;
 
 /// The outcome for one key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +68,7 @@ impl<R: Keyed> Change<R> {
 /// Merges two streams ordered by strictly increasing key.
 ///
 /// ```
-/// use datadiff_diff_core::{merge, Change, DigestRow};
+/// use datadiff_diff_core::merge::{merge, Change, DigestRow};
 ///
 /// let row = |key: i64, byte: u8| Ok::<_, std::convert::Infallible>(DigestRow { key, digest: [byte; 32] });
 /// let source = vec![row(1, 0), row(2, 0), row(4, 0)];
@@ -213,7 +219,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::row::DigestRow;
 
     type Row = DigestRow<i64>;
 

@@ -1,5 +1,5 @@
 //! PipelineWise's SQL for a **MySQL or MariaDB source** (`tap-mysql`), as pure functions: the
-//! dialect counterpart of [`MetricQuery`], [`MinimumQuery`](crate::MinimumQuery)
+//! dialect counterpart of [`MetricQuery`], [`MinimumQuery`](crate::query::MinimumQuery)
 //! and [`ChecksumPlan::postgres_expression`] (config note §2.1, §2.4, §3.2, §3.3, §5.3).
 //!
 //! # The forms
@@ -7,7 +7,7 @@
 //! * Identifiers: backticks, every backtick inside doubled ([`quote_mysql_ident`]); empty and
 //!   NUL names rejected with PipelineWise's text, as on PostgreSQL.
 //! * Columns: [`COLUMNS_QUERY`] reads `information_schema.COLUMNS` with `COLUMN_TYPE` in the
-//!   `udt_name` slot, so a `tinyint(1)` is a boolean ([`lookup_name`](crate::lookup_name)).
+//!   `udt_name` slot, so a `tinyint(1)` is a boolean ([`lookup_name`](crate::family::lookup_name)).
 //! * Aggregates: [`MetricQuery`], the same expressions as on PostgreSQL with backtick
 //!   aliases; `row_checksum` by [`ChecksumPlan::mysql_expression`]:
 //!
@@ -61,7 +61,7 @@
 
 use crate::checksum::{CHECKSUM_OFFSET, ChecksumColumn, ChecksumKind, ChecksumPlan, power_of_ten};
 use crate::query::{IdentifierError, MetricQuery, QueryError};
-use crate::{CheckType, Side};
+use crate::{Side, check::CheckType};
 
 /// Quotes a MySQL identifier: wrapped in backticks, every backtick inside doubled
 /// (``order`items`` → ``` `order``items` ```). Empty names and names containing NUL are
@@ -517,7 +517,10 @@ mod tests {
 
     use super::*;
     use crate::column::tests::column;
-    use crate::{CatalogColumn, ColumnPair, TypeFamily};
+    use crate::{
+        column::{CatalogColumn, ColumnPair},
+        family::TypeFamily,
+    };
 
     fn pair(name: &str, data_type: &str, scale: Option<i32>) -> ColumnPair {
         let side = CatalogColumn { numeric_scale: scale, ..column(name, data_type) };

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::Side;
+use crate::error::Side;
 use crate::run::{PreflightStatus, RunStatus};
 use crate::verdict::{CheckResult, ResultStatus};
 
@@ -151,7 +151,7 @@ mod tests {
 
     use super::*;
     use crate::verdict::ResultType;
-    use crate::{CheckType, Value};
+    use crate::{check::CheckType, value::Value};
 
     fn result(check: CheckType, status: ResultStatus, error: Option<&str>) -> CheckResult {
         CheckResult {

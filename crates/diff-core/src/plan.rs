@@ -22,17 +22,30 @@
 //!    with [`AggregatePlan::outcome`]`(`[`compare`](AggregatePlan::compare)`(...)?)` (plus a
 //!    `row_diff` result when that extension ran).
 
+pub use crate::checksum::{CHECKSUM_OFFSET, ChecksumColumn, ChecksumKind, ChecksumPlan, UnsupportedComparison};
+pub use crate::column::{
+    CatalogColumn, ColumnError, ColumnPair, ColumnPlan, ColumnSelection, TIMESTAMP_TYPES, TableColumns,
+};
+pub use crate::family::{TypeFamily, lookup_name};
+pub use crate::query::{
+    IdentifierError, MetricQuery, MinimumQuery, Placeholders, QueryError, SOFT_DELETE_COLUMN, qualified_table,
+    quote_ident, quoted_ident,
+};
+
 use chrono::{DateTime, Utc};
 
-use crate::checksum::ChecksumPlan;
-use crate::column::{ColumnError, ColumnPlan, ColumnSelection, TableColumns};
 use crate::historical::{HistoricalStart, resolve_historical_start};
 use crate::mysql::MySqlPlaceholders;
 use crate::outcome::Outcome;
-use crate::query::{MetricQuery, MinimumQuery, Placeholders, QueryError, SOFT_DELETE_COLUMN};
+
 use crate::run::PreflightStatus;
 use crate::verdict::{CheckResult, ResultType, in_declared_order};
-use crate::{CheckDefinition, CheckType, Side, SourceType, Value};
+use crate::{
+    Side,
+    check::CheckType,
+    definition::{CheckDefinition, SourceType},
+    value::Value,
+};
 
 /// Why an attempt cannot be planned or its aggregate rows read. Column and identifier texts are
 /// PipelineWise's (they become the attempt's `error`).
@@ -60,7 +73,7 @@ pub enum PlanError {
 /// The plan of one attempt's aggregate checks (see the module docs for how the runner uses it).
 ///
 /// ```
-/// use datadiff_diff_core::{AggregatePlan, CatalogColumn, CheckDefinition, RunStatus, Side, TableColumns, Value};
+/// use datadiff_diff_core::{plan::{AggregatePlan, CatalogColumn, TableColumns}, definition::CheckDefinition, attempt::RunStatus, Side, merge::Value};
 /// use serde_json::json;
 ///
 /// let definition = CheckDefinition::from_canonical_config("postgres/tap/public/payments", &json!({
@@ -342,11 +355,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::column::CatalogColumn;
+
     use crate::column::tests::column;
     use crate::run::RunStatus;
     use crate::verdict::ResultStatus;
-    use crate::{Extensions, Numeric, SourceType, TargetType};
+    use crate::{
+        definition::{Extensions, SourceType, TargetType},
+        value::Numeric,
+    };
 
     fn definition(checks: &[CheckType], compare: &[&str]) -> CheckDefinition {
         CheckDefinition {

@@ -8,13 +8,13 @@
 //! [`Placeholders::Pyformat`] it hashes to the same preflight `query_fingerprint`; the runner
 //! executes the [`Placeholders::Numbered`] form (`$1`, `$2`), binding the window bounds as
 //! `timestamptz`, or as naive UTC for a naive timestamp column
-//! ([`CatalogColumn::is_naive_timestamp`](crate::CatalogColumn::is_naive_timestamp)).
+//! ([`CatalogColumn::is_naive_timestamp`](crate::column::CatalogColumn::is_naive_timestamp)).
 //!
 //! The MySQL/MariaDB source forms are in [`crate::mysql`]; Snowflake targets are not executed by
 //! datadiff (SPEC §0) and have no builder here.
 
 use crate::checksum::ChecksumPlan;
-use crate::{CheckType, Side};
+use crate::{Side, check::CheckType};
 
 /// The target column a Singer target sets when it soft-deletes a row; `exclude_soft_deleted`
 /// leaves out target rows where it is not NULL.

@@ -59,13 +59,15 @@
 //! Rarer patterns (the 8-year February 29th gap around 2100) are not looked for: the result
 //! feeds a warning.
 
+pub use crate::tick::{CheckTickPlan, TickFacts, TickStep};
+
 use std::fmt;
 
 use chrono::{DateTime, Datelike, SubsecRound, TimeDelta, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 
-use crate::Duration;
+use crate::duration::Duration;
 use crate::time::postgres_first_instant;
 
 /// A parsed cron schedule, evaluated in UTC. Keeps the text it was parsed from.

@@ -8,7 +8,7 @@ use std::str::FromStr;
 /// libpq's `sslmode` values, in libpq's spelling.
 ///
 /// ```
-/// use datadiff_diff_core::SslMode;
+/// use datadiff_diff_core::definition::SslMode;
 ///
 /// assert_eq!("verify-full".parse::<SslMode>(), Ok(SslMode::VerifyFull));
 /// assert_eq!(SslMode::Allow.to_string(), "allow");

@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use chrono::{TimeZone, Utc};
-//! use datadiff_diff_core::{CheckTickPlan, Schedule, StartKind, TickFacts, TickStep};
+//! use datadiff_diff_core::{schedule::{CheckTickPlan, Schedule, TickFacts, TickStep}, attempt::StartKind};
 //!
 //! let schedule = Schedule::parse("0 * * * *")?;
 //! let current = Utc.with_ymd_and_hms(2026, 7, 22, 13, 0, 0).unwrap();

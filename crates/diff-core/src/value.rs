@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::Error;
+use crate::error::Error;
 
 /// A canonical value of one field.
 ///

@@ -16,7 +16,10 @@ use serde_json::{Value as Json, json};
 use crate::checksum::UnsupportedComparison;
 use crate::run::{RunStatus, UnknownName};
 use crate::summary::Summary;
-use crate::{CheckType, Numeric, Value};
+use crate::{
+    check::CheckType,
+    value::{Numeric, Value},
+};
 
 /// The status of one check's result (`dd_run_results.status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -404,7 +407,7 @@ mod tests {
 
     #[test]
     fn row_diff_counts_come_from_a_merge_summary() {
-        use crate::{Key, ValuesRow, merge};
+        use crate::{key::Key, merge::merge, row::ValuesRow};
         let row = |id: i64, status: &str| {
             Ok::<_, std::convert::Infallible>(ValuesRow { key: Key::Int(id), values: vec![Value::text(status)] })
         };

@@ -8,7 +8,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::convert::Infallible;
 
-use datadiff_diff_core::{DigestRow, Summary, merge};
+use datadiff_diff_core::merge::{DigestRow, Summary, merge};
 
 struct Counting;
 

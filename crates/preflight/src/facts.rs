@@ -3,7 +3,7 @@
 use crate::fingerprint::QueryFingerprint;
 use crate::index::{IndexFact, SourceIndex};
 use crate::record::PreflightRecord;
-use datadiff_diff_core::PreflightStatus;
+use datadiff_diff_core::attempt::PreflightStatus;
 
 /// The bound of the row count the runner uses, as upstream (`LIMIT 100000`).
 pub const DEFAULT_ROW_LIMIT: i64 = 100_000;

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
-use datadiff_diff_core::{PythonSeparators, python_json_with};
+use datadiff_diff_core::definition::{PythonSeparators, python_json_with};
 
 /// The text hashed for a placeholder preflight (a run that failed before any was decided).
 const PLACEHOLDER_TEXT: &str = "preflight-not-built";

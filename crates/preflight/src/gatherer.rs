@@ -157,8 +157,8 @@ fn count_rows(client: &mut impl GenericClient, table: &SourceTable<'_>, row_limi
 fn bounded_count_sql(table: &SourceTable<'_>) -> String {
     format!(
         "SELECT COUNT(*) AS table_rows FROM (SELECT 1 FROM {}.{} LIMIT $1) AS ppw_preflight_rows",
-        datadiff_diff_core::quoted_ident(table.schema),
-        datadiff_diff_core::quoted_ident(table.table)
+        datadiff_diff_core::plan::quoted_ident(table.schema),
+        datadiff_diff_core::plan::quoted_ident(table.table)
     )
 }
 
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn a_mysql_source_gets_the_same_verdict_with_mysql_evidence() {
-        use datadiff_diff_core::PreflightStatus;
+        use datadiff_diff_core::attempt::PreflightStatus;
         let fingerprint = || QueryFingerprint::of_sql("SELECT 1");
         // A usable leading index: PASS, no count.
         let indexed = preflight_with(

@@ -10,7 +10,7 @@
 //!   read-only transaction: every [`IndexFact`] of the table, and a bounded row count
 //!   ([`RowCount`]) only when no usable index leads with the timestamp column.
 //! * [`CatalogFacts::verdict`] (pure) turns facts into a [`PreflightRecord`]: a
-//!   [`PreflightStatus`](datadiff_diff_core::PreflightStatus) (PASS, BLOCKED, ERROR), upstream's findings texts, the evidence
+//!   [`PreflightStatus`](datadiff_diff_core::attempt::PreflightStatus) (PASS, BLOCKED, ERROR), upstream's findings texts, the evidence
 //!   (`index_metadata`, `has_leading_index`, `table_rows`, `row_limit`), the caller's
 //!   [`QueryFingerprint`], and the `index_warning` flag that drives warning alerts.
 //!   [`preflight`] is the two in one call, with [`DEFAULT_ROW_LIMIT`].
@@ -29,7 +29,7 @@
 //! panic or an `Err`: the run records it as evidence and stops before reading data.
 //!
 //! ```no_run
-//! use datadiff_diff_core::PreflightStatus;
+//! use datadiff_diff_core::attempt::PreflightStatus;
 //! use datadiff_preflight::{preflight, QueryFingerprint, SourceTable};
 //!
 //! # fn main() -> Result<(), postgres::Error> {

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::fingerprint::{MetadataOnlyScope, QueryFingerprint};
 use crate::index::{IndexFact, SourceIndex};
-use datadiff_diff_core::PreflightStatus;
+use datadiff_diff_core::attempt::PreflightStatus;
 
 /// The single finding of a metadata-only preflight.
 const METADATA_ONLY_FINDING: &str = "Metadata-only check; no source data query was executed";

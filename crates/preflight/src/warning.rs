@@ -4,7 +4,7 @@ use std::fmt;
 
 use uuid::Uuid;
 
-use datadiff_diff_core::{PythonSeparators, python_json_with};
+use datadiff_diff_core::definition::{PythonSeparators, python_json_with};
 
 /// The first element of the identity array, naming what the identity is for.
 const IDENTITY_TAG: &str = "pipelinewise.data_diff.index_warning";

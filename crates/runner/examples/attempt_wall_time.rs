@@ -22,7 +22,10 @@ use chrono::{TimeZone, Utc};
 use datadiff_access::Environment;
 use datadiff_backend_store::{BackendConfig, DefinitionFilter, MigrateOptions, SyncScope};
 use datadiff_config::{DbConn, Secret};
-use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, SourceType, StartKind, TargetType};
+use datadiff_diff_core::{
+    attempt::StartKind,
+    definition::{CheckDefinition, CheckType, Extensions, SourceType, TargetType},
+};
 use datadiff_runner::{Clock, Connections, ExecutionOptions, SummaryStatus, execute, open_backend};
 use datadiff_testkit::{Cluster, SUPERUSER};
 

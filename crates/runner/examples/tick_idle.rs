@@ -17,7 +17,7 @@ use std::time::Instant;
 use chrono::{TimeZone, Utc};
 use datadiff_access::Environment;
 use datadiff_backend_store::{BackendConfig, MigrateOptions, SyncScope};
-use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, SourceType, TargetType};
+use datadiff_diff_core::definition::{CheckDefinition, CheckType, Extensions, SourceType, TargetType};
 use datadiff_runner::{Clock, Connections, SummaryStatus, TickContext, open_backend, tick};
 use datadiff_testkit::{Cluster, SUPERUSER};
 

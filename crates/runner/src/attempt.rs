@@ -44,8 +44,10 @@
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, Completion, Difference, NewPreflight, Store, StoredDefinition};
 use datadiff_diff_core::{
-    AggregatePlan, CheckResult, CheckType, HistoricalStart, Outcome, PreflightId, ResultType, RunStatus, Side,
-    SkipReason, TableColumns,
+    Side,
+    attempt::{CheckResult, HistoricalStart, Outcome, PreflightId, ResultType, RunStatus, SkipReason},
+    definition::CheckType,
+    plan::{AggregatePlan, TableColumns},
 };
 use datadiff_preflight::{MetadataOnlyScope, PreflightRecord, QueryFingerprint, RowCount, SourceIndex, SourceTable};
 use postgres::SimpleQueryMessage;
@@ -559,7 +561,7 @@ const ROW_DIFF_FROM_MYSQL: &str =
 /// result kept. The metric checks have no result, as for any failed query.
 fn aggregate_failed(plan: &AggregatePlan, reason: String, row_diff: Vec<CheckResult>) -> Outcome {
     let mut error = reason;
-    if let Some(texts) = datadiff_diff_core::results_error(&row_diff) {
+    if let Some(texts) = datadiff_diff_core::attempt::results_error(&row_diff) {
         error.push_str("; ");
         error.push_str(&texts);
     }

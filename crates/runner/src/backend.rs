@@ -65,7 +65,7 @@ mod tests {
             ddl_user: "owner".into(),
             ddl_password: Secret::new("owner-pw"),
             connect_timeout: 7,
-            sslmode: Some(datadiff_diff_core::SslMode::VerifyFull),
+            sslmode: Some(datadiff_diff_core::definition::SslMode::VerifyFull),
             sslrootcert: Some(PathBuf::from("/etc/ca.pem")),
             sslcert: Some(PathBuf::from("/etc/dd.crt")),
             sslkey: Some(PathBuf::from("/etc/dd.key")),
@@ -77,7 +77,7 @@ mod tests {
         );
         assert_eq!((config.user.as_str(), config.password.as_str()), ("app", "app-pw"));
         assert_eq!((config.ddl_user.as_str(), config.ddl_password.as_str()), ("owner", "owner-pw"));
-        assert_eq!(config.sslmode, Some(datadiff_diff_core::SslMode::VerifyFull));
+        assert_eq!(config.sslmode, Some(datadiff_diff_core::definition::SslMode::VerifyFull));
         assert_eq!(config.sslrootcert, Some(PathBuf::from("/etc/ca.pem")));
         assert_eq!((config.sslcert, config.sslkey), (settings.sslcert.clone(), settings.sslkey.clone()));
         assert_eq!(config.connect_timeout, Duration::from_secs(7));

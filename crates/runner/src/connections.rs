@@ -28,13 +28,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use datadiff_config::{DbConn, Endpoint, Project, SideTls};
-use datadiff_diff_core::{CheckDefinition, Side, SslMode};
+use datadiff_diff_core::{
+    Side,
+    definition::{CheckDefinition, SslMode},
+};
 
 use datadiff_access::{
     ClientCertificate, Environment, MySqlSideConfig, PassfileQuery, RootCertificates, Service, SideConfig, TlsSettings,
     passfile_lookup,
 };
-use datadiff_diff_core::SourceType;
+use datadiff_diff_core::definition::SourceType;
 use datadiff_diff_core::mysql::MySqlTls;
 
 /// `application_name` of source sessions, as upstream.
@@ -392,7 +395,7 @@ pub struct Route {
 #[cfg(test)]
 mod tests {
     use datadiff_config::Secret;
-    use datadiff_diff_core::{CheckType, Extensions, SourceType, TargetType};
+    use datadiff_diff_core::definition::{CheckType, Extensions, SourceType, TargetType};
     use postgres::config::SslMode as DriverSslMode;
 
     use super::*;

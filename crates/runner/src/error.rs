@@ -34,7 +34,7 @@ pub enum Error {
     #[error("run {run_id} was interrupted before it completed")]
     Interrupted {
         /// The attempt.
-        run_id: datadiff_diff_core::RunId,
+        run_id: datadiff_diff_core::attempt::RunId,
     },
     /// SIGTERM/SIGINT handlers could not be installed (or another invocation of this
     /// process holds them).

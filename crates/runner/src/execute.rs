@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, Completion, NewPreflight, StartOutcome, Store, StoredDefinition};
-use datadiff_diff_core::{Outcome, PreflightStatus, Signal, StartKind};
+use datadiff_diff_core::attempt::{Outcome, PreflightStatus, Signal, StartKind};
 use datadiff_preflight::PreflightRecord;
 
 use crate::attempt::AttemptRun;
@@ -69,9 +69,9 @@ pub fn execute(
         finished(options);
         let reason = format!(
             "the window [{}, {}) ends after the current time {}: not attempted before it has passed",
-            datadiff_diff_core::python_isoformat(window.start),
-            datadiff_diff_core::python_isoformat(window.end),
-            datadiff_diff_core::python_isoformat(real_now),
+            datadiff_diff_core::attempt::python_isoformat(window.start),
+            datadiff_diff_core::attempt::python_isoformat(window.end),
+            datadiff_diff_core::attempt::python_isoformat(real_now),
         );
         return Ok(RunSummary::not_attempted(CheckIdentity::of(definition), scheduled_for, reason));
     }

@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use datadiff_diff_core::{CheckId, RunId};
+use datadiff_diff_core::attempt::{CheckId, RunId};
 
 use datadiff_access::AnyCanceller;
 

@@ -83,7 +83,7 @@
 //!
 //! use chrono::{TimeZone, Utc};
 //! use datadiff_backend_store::DefinitionFilter;
-//! use datadiff_diff_core::StartKind;
+//! use datadiff_diff_core::attempt::StartKind;
 //! use datadiff_runner::{Clock, Connections, ExecutionOptions, SummaryStatus, backend_config, execute, open_backend};
 //!
 //! let project = datadiff_config::load("/srv/pipelinewise", None)?;

@@ -1,7 +1,7 @@
 //! `rerun_data_diff_check`: see [`remediate`].
 
 use datadiff_backend_store::Attempt;
-use datadiff_diff_core::{RunId, Signal};
+use datadiff_diff_core::attempt::{RunId, Signal};
 
 use crate::error::Error;
 use crate::execute::execute_started;

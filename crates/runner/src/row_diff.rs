@@ -56,8 +56,11 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Datelike, Utc};
 use datadiff_backend_store::Difference;
 use datadiff_diff_core::{
-    AggregatePlan, CheckDefinition, CheckResult, ColumnPair, Key, MergeError, ResultStatus, ResultType, RowDiffCounts,
-    Side, Summary, merge, quoted_ident,
+    Side,
+    attempt::{CheckResult, ResultStatus, ResultType, RowDiffCounts},
+    definition::CheckDefinition,
+    merge::{Key, MergeError, Summary, merge},
+    plan::{AggregatePlan, ColumnPair, quoted_ident},
 };
 use serde_json::{Map, Value as Json};
 

@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use datadiff_backend_store::Store;
-use datadiff_diff_core::{RunId, Signal};
+use datadiff_diff_core::attempt::{RunId, Signal};
 
 use crate::clock::Clock;
 use crate::error::Error;

@@ -17,8 +17,10 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::StoredDefinition;
 use datadiff_diff_core::{
-    Bounds, CheckId, CheckResult, CheckType, PreflightStatus, ResultType, RunId, RunStatus, Skip, SourceType,
-    TriggerType, UnknownName,
+    attempt::{
+        Bounds, CheckId, CheckResult, PreflightStatus, ResultType, RunId, RunStatus, Skip, TriggerType, UnknownName,
+    },
+    definition::{CheckType, SourceType},
 };
 use datadiff_preflight::{IndexWarningIdentity, PreflightRecord, QueryFingerprint};
 
@@ -317,7 +319,10 @@ impl RunSummary {
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
-    use datadiff_diff_core::{ResultStatus, SkipReason, Value};
+    use datadiff_diff_core::{
+        attempt::{ResultStatus, SkipReason},
+        merge::Value,
+    };
     use uuid::Uuid;
 
     use super::*;

@@ -6,7 +6,10 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, ScheduleOverview, Store, StoredDefinition, SweptRun};
-use datadiff_diff_core::{CheckTickPlan, MAX_CATCH_UP, Schedule, Signal, StartKind, TickFacts, TickStep};
+use datadiff_diff_core::{
+    attempt::{MAX_CATCH_UP, Signal, StartKind},
+    schedule::{CheckTickPlan, Schedule, TickFacts, TickStep},
+};
 
 use crate::clock::Clock;
 use crate::connections::Connections;
@@ -225,7 +228,7 @@ impl TickReport {
 /// them have a stale attempt, a retry candidate, or a current slot not attempted yet, and
 /// calls the per-check operations only where they can change something. A current slot seen
 /// attempted is reported SKIPPED from the overview's newest attempt through diff-core's
-/// [`decide_start`](datadiff_diff_core::decide_start) (the same rule the store applies under the lock), unless `--force` or a
+/// [`decide_start`](datadiff_diff_core::attempt::decide_start) (the same rule the store applies under the lock), unless `--force` or a
 /// sweep changed the picture, in which case the store decides.
 ///
 /// **Failures.** A backend failure while working on one definition is that definition's
@@ -471,7 +474,7 @@ impl CheckWork<'_> {
 pub(crate) fn interrupted(
     context: &TickContext,
     definition: &StoredDefinition,
-    run_id: datadiff_diff_core::RunId,
+    run_id: datadiff_diff_core::attempt::RunId,
     signal: Option<Signal>,
 ) -> RunSummary {
     let attempt = InFlightAttempt { run_id, check_id: definition.check_id };
@@ -480,7 +483,7 @@ pub(crate) fn interrupted(
     }
     let identity = CheckIdentity::of(definition);
     match context.store.attempt(run_id) {
-        Ok(Some(stored)) if stored.status != datadiff_diff_core::RunStatus::Running => {
+        Ok(Some(stored)) if stored.status != datadiff_diff_core::attempt::RunStatus::Running => {
             summary_of_attempt(identity, &stored)
         }
         Ok(_) | Err(_) => RunSummary {

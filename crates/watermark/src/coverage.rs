@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{RunId, RunStatus};
+use datadiff_diff_core::attempt::{RunId, RunStatus};
 
 use crate::error::{Error, Violation};
 use crate::reason::Reason;

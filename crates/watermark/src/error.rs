@@ -2,7 +2,7 @@
 //! identifies the problem: the run, the slot, the offending instants.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckId, RunId, RunStatus};
+use datadiff_diff_core::attempt::{CheckId, RunId, RunStatus};
 
 /// Why an input was refused. Every invalid input is one of these, never a panic.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

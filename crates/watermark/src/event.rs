@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckId, RunId};
+use datadiff_diff_core::attempt::{CheckId, RunId};
 use uuid::Uuid;
 
 use crate::coverage::{Coverage, VerifiedStatus};

@@ -58,7 +58,7 @@
 //!
 //! ```
 //! use chrono::{TimeZone, Utc};
-//! use datadiff_diff_core::{CheckId, RunId, RunStatus};
+//! use datadiff_diff_core::attempt::{CheckId, RunId, RunStatus};
 //! use datadiff_watermark::{EventType, FinishedAttempt, Method, SlotWrite, Transition, VerifiedStatus};
 //! use uuid::Uuid;
 //!

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use datadiff_diff_core::{RunId, RunStatus};
+use datadiff_diff_core::attempt::{RunId, RunStatus};
 
 /// Why the watermark is where it is. `Display` renders upstream's text; run ids are lowercase
 /// hyphenated UUIDs.

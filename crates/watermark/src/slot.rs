@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{RunId, RunStatus};
+use datadiff_diff_core::attempt::{RunId, RunStatus};
 
 use crate::error::Error;
 

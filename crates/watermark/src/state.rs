@@ -2,7 +2,7 @@
 //! definition and the evaluation that produced it.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{CheckId, RunId};
+use datadiff_diff_core::attempt::{CheckId, RunId};
 
 use crate::coverage::Coverage;
 use crate::error::Violation;

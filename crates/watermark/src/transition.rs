@@ -1,7 +1,7 @@
 //! One coverage transition: what the store writes when an attempt finishes or is swept.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::CheckId;
+use datadiff_diff_core::attempt::CheckId;
 use uuid::Uuid;
 
 use crate::coverage::{Coverage, advance, recompute};

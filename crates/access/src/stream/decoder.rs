@@ -32,7 +32,7 @@
 //! floats; numeric as base-10000 digit groups; dates as days and timestamps as microseconds
 //! since 2000-01-01 (shifted to the 1970 epoch here; ±infinity kept as the extreme values).
 
-use datadiff_diff_core::{Key, Numeric, Value};
+use datadiff_diff_core::merge::{Key, Numeric, Value};
 
 use crate::error::Error;
 use crate::stream::column::{ColumnType, Family};
@@ -590,7 +590,7 @@ fn float_text(field: &[u8], scale: u32, out: &mut Vec<u8>, scratch: &mut Vec<u8>
 /// `scale` fraction digits when given. May modify `digits`.
 fn write_decimal(negative: bool, digits: &mut Vec<u8>, mut point: usize, scale: Option<u32>, out: &mut Vec<u8>) {
     if let Some(scale) = scale {
-        point = datadiff_diff_core::round_decimal_digits(digits, point, scale as usize);
+        point = datadiff_diff_core::merge::round_decimal_digits(digits, point, scale as usize);
     }
     let integer = &digits[..point];
     let integer = &integer[integer.iter().position(|&d| d != b'0').unwrap_or(integer.len())..];

@@ -26,7 +26,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use datadiff_diff_core::{ChangedFields, Key, Keyed, Value, ValuesRow};
+use datadiff_diff_core::merge::{ChangedFields, Key, Keyed, Value, ValuesRow};
 
 use crate::stream::decoder::Decoder;
 

@@ -3,7 +3,7 @@
 //! * [`read_columns`] reads a table's columns and their type [`Family`] from the catalog.
 //! * [`plan_key`] and [`plan_pair`] choose, once per column, the [`KeyDecoder`] and
 //!   [`Decoder`] of each side so that compatible types meet in one canonical
-//!   [`datadiff_diff_core::Value`] variant, forgiving only what the source's type cannot
+//!   [`datadiff_diff_core::merge::Value`] variant, forgiving only what the source's type cannot
 //!   distinguish (see [`decoder`]; every pair is in the table of `docs/operator-guide.md`,
 //!   "Comparing values across types").
 //! * [`RowQuery`] is what one side streams (a `SELECT` ordered by key plus its decoders);
@@ -12,11 +12,11 @@
 //!   [`Endpoint`] (about three times cheaper per row on the client: tokio-postgres with a tap
 //!   decoding `CopyData` in place). Either yields [`EncodedRow`]s (the key and each field's
 //!   canonical bytes in its batch's shared buffer) for [`datadiff_diff_core::merge`] and
-//!   [`datadiff_diff_core::Summary`]; [`EncodedRow::values`] turns one back into
-//!   [`datadiff_diff_core::Value`]s. A [`StreamStopper`] stops a reader from another thread.
+//!   [`datadiff_diff_core::merge::Summary`]; [`EncodedRow::values`] turns one back into
+//!   [`datadiff_diff_core::merge::Value`]s. A [`StreamStopper`] stops a reader from another thread.
 //!
 //! ```no_run
-//! use datadiff_diff_core::{merge, Summary};
+//! use datadiff_diff_core::merge::{merge, Summary};
 //! use datadiff_access::stream::{self, RowQuery, RowStream, StreamOptions};
 //! use datadiff_access::{Dsn, Environment, Session, SessionSettings, TableName};
 //!

@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::Scope;
 
 use crossbeam_channel::{Receiver, Sender};
-use datadiff_diff_core::{Batches, quoted_ident};
+use datadiff_diff_core::{merge::Batches, plan::quoted_ident};
 
 use crate::error::Error;
 use crate::session::{Canceller, Session};

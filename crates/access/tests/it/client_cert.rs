@@ -10,7 +10,7 @@ use datadiff_access::{
     ClientCertificate, Dsn, Environment, RootCertificates, Session, SessionSettings, SideConfig, SideSession,
     TableName, TlsSettings, chain,
 };
-use datadiff_diff_core::{Side, SslMode};
+use datadiff_diff_core::{Side, definition::SslMode};
 use datadiff_testkit::{Cluster, ClusterOptions, write_unrelated_ca};
 
 /// The cluster (its certificate names only `localhost`), a database with a table `public.t`

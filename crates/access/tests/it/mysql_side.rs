@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use datadiff_access::{AnySide, MySqlSideConfig, MySqlSideSession};
 use datadiff_diff_core::mysql::{MySqlEngine, MySqlTls};
-use datadiff_diff_core::{Bounds, CheckType, Side, TypeFamily, Value};
+use datadiff_diff_core::{Side, attempt::Bounds, definition::CheckType, merge::Value, plan::TypeFamily};
 use datadiff_testkit::{MariaDb, MariaDbDatabase, shared_mariadb};
 use mysql::prelude::Queryable;
 

@@ -5,7 +5,7 @@
 use datadiff_access::stream::EncodedRow;
 use datadiff_access::stream::{self, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions};
 use datadiff_access::{Dsn, Environment, Error, Session, SessionSettings, TableName};
-use datadiff_diff_core::{Key, Numeric, Value, ValuesRow};
+use datadiff_diff_core::merge::{Key, Numeric, Value, ValuesRow};
 use datadiff_testkit::shared_cluster;
 
 fn session(database: &datadiff_testkit::Database<'_>) -> Session {

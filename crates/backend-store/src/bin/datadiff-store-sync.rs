@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{BackendConfig, Store, SyncScope};
-use datadiff_diff_core::CheckDefinition;
+use datadiff_diff_core::definition::CheckDefinition;
 
 fn variable(name: &str) -> String {
     std::env::var(format!("DATADIFF_BACKEND_{name}")).unwrap_or_default()

@@ -4,7 +4,8 @@
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use datadiff_backend_store::{AdvisoryLock, Error, StoredDefinition};
 use datadiff_diff_core::{
-    Bounds, CheckId, CheckType, RemediationRefusal, RunId, RunStatus, SkipReason, StartKind, TriggerType,
+    attempt::{Bounds, CheckId, RemediationRefusal, RunId, RunStatus, SkipReason, StartKind, TriggerType},
+    definition::CheckType,
 };
 use uuid::Uuid;
 

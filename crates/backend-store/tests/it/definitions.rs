@@ -4,7 +4,10 @@ use std::process::{Command, Stdio};
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{AdvisoryLock, DefinitionFilter, Error, Store, SyncReport, SyncScope};
-use datadiff_diff_core::{CheckType, Extensions, RowDiffSettings, StartKind};
+use datadiff_diff_core::{
+    attempt::StartKind,
+    definition::{CheckType, Extensions, RowDiffSettings},
+};
 
 use crate::support::{Repo, at, repo, table, wait_for_lock_waiters};
 
@@ -294,7 +297,11 @@ fn the_sync_waits_for_upstreams_definition_sync_lock() {
     });
 }
 
-fn spawn_sync(repo: &Repo, definitions: &[datadiff_diff_core::CheckDefinition], now: &str) -> std::process::Child {
+fn spawn_sync(
+    repo: &Repo,
+    definitions: &[datadiff_diff_core::definition::CheckDefinition],
+    now: &str,
+) -> std::process::Child {
     let config = &repo.backend.config;
     let items: Vec<serde_json::Value> = definitions
         .iter()

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use datadiff_backend_store::{Error, MigrateOptions, Revision, Store, Target, UpstreamState};
 
-use datadiff_diff_core::RunStatus;
+use datadiff_diff_core::attempt::RunStatus;
 
 use crate::support::{at, backend, repo, scheduled, table};
 
@@ -70,7 +70,7 @@ fn a_pipelinewise_backend_without_our_extensions_passes_until_a_definition_needs
 
     // A current row_diff definition needs extension 1, and the gate for attempts says so.
     let mut row_diff = table("payments", "refunds");
-    row_diff.extensions.row_diff = Some(datadiff_diff_core::RowDiffSettings::default());
+    row_diff.extensions.row_diff = Some(datadiff_diff_core::definition::RowDiffSettings::default());
     let needing = repo.import_one(&row_diff, at(0, 0));
     assert!(store.gate_for_remediation(Path::new(PROJECT), attempt.run_id).is_err(), "current ones count");
     let error = store.gate_for_attempts(Path::new(PROJECT)).unwrap_err();

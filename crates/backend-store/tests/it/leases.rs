@@ -4,8 +4,12 @@
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Completion, Difference, Error, NewPreflight};
 use datadiff_diff_core::{
-    CheckId, CheckResult, CheckType, DifferenceKind, PreflightId, PreflightStatus, ResultStatus, ResultType, RunId,
-    RunStatus, STALE_SWEEP_ERROR, SkipReason, TriggerType,
+    attempt::{
+        CheckId, CheckResult, PreflightId, PreflightStatus, ResultStatus, ResultType, RunId, RunStatus,
+        STALE_SWEEP_ERROR, SkipReason, TriggerType,
+    },
+    definition::CheckType,
+    merge::DifferenceKind,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -430,7 +434,7 @@ fn postgresql_accepts_the_bounds_datadiff_assumes() {
     let max_val: String =
         sql.query_one("SELECT max_val FROM pg_settings WHERE name = 'statement_timeout'", &[]).unwrap().get(0);
     assert_eq!(max_val, i32::MAX.to_string());
-    let longest = datadiff_diff_core::Duration::MAX_STATEMENT_TIMEOUT.seconds();
+    let longest = datadiff_diff_core::definition::Duration::MAX_STATEMENT_TIMEOUT.seconds();
     let set = |client: &mut postgres::Client, seconds: i64| {
         client.query_one(&format!("SELECT set_config('statement_timeout', '{seconds}s', false)"), &[]).map(|_| ())
     };
@@ -440,7 +444,7 @@ fn postgresql_accepts_the_bounds_datadiff_assumes() {
     assert!(message.contains("statement_timeout"), "{error:?}");
 
     let mut sql = repo.sql();
-    let first = datadiff_diff_core::stale_cutoff(DateTime::<Utc>::MIN_UTC, 60);
+    let first = datadiff_diff_core::attempt::stale_cutoff(DateTime::<Utc>::MIN_UTC, 60);
     let shown: String = sql.query_one("SELECT ($1::timestamptz AT TIME ZONE 'UTC')::text", &[&first]).unwrap().get(0);
     assert_eq!(shown, "4714-11-24 00:00:00 BC");
     let before = first - chrono::TimeDelta::microseconds(1);

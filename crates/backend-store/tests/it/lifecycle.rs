@@ -6,8 +6,11 @@
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Completion, DefinitionFilter, NewPreflight, StartOutcome, SyncScope};
 use datadiff_diff_core::{
-    Bounds, CheckDefinition, CheckId, CheckResult, CheckType, Extensions, PreflightStatus, ResultStatus, ResultType,
-    RunId, RunStatus, SourceType, TargetType, TriggerType, due_slots,
+    attempt::{
+        Bounds, CheckId, CheckResult, PreflightStatus, ResultStatus, ResultType, RunId, RunStatus, TriggerType,
+        due_slots,
+    },
+    definition::{CheckDefinition, CheckType, Extensions, SourceType, TargetType},
 };
 use serde_json::json;
 use uuid::Uuid;

@@ -18,7 +18,8 @@ use datadiff_backend_store::{
     StoredDefinition, SyncScope, Target, migrate_backend,
 };
 use datadiff_diff_core::{
-    CheckResult, DifferenceKind, PreflightStatus, ResultStatus, ResultType, RunId, RunStatus, StartKind,
+    attempt::{CheckResult, PreflightStatus, ResultStatus, ResultType, RunId, RunStatus, StartKind},
+    merge::DifferenceKind,
 };
 use datadiff_testkit::{Database, quote_ident, shared_cluster};
 use datadiff_watermark::{Slot, recompute};
@@ -535,8 +536,11 @@ impl History<'_> {
     }
 
     fn remediate(&self, run_id: Uuid, status: RunStatus, start: Option<DateTime<Utc>>, at: DateTime<Utc>) -> Uuid {
-        let remediation =
-            self.store.start_remediation(datadiff_diff_core::RunId::new(run_id), "INC-42", at).unwrap().attempt;
+        let remediation = self
+            .store
+            .start_remediation(datadiff_diff_core::attempt::RunId::new(run_id), "INC-42", at)
+            .unwrap()
+            .attempt;
         if let Some(start) = start {
             self.store.resolve_historical_start(remediation.run_id, start).unwrap();
         }
@@ -841,7 +845,7 @@ fn the_retention_procedure_prunes_superseded_history_and_keeps_coverage_keys_and
     // The store carries on: a forced rerun of a pruned slot numbers after its newest attempt,
     // and the coverage still equals its recomputation.
     let rerun = history.start(&a, slot(3), forced, now);
-    assert_eq!((rerun.attempt, rerun.trigger), (4, datadiff_diff_core::TriggerType::Manual));
+    assert_eq!((rerun.attempt, rerun.trigger), (4, datadiff_diff_core::attempt::TriggerType::Manual));
     history.finish(&rerun, RunStatus::Pass, now);
     assert_coverage_recomputes(&mut superuser);
     assert_no_orphans(&mut superuser);

@@ -1,7 +1,7 @@
 //! The schedule overview agrees with the per-check operations it lets a tick skip.
 
 use datadiff_backend_store::StoredDefinition;
-use datadiff_diff_core::{RunStatus, StartKind};
+use datadiff_diff_core::attempt::{RunStatus, StartKind};
 
 use crate::support::{Repo, at, repo, scheduled, table};
 

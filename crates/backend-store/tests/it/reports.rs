@@ -5,7 +5,10 @@ use datadiff_backend_store::{
     DailyReportRow, Error, FailureReportRow, LagProblem, LagVerdict, LastAttempt, RemediationReportRow,
     StoredDifference, WatermarkReportRow, WatermarkStatus,
 };
-use datadiff_diff_core::{CheckId, DifferenceKind, ResultStatus, ResultType, RunId, RunStatus, TriggerType};
+use datadiff_diff_core::{
+    attempt::{CheckId, ResultStatus, ResultType, RunId, RunStatus, TriggerType},
+    merge::DifferenceKind,
+};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -584,7 +587,7 @@ fn a_runs_evidence_is_its_attempt_definition_preflight_and_results_in_one_read()
     assert_eq!(evidence.attempt.status, RunStatus::Fail);
     let preflight = evidence.preflight.expect("the linked preflight");
     assert_eq!(preflight.preflight_id.get(), id(0xf6));
-    assert_eq!(preflight.status, datadiff_diff_core::PreflightStatus::Blocked);
+    assert_eq!(preflight.status, datadiff_diff_core::attempt::PreflightStatus::Blocked);
     assert_eq!(preflight.checked_at, t(22, 12, 1));
     assert_eq!(preflight.query_fingerprint, "ab".repeat(32));
     assert_eq!(preflight.findings, ["no index leads with updated_at"], "strings only");

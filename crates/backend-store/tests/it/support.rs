@@ -175,7 +175,7 @@ impl Repo {
     /// Imports `definitions` for every tap at `now` and returns the current revisions by name.
     pub(crate) fn import(
         &self,
-        definitions: &[datadiff_diff_core::CheckDefinition],
+        definitions: &[datadiff_diff_core::definition::CheckDefinition],
         now: chrono::DateTime<chrono::Utc>,
     ) -> Vec<datadiff_backend_store::StoredDefinition> {
         self.store.sync_definitions(definitions, &datadiff_backend_store::SyncScope::all(), now).unwrap();
@@ -185,7 +185,7 @@ impl Repo {
     /// Imports one definition and returns its current revision.
     pub(crate) fn import_one(
         &self,
-        definition: &datadiff_diff_core::CheckDefinition,
+        definition: &datadiff_diff_core::definition::CheckDefinition,
         now: chrono::DateTime<chrono::Utc>,
     ) -> datadiff_backend_store::StoredDefinition {
         self.store
@@ -212,8 +212,8 @@ pub(crate) fn at(hour: u32, minute: u32) -> chrono::DateTime<chrono::Utc> {
 
 /// An hourly PostgreSQL → PostgreSQL definition of `tap`/`table` whose window is the hour
 /// before each slot, checking `row_count` with a 60 s statement timeout.
-pub(crate) fn table(tap: &str, table: &str) -> datadiff_diff_core::CheckDefinition {
-    use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, SourceType, TargetType};
+pub(crate) fn table(tap: &str, table: &str) -> datadiff_diff_core::definition::CheckDefinition {
+    use datadiff_diff_core::definition::{CheckDefinition, CheckType, Extensions, SourceType, TargetType};
     CheckDefinition {
         full_check_name: CheckDefinition::full_check_name_of("postgres", tap, "public", table),
         target_id: "postgres".into(),
@@ -277,7 +277,7 @@ pub(crate) type AttemptRow = (
 
 impl Repo {
     /// Every attempt of a revision, read with SQL, by slot and attempt number.
-    pub(crate) fn attempt_rows(&self, check_id: datadiff_diff_core::CheckId) -> Vec<AttemptRow> {
+    pub(crate) fn attempt_rows(&self, check_id: datadiff_diff_core::attempt::CheckId) -> Vec<AttemptRow> {
         self.sql()
             .query(
                 "SELECT scheduled_for, attempt, trigger_type, status, window_start, window_end \
@@ -295,7 +295,7 @@ impl Repo {
         &self,
         definition: &datadiff_backend_store::StoredDefinition,
         slot: chrono::DateTime<chrono::Utc>,
-        kind: datadiff_diff_core::StartKind,
+        kind: datadiff_diff_core::attempt::StartKind,
         now: chrono::DateTime<chrono::Utc>,
     ) -> datadiff_backend_store::Attempt {
         match self.store.start_attempt(definition, slot, kind, now).unwrap() {
@@ -309,9 +309,9 @@ impl Repo {
         &self,
         definition: &datadiff_backend_store::StoredDefinition,
         slot: chrono::DateTime<chrono::Utc>,
-        kind: datadiff_diff_core::StartKind,
+        kind: datadiff_diff_core::attempt::StartKind,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> datadiff_diff_core::Skip {
+    ) -> datadiff_diff_core::attempt::Skip {
         match self.store.start_attempt(definition, slot, kind, now).unwrap() {
             datadiff_backend_store::StartOutcome::Skipped(skip) => skip,
             datadiff_backend_store::StartOutcome::Started(attempt) => panic!("expected a skip, got {attempt:?}"),
@@ -321,11 +321,11 @@ impl Repo {
     /// Finishes a RUNNING attempt with `status`, no results, and an error text unless PASS.
     pub(crate) fn finish(
         &self,
-        run_id: datadiff_diff_core::RunId,
-        status: datadiff_diff_core::RunStatus,
+        run_id: datadiff_diff_core::attempt::RunId,
+        status: datadiff_diff_core::attempt::RunStatus,
         finished_at: chrono::DateTime<chrono::Utc>,
     ) -> datadiff_backend_store::Finished {
-        let error = (status != datadiff_diff_core::RunStatus::Pass).then(|| format!("test {status}"));
+        let error = (status != datadiff_diff_core::attempt::RunStatus::Pass).then(|| format!("test {status}"));
         self.store
             .finish_attempt(&datadiff_backend_store::Completion {
                 run_id,
@@ -341,6 +341,6 @@ impl Repo {
 }
 
 /// `scheduled` with or without `--force`.
-pub(crate) fn scheduled(force: bool) -> datadiff_diff_core::StartKind {
-    datadiff_diff_core::StartKind::Scheduled { force }
+pub(crate) fn scheduled(force: bool) -> datadiff_diff_core::attempt::StartKind {
+    datadiff_diff_core::attempt::StartKind::Scheduled { force }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use datadiff_backend_store::{BackendConfig, MigrateOptions, Store};
-use datadiff_diff_core::SslMode;
+use datadiff_diff_core::definition::SslMode;
 use datadiff_testkit::{Cluster, ClusterOptions, write_unrelated_ca};
 
 use crate::support::{backend, backend_on, single_role_backend_on};

@@ -3,7 +3,11 @@
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{AdvisoryLock, Completion, Difference, StoredDefinition};
-use datadiff_diff_core::{CheckResult, CheckType, DifferenceKind, ResultStatus, ResultType, RunId, RunStatus};
+use datadiff_diff_core::{
+    attempt::{CheckResult, ResultStatus, ResultType, RunId, RunStatus},
+    definition::CheckType,
+    merge::DifferenceKind,
+};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -442,7 +446,7 @@ fn a_metadata_only_definition_never_advances() {
     // The row_diff extension reads data: such a definition advances.
     let mut row_diff = table("t", "rowdiff");
     row_diff.checks = vec![CheckType::SchemaCompatibility];
-    row_diff.extensions.row_diff = Some(datadiff_diff_core::RowDiffSettings::default());
+    row_diff.extensions.row_diff = Some(datadiff_diff_core::definition::RowDiffSettings::default());
     let row_diff = repo.import_one(&row_diff, at(0, 0));
     let attempt = repo.start(&row_diff, at(13, 0), scheduled(false), at(13, 5));
     repo.finish(attempt.run_id, RunStatus::Pass, at(13, 6));

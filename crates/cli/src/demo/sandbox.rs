@@ -338,7 +338,7 @@ fn project_files(host: &str, port: u16, sandbox: &Logins<'_>) -> [(&'static str,
 
 #[cfg(test)]
 mod tests {
-    use datadiff_diff_core::CheckType;
+    use datadiff_diff_core::definition::CheckType;
 
     use super::*;
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use datadiff_config::LoadOptions;
-use datadiff_diff_core::{CheckType, SourceType, SslMode, TargetType};
+use datadiff_diff_core::definition::{CheckType, SourceType, SslMode, TargetType};
 
 fn fixture() -> datadiff_config::Project {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/project");

@@ -1,7 +1,7 @@
 //! backend_db, alert handlers, datadiff.yml, YAML 1.1 behaviour through the loader, and
 //! non-ASCII names hashed as Python does.
 
-use datadiff_diff_core::SslMode;
+use datadiff_diff_core::definition::SslMode;
 
 use crate::{CONFIG, TARGET, VALID, load_ok, problems, project, tap};
 
@@ -139,7 +139,8 @@ fn row_diff_empty_string_as_null_is_an_opt_in_boolean_that_makes_a_revision() {
     let plain = load_ok(&load("{max_examples: 5}")).definitions.remove(0);
     let off = load_ok(&load("{max_examples: 5, empty_string_as_null: false}")).definitions.remove(0);
     let on = load_ok(&load("{max_examples: 5, empty_string_as_null: true}")).definitions.remove(0);
-    let settings = |definition: &datadiff_diff_core::CheckDefinition| definition.extensions.row_diff.unwrap();
+    let settings =
+        |definition: &datadiff_diff_core::definition::CheckDefinition| definition.extensions.row_diff.unwrap();
     assert!(!settings(&plain).empty_string_as_null(), "off by default");
     assert!(settings(&on).empty_string_as_null());
     assert_eq!(settings(&on).max_examples(), 5);
@@ -147,8 +148,11 @@ fn row_diff_empty_string_as_null_is_an_opt_in_boolean_that_makes_a_revision() {
     assert_eq!(plain.config_hash(), off.config_hash());
     assert_ne!(plain.config_hash(), on.config_hash());
     assert!(on.canonical_json().contains(r#""row_diff":{"empty_string_as_null":true,"max_examples":5}"#));
-    let back = datadiff_diff_core::CheckDefinition::from_canonical_config(&on.full_check_name, &on.canonical_config())
-        .unwrap();
+    let back = datadiff_diff_core::definition::CheckDefinition::from_canonical_config(
+        &on.full_check_name,
+        &on.canonical_config(),
+    )
+    .unwrap();
     assert_eq!(back.extensions, on.extensions);
 
     for bad in ["yes_please", "'true'", "1"] {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use datadiff_config::SideTls;
-use datadiff_diff_core::SslMode;
+use datadiff_diff_core::definition::SslMode;
 
 use crate::{CONFIG, TARGET, VALID, load_ok, problems, project, tap};
 

@@ -15,8 +15,11 @@ use datadiff_diff_core::mysql::{
     VisibilityProbe, bounded_count_sql, index_query, indexes_from_statistics, session_statements,
 };
 use datadiff_diff_core::{
-    AggregatePlan, CatalogColumn, CheckDefinition, CheckType, Extensions, Numeric, RunStatus, Side, SourceType,
-    TableColumns, TargetType, TypeFamily, Value,
+    Side,
+    attempt::RunStatus,
+    definition::{CheckDefinition, CheckType, Extensions, SourceType, TargetType},
+    merge::{Numeric, Value},
+    plan::{AggregatePlan, CatalogColumn, TableColumns, TypeFamily},
 };
 use datadiff_testkit::{MariaDbDatabase, shared_cluster, shared_mariadb};
 use mysql::prelude::Queryable;
@@ -146,7 +149,7 @@ fn mysql_aggregate(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<Vec<Value>, Failure> {
-    let query = datadiff_diff_core::MetricQuery {
+    let query = datadiff_diff_core::plan::MetricQuery {
         schema: &definition.source_schema,
         table: &definition.source_table,
         key_column: &plan.columns().source_key().name,

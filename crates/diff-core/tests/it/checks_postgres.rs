@@ -7,8 +7,11 @@
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use datadiff_diff_core::{
-    AggregatePlan, CatalogColumn, CheckDefinition, CheckType, Extensions, HistoricalStart, Numeric, RunStatus, Side,
-    SourceType, TableColumns, TargetType, Value, quote_ident,
+    Side,
+    attempt::{HistoricalStart, RunStatus},
+    definition::{CheckDefinition, CheckType, Extensions, SourceType, TargetType},
+    merge::{Numeric, Value},
+    plan::{AggregatePlan, CatalogColumn, TableColumns, quote_ident},
 };
 use datadiff_testkit::shared_cluster;
 use postgres::Client;

@@ -3,7 +3,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 
-use datadiff_diff_core::{Batches, Change, DigestRow, Key, MergeError, Side, Summary, Value, ValuesRow, merge};
+use datadiff_diff_core::{
+    Side,
+    merge::{Batches, Change, DigestRow, Key, MergeError, Summary, Value, ValuesRow, merge},
+};
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 

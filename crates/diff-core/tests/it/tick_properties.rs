@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use datadiff_diff_core::{
-    AttemptFacts, Bounds, CheckTickPlan, MAX_CATCH_UP, RunId, RunStatus, Schedule, SkipReason, StartKind, TickFacts,
-    TickStep, TriggerType, Window, due_slots,
+    attempt::{AttemptFacts, Bounds, MAX_CATCH_UP, RunId, RunStatus, SkipReason, StartKind, TriggerType, due_slots},
+    schedule::{CheckTickPlan, Schedule, TickFacts, TickStep, Window},
 };
 use proptest::prelude::*;
 use uuid::Uuid;
@@ -16,8 +16,8 @@ fn hour(n: i64) -> DateTime<Utc> {
 fn window(slot: DateTime<Utc>) -> Option<Window> {
     Window::from_offsets(
         slot,
-        datadiff_diff_core::Duration::from_seconds(-7200),
-        datadiff_diff_core::Duration::from_seconds(-3600),
+        datadiff_diff_core::definition::Duration::from_seconds(-7200),
+        datadiff_diff_core::definition::Duration::from_seconds(-3600),
     )
 }
 

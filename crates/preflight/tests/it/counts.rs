@@ -1,6 +1,6 @@
 //! The bounded count of unindexed tables and the bands it falls into.
 
-use datadiff_diff_core::PreflightStatus;
+use datadiff_diff_core::attempt::PreflightStatus;
 use datadiff_preflight::SourceTable;
 
 use crate::{PAYMENTS, TestResult, allow_finding, blocked_findings, count_all, fresh, insert_payments, payments, run};

@@ -1,6 +1,6 @@
 //! Failures while gathering become ERROR records that keep the evidence gathered so far.
 
-use datadiff_diff_core::PreflightStatus;
+use datadiff_diff_core::attempt::PreflightStatus;
 use datadiff_preflight::{QueryFingerprint, preflight};
 use serde_json::json;
 

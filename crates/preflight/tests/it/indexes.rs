@@ -1,6 +1,6 @@
 //! Which indexes the gatherer sees, how it describes them, and which qualify.
 
-use datadiff_diff_core::PreflightStatus;
+use datadiff_diff_core::attempt::PreflightStatus;
 use datadiff_preflight::{QueryFingerprint, SourceTable};
 use serde_json::json;
 

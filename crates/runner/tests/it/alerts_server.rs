@@ -13,8 +13,8 @@ use datadiff_alerts::{DispatchOptions, Dispatcher};
 use datadiff_backend_store::{DefinitionFilter, StoredDefinition, SyncScope};
 use datadiff_config::{AlertSettings, LogSettings, Secret, SlackSettings, Tap, VictorOpsSettings, WebhookSettings};
 use datadiff_diff_core::{
-    Bounds, CheckDefinition, CheckResult, CheckType, PreflightStatus, ResultStatus, ResultType, RunId, RunStatus,
-    TriggerType,
+    attempt::{Bounds, CheckResult, PreflightStatus, ResultStatus, ResultType, RunId, RunStatus, TriggerType},
+    definition::{CheckDefinition, CheckType},
 };
 use datadiff_runner::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 use serde_json::{Value as Json, json};
@@ -190,7 +190,7 @@ pub(crate) fn tap(id: &str, target: &str, send_alert: bool, slack_alert_channel:
     Tap {
         id: id.into(),
         type_name: "tap-postgres".into(),
-        source_type: Some(datadiff_diff_core::SourceType::TapPostgres),
+        source_type: Some(datadiff_diff_core::definition::SourceType::TapPostgres),
         target_id: target.into(),
         db_conn: None,
         send_alert,
@@ -212,13 +212,13 @@ pub(crate) fn dispatcher(settings: &AlertSettings, taps: &[Tap], slack: Option<&
 /// A definition identity that needs no backend.
 pub(crate) fn identity(check: u128, target: &str, tap: &str) -> CheckIdentity {
     CheckIdentity {
-        check_id: datadiff_diff_core::CheckId::new(Uuid::from_u128(check)),
+        check_id: datadiff_diff_core::attempt::CheckId::new(Uuid::from_u128(check)),
         revision: 1,
         is_current: true,
         full_check_name: format!("{target}/{tap}/public/transfers"),
         target_id: target.into(),
         tap_id: tap.into(),
-        source_type: datadiff_diff_core::SourceType::TapPostgres,
+        source_type: datadiff_diff_core::definition::SourceType::TapPostgres,
         source_database: "payments".into(),
         source_schema: "public".into(),
         source_table: "transfers".into(),

@@ -4,7 +4,7 @@
 
 use datadiff_alerts::{DeliveryProblem, WarningReport, WarningResult};
 use datadiff_backend_store::StoredDefinition;
-use datadiff_diff_core::{CheckDefinition, PreflightStatus};
+use datadiff_diff_core::{attempt::PreflightStatus, definition::CheckDefinition};
 use datadiff_runner::{CheckIdentity, RunSummary};
 
 use crate::alerts_server::{Mode, Server, dispatcher, import_all, markers, observation, settings, tap};

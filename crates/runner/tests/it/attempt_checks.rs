@@ -2,7 +2,7 @@
 //! soft deletes, seeded differences, the checksum vector and incompatible types, asserted on
 //! the backend's rows.
 
-use datadiff_diff_core::{CheckType, RunStatus};
+use datadiff_diff_core::{attempt::RunStatus, definition::CheckType};
 use datadiff_runner::{ExecutionOptions, SummaryStatus, execute};
 use serde_json::json;
 
@@ -353,7 +353,7 @@ fn a_missing_key_column_is_an_error_attempt_with_a_placeholder_preflight() {
     assert_eq!((preflight.has_leading_index, preflight.table_rows, preflight.row_limit), (None, None, None));
     assert!(context.result_rows(run_id).is_empty());
     assert_eq!(context.slot_state(run_id), Some(("ERROR".into(), Some(at(12, 0)), at(13, 0))));
-    assert_eq!(summary.preflight.map(|p| p.status), Some(datadiff_diff_core::PreflightStatus::Error));
+    assert_eq!(summary.preflight.map(|p| p.status), Some(datadiff_diff_core::attempt::PreflightStatus::Error));
 }
 
 #[test]
@@ -492,7 +492,7 @@ pub(crate) fn shadow_builtins(database: &datadiff_testkit::Database<'_>) {
 fn functions_shadowed_on_the_databases_are_never_called() {
     let with_row_diff = |context: &Context| {
         let mut definition = context.definition();
-        definition.extensions.row_diff = Some(datadiff_diff_core::RowDiffSettings::default());
+        definition.extensions.row_diff = Some(datadiff_diff_core::definition::RowDiffSettings::default());
         definition
     };
     let plain = Context::pipelinewise();

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use datadiff_backend_store::BackendConfig;
-use datadiff_diff_core::{CheckType, RowDiffSettings};
+use datadiff_diff_core::definition::{CheckType, RowDiffSettings};
 use datadiff_runner::{RunSummary, SOURCE_APPLICATION_NAME, SummaryStatus, TARGET_APPLICATION_NAME, execute};
 use datadiff_testkit::Database;
 
@@ -67,7 +67,7 @@ fn waiting_pid(database: &Database<'_>, statement: &str) -> i32 {
 /// attempt's summary, the process still frozen.
 fn run_with_a_frozen_target(
     context: &Arc<Context>,
-    definition: datadiff_diff_core::CheckDefinition,
+    definition: datadiff_diff_core::definition::CheckDefinition,
     statement: &str,
 ) -> (RunSummary, Frozen) {
     let mut lock = context.replica.client().unwrap();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use datadiff_access::Environment;
 use datadiff_backend_store::BackendConfig;
-use datadiff_diff_core::{RunId, RunStatus, Signal};
+use datadiff_diff_core::attempt::{RunId, RunStatus, Signal};
 use datadiff_runner::{Clock, Connections, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
 
 use crate::context::{Context, at, db_conn, scheduled, slot, wait_for_a_lock_wait};
@@ -258,7 +258,7 @@ fn an_attempted_slot_is_skipped_and_a_forced_rerun_is_manual() {
         (SummaryStatus::Skipped, Some(RunStatus::Pass), first.run_id)
     );
     assert_eq!(again.reason.as_deref(), Some("This cron slot has already been attempted"));
-    let forced = datadiff_diff_core::StartKind::Scheduled { force: true };
+    let forced = datadiff_diff_core::attempt::StartKind::Scheduled { force: true };
     let manual = execute(&context.store, &context.connections, &stored, slot(), forced, &Context::options()).unwrap();
     let row = context.attempt_row(manual.run_id.unwrap());
     assert_eq!((row.status.as_str(), row.attempt, row.trigger.as_str()), ("PASS", 2, "MANUAL"));

@@ -1,13 +1,16 @@
 //! Historical first runs (runs note §1.5) and preflights that stop an attempt, asserted on the
 //! backend's rows.
 
-use datadiff_diff_core::{Bounds, CheckType, RunStatus};
+use datadiff_diff_core::{
+    attempt::{Bounds, RunStatus},
+    definition::CheckType,
+};
 use datadiff_runner::SummaryStatus;
 use serde_json::json;
 
 use crate::context::{Context, REPLICA_SQL, SOURCE_SQL, at, result, sha256_hex};
 
-fn full_scan(context: &Context) -> datadiff_diff_core::CheckDefinition {
+fn full_scan(context: &Context) -> datadiff_diff_core::definition::CheckDefinition {
     let mut definition = context.definition();
     definition.initial_full_scan = true;
     definition
@@ -146,7 +149,7 @@ fn a_blocked_preflight_keeps_the_schema_result_and_reads_no_data() {
     let facts = summary.preflight.unwrap();
     assert_eq!(
         (facts.status, facts.table_rows, facts.index_warning),
-        (datadiff_diff_core::PreflightStatus::Blocked, Some(100_000), false)
+        (datadiff_diff_core::attempt::PreflightStatus::Blocked, Some(100_000), false)
     );
 }
 

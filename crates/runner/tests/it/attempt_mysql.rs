@@ -5,7 +5,7 @@
 //! asserted on the backend's rows.
 
 use datadiff_config::{DbConn, Secret};
-use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, RowDiffSettings, SourceType};
+use datadiff_diff_core::definition::{CheckDefinition, CheckType, Extensions, RowDiffSettings, SourceType};
 use datadiff_runner::{SummaryStatus, execute};
 use datadiff_testkit::{MariaDbDatabase, shared_mariadb};
 use mysql::prelude::Queryable;

@@ -8,7 +8,10 @@ use chrono::{DateTime, TimeZone, Utc};
 use datadiff_access::Environment;
 use datadiff_backend_store::{BackendConfig, DefinitionFilter, MigrateOptions, Store, StoredDefinition, SyncScope};
 use datadiff_config::{DbConn, Secret};
-use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, RunId, SourceType, StartKind, TargetType};
+use datadiff_diff_core::{
+    attempt::{RunId, StartKind},
+    definition::{CheckDefinition, CheckType, Extensions, SourceType, TargetType},
+};
 use datadiff_runner::{Clock, Connections, ExecutionOptions, RunSummary, execute};
 use datadiff_testkit::{Database, SUPERUSER, shared_cluster};
 use serde_json::Value as Json;

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use datadiff_audit::{AuditOptions, Status};
-use datadiff_diff_core::{CheckDefinition, CheckType, RowDiffSettings};
+use datadiff_diff_core::definition::{CheckDefinition, CheckType, RowDiffSettings};
 use datadiff_runner::SummaryStatus;
 use datadiff_testkit::{SUPERUSER, shared_cluster};
 use serde_json::{Value as Json, json};

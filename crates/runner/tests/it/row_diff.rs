@@ -6,7 +6,10 @@
 use std::time::Duration;
 
 use datadiff_access::Environment;
-use datadiff_diff_core::{CheckDefinition, CheckType, Extensions, RowDiffSettings, RunId, SourceType, TargetType};
+use datadiff_diff_core::{
+    attempt::RunId,
+    definition::{CheckDefinition, CheckType, Extensions, RowDiffSettings, SourceType, TargetType},
+};
 use datadiff_runner::{Connections, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
 use datadiff_testkit::{Cluster, ClusterOptions, SUPERUSER};
 use serde_json::{Value as Json, json};

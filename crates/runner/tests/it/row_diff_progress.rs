@@ -1,7 +1,7 @@
 //! The progress meter a display reads while `row_diff` streams: the expected rows (the exact
 //! `row_count` value, else the planner's estimate), the rows streamed, and the attempts done.
 
-use datadiff_diff_core::CheckType;
+use datadiff_diff_core::definition::CheckType;
 use datadiff_runner::{ExecutionOptions, InFlight, ProgressMeter, ProgressSnapshot, execute};
 
 use crate::context::{Context, scheduled, slot};

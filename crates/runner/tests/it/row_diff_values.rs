@@ -6,7 +6,10 @@
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
-use datadiff_diff_core::{CheckDefinition, CheckType, RunId};
+use datadiff_diff_core::{
+    attempt::RunId,
+    definition::{CheckDefinition, CheckType},
+};
 use datadiff_runner::SummaryStatus;
 use serde_json::json;
 

@@ -6,7 +6,10 @@ use std::num::NonZeroUsize;
 
 use chrono::{DateTime, TimeZone, Utc};
 use datadiff_backend_store::{DefinitionFilter, StartOutcome, SyncScope};
-use datadiff_diff_core::{Bounds, CheckDefinition, CheckType, RunStatus, StartKind, TargetType, TriggerType};
+use datadiff_diff_core::{
+    attempt::{Bounds, RunStatus, StartKind, TriggerType},
+    definition::{CheckDefinition, CheckType, TargetType},
+};
 use datadiff_runner::{Clock, RunSummary, Selection, SummaryStatus, TickContext, TickReport, tick};
 
 use crate::context::{Context, at};

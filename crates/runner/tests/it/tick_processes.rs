@@ -204,15 +204,15 @@ fn signal_records_the_blocked_attempt(signal: &str, number: i32, error: &str) {
     assert_eq!(status.signal(), Some(number), "killed by SIG{signal}: {status}");
     assert!(summaries(stdout).is_empty(), "it printed nothing: it died before returning");
 
-    let row = context.attempt_row(datadiff_diff_core::RunId::new(run_id));
+    let row = context.attempt_row(datadiff_diff_core::attempt::RunId::new(run_id));
     assert_eq!((row.status.as_str(), row.error.as_deref()), ("ERROR", Some(error)));
     assert_eq!(row.finished_at, Some(at(13, 5)));
     assert!(row.has_preflight);
     // The preflight recorded before the blocked query is kept (not replaced by a placeholder).
-    assert_eq!(context.preflight_row(datadiff_diff_core::RunId::new(run_id)).status, "PASS");
-    assert!(context.result_rows(datadiff_diff_core::RunId::new(run_id)).is_empty());
+    assert_eq!(context.preflight_row(datadiff_diff_core::attempt::RunId::new(run_id)).status, "PASS");
+    assert!(context.result_rows(datadiff_diff_core::attempt::RunId::new(run_id)).is_empty());
     assert_eq!(
-        context.slot_state(datadiff_diff_core::RunId::new(run_id)),
+        context.slot_state(datadiff_diff_core::attempt::RunId::new(run_id)),
         Some(("ERROR".into(), Some(at(12, 0)), at(13, 0)))
     );
     // The source query was cancelled: nothing waits on the lock any more.

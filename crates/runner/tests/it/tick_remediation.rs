@@ -2,7 +2,7 @@
 //! root link and reference, coverage repaired, and upstream's refusals.
 
 use datadiff_backend_store::{StartOutcome, SyncScope};
-use datadiff_diff_core::{Bounds, RunStatus, StartKind, TriggerType};
+use datadiff_diff_core::attempt::{Bounds, RunStatus, StartKind, TriggerType};
 use datadiff_runner::{Clock, SummaryStatus, remediate};
 
 use crate::context::{Context, at};
@@ -124,7 +124,7 @@ fn a_remediation_is_refused_while_its_slot_runs_and_for_unknown_runs() {
         context.backend_sql().query_one("SELECT count(*) FROM public.dd_run_attempts", &[]).unwrap().get(0);
     assert_eq!(attempts, 2, "nothing started");
 
-    let unknown = datadiff_diff_core::RunId::new(uuid::Uuid::from_u128(42));
+    let unknown = datadiff_diff_core::attempt::RunId::new(uuid::Uuid::from_u128(42));
     let error = remediate(&ticker, unknown, "INC-1").unwrap_err();
     assert!(error.is_invalid_rerun(), "{error}");
 }

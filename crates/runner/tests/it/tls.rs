@@ -5,7 +5,7 @@
 
 use datadiff_access::Environment;
 use datadiff_config::{DbConn, Secret, SideTls};
-use datadiff_diff_core::{CheckType, SslMode};
+use datadiff_diff_core::definition::{CheckType, SslMode};
 use datadiff_runner::{Connections, SummaryStatus, execute};
 use datadiff_testkit::{Cluster, ClusterOptions, write_unrelated_ca};
 use serde_json::json;
@@ -75,7 +75,7 @@ fn a_target_requiring_a_client_certificate_passes_through_verify_full_and_errors
             connections,
             &stored,
             slot(),
-            datadiff_diff_core::StartKind::Scheduled { force: true },
+            datadiff_diff_core::attempt::StartKind::Scheduled { force: true },
             &Context::options(),
         )
         .unwrap();

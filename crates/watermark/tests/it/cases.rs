@@ -1,7 +1,7 @@
 //! Upstream's coverage cases (runs note §7, test_coverage.py) and SPEC §6's worked example,
 //! each with its expected rows written out.
 
-use datadiff_diff_core::RunStatus;
+use datadiff_diff_core::attempt::RunStatus;
 use datadiff_watermark::{
     Coverage, EventType, Method, VerifiedInterval, VerifiedStatus, WatermarkEvent, advance, event_type, recompute,
 };

@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Duration, Utc};
-use datadiff_diff_core::RunStatus;
+use datadiff_diff_core::attempt::RunStatus;
 use datadiff_watermark::{Coverage, FinishedAttempt, Method, Slot, VerifiedStatus, effective_slots, recompute};
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -63,7 +63,7 @@ impl History {
     }
 
     /// Oracle of the slot-state rule, independent of the crate's.
-    fn expected_slots(&self) -> Vec<(DateTime<Utc>, datadiff_diff_core::RunId)> {
+    fn expected_slots(&self) -> Vec<(DateTime<Utc>, datadiff_diff_core::attempt::RunId)> {
         let mut best: Vec<&FinishedAttempt> = Vec::new();
         for attempt in self.attempts.iter().filter(|a| a.status != RunStatus::Deferred) {
             match best.iter_mut().find(|b| b.scheduled_for == attempt.scheduled_for) {

@@ -2,7 +2,7 @@
 //! `PROPTEST_CASES` for longer local runs.
 
 use chrono::{DateTime, Duration, Utc};
-use datadiff_diff_core::RunStatus;
+use datadiff_diff_core::attempt::RunStatus;
 use datadiff_watermark::{Coverage, FinishedAttempt, Slot, VerifiedStatus, advance, effective_slots, recompute};
 use proptest::prelude::*;
 use proptest::sample::Index;

@@ -1,7 +1,7 @@
 //! Builders shared by the tests: instants on one day, slots, attempts, and a minimal store.
 
 use chrono::{DateTime, TimeZone, Utc};
-use datadiff_diff_core::{CheckId, RunId, RunStatus};
+use datadiff_diff_core::attempt::{CheckId, RunId, RunStatus};
 use datadiff_watermark::{Error, FinishedAttempt, Method, Outcome, Slot, SlotWrite, Transition, WatermarkState};
 use uuid::Uuid;
 

@@ -1,7 +1,7 @@
 //! The store transition: the choice of incremental / copy / recompute, state_version, the
 //! event row, DEFERRED, and invalid inputs (runs note §4.1, the repository and end-to-end tests).
 
-use datadiff_diff_core::{CheckId, RunStatus};
+use datadiff_diff_core::attempt::{CheckId, RunStatus};
 use datadiff_watermark::{
     Coverage, Error, EventType, FinishedAttempt, Method, SlotWrite, Transition, VerifiedInterval, VerifiedStatus,
     Violation,
