@@ -30,7 +30,6 @@
 //!
 //! Failure texts are one line: a server error contributes its message only.
 
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
@@ -49,7 +48,10 @@ use mysql::consts::ColumnType;
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, SslOpts};
 
-use crate::deadline::{KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, TCP_USER_TIMEOUT, within_deadline};
+use crate::deadline::{
+    KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, LentError, TCP_USER_TIMEOUT, on_helper_thread,
+    within_deadline,
+};
 use crate::side::ANSWER_GRACE;
 
 /// The character set number MySQL gives binary strings (`BINARY`, `VARBINARY`, `BLOB`).
@@ -449,26 +451,9 @@ impl MySqlSideSession {
         job: impl FnOnce(&mut Conn) -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
         let side = self.side;
-        let Some(mut conn) = self.conn.take() else {
-            return Err(format!(
-                "{side} {action} failed: the connection was abandoned after an earlier statement got no answer"
-            ));
-        };
-        let (sender, receiver) = mpsc::sync_channel(1);
-        let spawned = std::thread::Builder::new().name(format!("datadiff-{side}-mysql")).spawn(move || {
-            let result = job(&mut conn);
-            // A late answer finds the receiver gone: the connection is dropped (closed) here.
-            let _ = sender.send((conn, result));
-        });
-        if let Err(error) = spawned {
-            return Err(format!("{side} {action} failed: cannot start a session thread: {error}"));
-        }
-        match receiver.recv_timeout(deadline) {
-            Ok((conn, result)) => {
-                self.conn = Some(conn);
-                result
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
+        match on_helper_thread(&mut self.conn, &format!("datadiff-{side}-mysql"), deadline, job) {
+            Ok(result) => result,
+            Err(LentError::NoAnswer) => {
                 let canceller = self.canceller.clone();
                 let _ = std::thread::Builder::new()
                     .name(format!("datadiff-{side}-cancel"))
@@ -482,9 +467,7 @@ impl MySqlSideSession {
                     ANSWER_GRACE.as_secs(),
                 ))
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Err(format!("{side} {action} failed: the session thread stopped unexpectedly"))
-            }
+            Err(other) => Err(other.failure(side, action)),
         }
     }
 }

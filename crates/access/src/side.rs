@@ -25,7 +25,6 @@
 //! Failure texts are one line: a server error contributes its primary message only (never
 //! its DETAIL, which can quote row values), other failures their description.
 
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -40,7 +39,7 @@ use postgres::types::{FromSql, ToSql, Type};
 use postgres::{CancelToken, Client};
 
 use crate::LazyTls;
-use crate::deadline::within_deadline;
+use crate::deadline::{LentError, on_helper_thread, within_deadline};
 use crate::stream::{Decoder, Family};
 
 /// One side's connection settings (`Debug` redacts the password, as [`postgres::Config`]
@@ -269,26 +268,9 @@ impl SideSession {
         job: impl FnOnce(&mut Client) -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
         let side = self.side;
-        let Some(mut client) = self.client.take() else {
-            return Err(format!(
-                "{side} {action} failed: the connection was abandoned after an earlier statement got no answer"
-            ));
-        };
-        let (sender, receiver) = mpsc::sync_channel(1);
-        let spawned = std::thread::Builder::new().name(format!("datadiff-{side}-session")).spawn(move || {
-            let result = job(&mut client);
-            // A late answer finds the receiver gone: the connection is dropped (closed) here.
-            let _ = sender.send((client, result));
-        });
-        if let Err(error) = spawned {
-            return Err(format!("{side} {action} failed: cannot start a session thread: {error}"));
-        }
-        match receiver.recv_timeout(deadline) {
-            Ok((client, result)) => {
-                self.client = Some(client);
-                result
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
+        match on_helper_thread(&mut self.client, &format!("datadiff-{side}-session"), deadline, job) {
+            Ok(result) => result,
+            Err(LentError::NoAnswer) => {
                 let canceller = self.canceller.clone();
                 // The cancel request opens a connection of its own, which may hang as well.
                 let _ = std::thread::Builder::new()
@@ -303,9 +285,7 @@ impl SideSession {
                     ANSWER_GRACE.as_secs(),
                 ))
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Err(format!("{side} {action} failed: the session thread stopped unexpectedly"))
-            }
+            Err(other) => Err(other.failure(side, action)),
         }
     }
 }
