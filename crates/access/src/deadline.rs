@@ -106,11 +106,14 @@ pub(crate) enum LentError {
 /// `slot` with the answer; past the deadline it stays with the helper, which drops (closes)
 /// it when the server answers or the socket closes, or ends with the process, and `slot`
 /// stays empty.
+/// Past the deadline, `cancel` (the side's cancel request, which opens a connection of its
+/// own and may hang as well) runs on a detached thread, best effort.
 pub(crate) fn on_helper_thread<C: Send + 'static, T: Send + 'static>(
     slot: &mut Option<C>,
     name: &str,
     deadline: Duration,
     job: impl FnOnce(&mut C) -> T + Send + 'static,
+    cancel: impl FnOnce() + Send + 'static,
 ) -> Result<T, LentError> {
     let Some(mut connection) = slot.take() else {
         return Err(LentError::Abandoned);
@@ -124,7 +127,11 @@ pub(crate) fn on_helper_thread<C: Send + 'static, T: Send + 'static>(
             *slot = Some(connection);
             Ok(answer)
         }
-        Err(DeadlineError::Elapsed(_)) => Err(LentError::NoAnswer),
+        Err(DeadlineError::Elapsed(_)) => {
+            tracing::warn!(thread = name, seconds = deadline.as_secs(), "no answer: connection abandoned");
+            let _ = std::thread::Builder::new().name(format!("{name}-cancel")).spawn(cancel);
+            Err(LentError::NoAnswer)
+        }
         Err(DeadlineError::Thread(error)) => Err(LentError::Thread(error)),
         Err(DeadlineError::Lost) => Err(LentError::Lost),
     }

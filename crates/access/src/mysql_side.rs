@@ -451,22 +451,18 @@ impl MySqlSideSession {
         job: impl FnOnce(&mut Conn) -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
         let side = self.side;
-        match on_helper_thread(&mut self.conn, &format!("datadiff-{side}-mysql"), deadline, job) {
+        let canceller = self.canceller.clone();
+        match on_helper_thread(&mut self.conn, &format!("datadiff-{side}-mysql"), deadline, job, move || {
+            canceller.cancel()
+        }) {
             Ok(result) => result,
-            Err(LentError::NoAnswer) => {
-                let canceller = self.canceller.clone();
-                let _ = std::thread::Builder::new()
-                    .name(format!("datadiff-{side}-cancel"))
-                    .spawn(move || canceller.cancel());
-                tracing::warn!(side = %side, action, seconds = deadline.as_secs(), "no answer: connection abandoned");
-                Err(format!(
-                    "{side} {action} failed: no answer from the {side} database within {} s (statement timeout {} s + \
-                     {} s grace); a KILL QUERY was sent and the connection abandoned",
-                    deadline.as_secs(),
-                    self.statement_timeout.as_secs(),
-                    ANSWER_GRACE.as_secs(),
-                ))
-            }
+            Err(LentError::NoAnswer) => Err(format!(
+                "{side} {action} failed: no answer from the {side} database within {} s (statement timeout {} s + \
+                 {} s grace); a KILL QUERY was sent and the connection abandoned",
+                deadline.as_secs(),
+                self.statement_timeout.as_secs(),
+                ANSWER_GRACE.as_secs(),
+            )),
             Err(other) => Err(other.failure(side, action)),
         }
     }

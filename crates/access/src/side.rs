@@ -268,23 +268,18 @@ impl SideSession {
         job: impl FnOnce(&mut Client) -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
         let side = self.side;
-        match on_helper_thread(&mut self.client, &format!("datadiff-{side}-session"), deadline, job) {
+        let canceller = self.canceller.clone();
+        match on_helper_thread(&mut self.client, &format!("datadiff-{side}-session"), deadline, job, move || {
+            canceller.cancel()
+        }) {
             Ok(result) => result,
-            Err(LentError::NoAnswer) => {
-                let canceller = self.canceller.clone();
-                // The cancel request opens a connection of its own, which may hang as well.
-                let _ = std::thread::Builder::new()
-                    .name(format!("datadiff-{side}-cancel"))
-                    .spawn(move || canceller.cancel());
-                tracing::warn!(side = %side, action, seconds = deadline.as_secs(), "no answer: connection abandoned");
-                Err(format!(
-                    "{side} {action} failed: no answer from the {side} database within {} s (statement_timeout {} s + \
-                     {} s grace); a cancel request was sent and the connection abandoned",
-                    deadline.as_secs(),
-                    self.statement_timeout.as_secs(),
-                    ANSWER_GRACE.as_secs(),
-                ))
-            }
+            Err(LentError::NoAnswer) => Err(format!(
+                "{side} {action} failed: no answer from the {side} database within {} s (statement_timeout {} s + \
+                 {} s grace); a cancel request was sent and the connection abandoned",
+                deadline.as_secs(),
+                self.statement_timeout.as_secs(),
+                ANSWER_GRACE.as_secs(),
+            )),
             Err(other) => Err(other.failure(side, action)),
         }
     }
