@@ -62,9 +62,29 @@ impl Authority {
         dns_names: &[String],
         ip_addresses: &[String],
     ) -> Result<(X509, PKey<Private>), Error> {
+        let common_name = dns_names.first().or(ip_addresses.first()).map_or("datadiff-testkit", String::as_str);
+        self.issue(common_name, ExtendedKeyUsage::new().server_auth(), |builder, authority| {
+            let mut alt_names = SubjectAlternativeName::new();
+            for dns in dns_names {
+                alt_names.dns(dns);
+            }
+            for ip in ip_addresses {
+                alt_names.ip(ip);
+            }
+            builder.append_extension(alt_names.build(&builder.x509v3_context(Some(authority), None))?)
+        })
+    }
+
+    /// A certificate for `common_name` with `usage`, signed by this CA; `extend` adds more
+    /// extensions before signing.
+    fn issue(
+        &self,
+        common_name: &str,
+        usage: &mut ExtendedKeyUsage,
+        extend: impl FnOnce(&mut openssl::x509::X509Builder, &X509) -> Result<(), openssl::error::ErrorStack>,
+    ) -> Result<(X509, PKey<Private>), Error> {
         let key = new_key()?;
         let mut name = X509NameBuilder::new()?;
-        let common_name = dns_names.first().or(ip_addresses.first()).map_or("datadiff-testkit", String::as_str);
         name.append_entry_by_nid(Nid::COMMONNAME, common_name)?;
         let name = name.build();
         let mut builder = X509::builder()?;
@@ -79,16 +99,8 @@ impl Authority {
         let not_after = Asn1Time::days_from_now(365)?;
         builder.set_not_after(&not_after)?;
         builder.append_extension(BasicConstraints::new().build()?)?;
-        builder.append_extension(ExtendedKeyUsage::new().server_auth().build()?)?;
-        let mut alt_names = SubjectAlternativeName::new();
-        for dns in dns_names {
-            alt_names.dns(dns);
-        }
-        for ip in ip_addresses {
-            alt_names.ip(ip);
-        }
-        let alt_names = alt_names.build(&builder.x509v3_context(Some(&self.certificate), None))?;
-        builder.append_extension(alt_names)?;
+        builder.append_extension(usage.build()?)?;
+        extend(&mut builder, &self.certificate)?;
         builder.sign(&self.key, MessageDigest::sha256())?;
         Ok((builder.build(), key))
     }
@@ -98,25 +110,7 @@ impl Authority {
     /// A client certificate signed by this CA for the user `common_name` (PostgreSQL's
     /// `clientcert=verify-full` and `cert` compare the CN with the user name).
     pub(crate) fn issue_client(&self, common_name: &str) -> Result<(X509, PKey<Private>), Error> {
-        let key = new_key()?;
-        let mut name = X509NameBuilder::new()?;
-        name.append_entry_by_nid(Nid::COMMONNAME, common_name)?;
-        let name = name.build();
-        let mut builder = X509::builder()?;
-        builder.set_version(2)?;
-        let serial = serial()?;
-        builder.set_serial_number(&serial)?;
-        builder.set_subject_name(&name)?;
-        builder.set_issuer_name(self.certificate.subject_name())?;
-        builder.set_pubkey(&key)?;
-        let not_before = Asn1Time::days_from_now(0)?;
-        builder.set_not_before(&not_before)?;
-        let not_after = Asn1Time::days_from_now(365)?;
-        builder.set_not_after(&not_after)?;
-        builder.append_extension(BasicConstraints::new().build()?)?;
-        builder.append_extension(ExtendedKeyUsage::new().client_auth().build()?)?;
-        builder.sign(&self.key, MessageDigest::sha256())?;
-        Ok((builder.build(), key))
+        self.issue(common_name, ExtendedKeyUsage::new().client_auth(), |_, _| Ok(()))
     }
 
     /// Writes a client certificate for `user` and its key (mode 0600, as libpq wants) into
