@@ -237,7 +237,7 @@ impl Search {
     /// next step. An answer naming a child the level does not have is an error (nothing is
     /// recorded then).
     pub fn record(&mut self, source: &[ChildDigest], target: &[ChildDigest]) -> Result<(), UnknownChild> {
-        let mut children: BTreeMap<(usize, u64), (Option<&Digest>, Option<&Digest>)> = BTreeMap::new();
+        let mut children: BTreeMap<(usize, u64), BothDigests<'_>> = BTreeMap::new();
         for (side, answer) in [("source", source), ("target", target)] {
             for row in answer {
                 let known = self.splits.get(row.split).is_some_and(|split| row.child < split.children());
@@ -294,6 +294,9 @@ impl Search {
         self.level
     }
 }
+
+/// One child's digests: the source's, the target's (`None`: no row there).
+type BothDigests<'a> = (Option<&'a Digest>, Option<&'a Digest>);
 
 /// Sorted segments with touching neighbours joined.
 fn join_adjacent(sorted: Vec<Segment>) -> Vec<Segment> {
