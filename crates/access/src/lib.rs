@@ -24,6 +24,8 @@
 //! * [`stream`] holds the ordered row streams: catalog column types, per-column decoders to
 //!   canonical values, and [`stream::RowStream`], a reader thread per side streaming binary
 //!   `COPY` in key order into the merge core with flat memory.
+//! * [`segment`] holds the segment strategy's SQL: each database hashes its rows by key
+//!   segment, so that only hashes and the rows of differing segments cross the link.
 //! * [`TableName`] is a `schema.table` with quoting.
 //!
 //! ```no_run
@@ -52,6 +54,7 @@ mod error;
 mod lazy_tls;
 mod mysql_side;
 mod passfile;
+pub mod segment;
 pub mod service;
 mod session;
 mod side;
