@@ -4,7 +4,8 @@
 //!
 //! # The hash
 //!
-//! A row's hash is `hash_record_extended(ROW(key, columns…), 0)`: PostgreSQL's own 64-bit
+//! A row's hash is `hash_record_extended(ROW(key, columns…), HASH_SEED)` ([`HASH_SEED`]:
+//! not 0, so that NULL never hashes as a special value does): PostgreSQL's own 64-bit
 //! hash of each field by its type's hash function, combined. A segment's digest is the count
 //! of its rows and the exact (`numeric`) sum of their hashes. Measured on 1 M rows of six
 //! columns (one core): 0.17 s, against 0.38 s for `hashtextextended(ROW(…)::text, 0)` and
@@ -47,6 +48,12 @@ use postgres::Client;
 use crate::error::Error;
 use crate::stream::{Decoder, KeyDecoder};
 use crate::table::TableName;
+
+/// The seed of every row hash. A NULL field adds 0 to its row's hash, and some types hash
+/// special values to the seed itself or one below it (a zero `double precision` and a
+/// `numeric` NaN hash to the seed, a zero `numeric` to the seed less one): with seed 0, NULL
+/// and NaN would be one value. Any seed above 1 keeps them apart.
+pub const HASH_SEED: i64 = 0x6464;
 
 /// The oldest server with `hash_record_extended` (PostgreSQL 14).
 pub const MIN_SERVER_VERSION: i32 = 140_000;
@@ -166,7 +173,7 @@ impl SegmentQuery {
         SegmentQuery {
             role: role.into(),
             table: table.clone(),
-            row_hash: format!("pg_catalog.hash_record_extended(ROW({row}), 0)"),
+            row_hash: format!("pg_catalog.hash_record_extended(ROW({row}), {HASH_SEED})"),
             key,
             position,
             filter: filter.map(str::to_owned),

@@ -50,7 +50,7 @@ use std::time::{Duration, Instant, SystemTime};
 use datadiff_diff_core::{
     merge::{Key, MergeError, Summary, merge},
     plan::quoted_ident,
-    segment::{SearchSettings, Strategy, streams},
+    segment::{AUTO_STREAM_ROWS, SearchSettings, Strategy, streams},
 };
 
 pub use columns::ColumnMatchError;
@@ -431,6 +431,7 @@ fn audit_watched(
 
     drop(snapshots);
 
+    let inventory_rows = u64::try_from(inventory.source_rows.max(inventory.replica_rows)).unwrap_or(0);
     let max_examples = usize::try_from(options.max_examples).unwrap_or(1);
     let max_rows = u64::try_from(options.max_rows).unwrap_or(0);
     let source_query =
@@ -448,33 +449,42 @@ fn audit_watched(
         live.as_deref(),
     );
     let mut summary: Summary<Key> = Summary::new(max_examples, plan.names.clone());
-    let (source_query, replica_query) =
-        match segments(options, &plan, &mut source, &mut replica, &links, live.as_deref(), watch, progress)? {
-            Scan::Everything => (Some(source_query), Some(replica_query)),
-            Scan::Nothing { matched } => {
-                summary.matched = matched;
-                (None, None)
-            }
-            Scan::Leaves { matched, source_filter, replica_filter } => {
-                summary.matched = matched;
-                (
-                    Some(RowQuery::for_table(
-                        &options.table,
-                        &plan.source_key_name,
-                        plan.source_key,
-                        plan.source_decoders(),
-                        Some(&source_filter),
-                    )),
-                    Some(RowQuery::for_table(
-                        options.replica_table(),
-                        &plan.replica_key_name,
-                        plan.replica_key,
-                        plan.replica_decoders(),
-                        Some(&replica_filter),
-                    )),
-                )
-            }
-        };
+    let (source_query, replica_query) = match segments(
+        options,
+        &plan,
+        &mut source,
+        &mut replica,
+        &links,
+        live.as_deref(),
+        inventory_rows,
+        watch,
+        progress,
+    )? {
+        Scan::Everything => (Some(source_query), Some(replica_query)),
+        Scan::Nothing { matched } => {
+            summary.matched = matched;
+            (None, None)
+        }
+        Scan::Leaves { matched, source_filter, replica_filter } => {
+            summary.matched = matched;
+            (
+                Some(RowQuery::for_table(
+                    &options.table,
+                    &plan.source_key_name,
+                    plan.source_key,
+                    plan.source_decoders(),
+                    Some(&source_filter),
+                )),
+                Some(RowQuery::for_table(
+                    options.replica_table(),
+                    &plan.replica_key_name,
+                    plan.replica_key,
+                    plan.replica_decoders(),
+                    Some(&replica_filter),
+                )),
+            )
+        }
+    };
     std::thread::scope(|scope| -> Result<(), Error> {
         let (Some(source_query), Some(replica_query)) = (source_query, replica_query) else { return Ok(()) };
         let source_rows = RowStream::spawn(scope, &mut source, source_query, StreamOptions::default());
@@ -569,11 +579,16 @@ fn segments(
     replica: &mut Session,
     links: &(datadiff_access::Dsn, datadiff_access::Dsn),
     live: Option<&str>,
+    rows: u64,
     watch: &Watch,
     progress: &mut dyn FnMut(AuditProgress),
 ) -> Result<Scan, Error> {
     use datadiff_access::segment::{self, Position, SegmentOutcome, SegmentQuery};
     if options.strategy == Strategy::Stream {
+        return Ok(Scan::Everything);
+    }
+    if options.strategy == Strategy::Auto && rows <= AUTO_STREAM_ROWS {
+        // Small tables stream outright: hashing could not save what probing costs.
         return Ok(Scan::Everything);
     }
     let stream_because = |why: String| {

@@ -112,7 +112,11 @@ impl TickProgress {
 fn frame(now: ProgressSnapshot) -> (Option<(u64, u64)>, String) {
     let counting = now.rows_expected > 0 || now.rows_streamed > 0;
     let bar = counting.then(|| (now.rows_expected.max(now.rows_streamed), now.rows_streamed));
-    (bar, attempts_done(now.attempts_finished))
+    let message = match now.streams_hashing {
+        0 => attempts_done(now.attempts_finished),
+        _ => format!("hashing segments · {}", attempts_done(now.attempts_finished)),
+    };
+    (bar, message)
 }
 
 fn attempts_done(count: u64) -> String {
@@ -132,10 +136,17 @@ mod tests {
         assert_eq!(frame(idle), (None, "1 check done".to_owned()));
         let estimated = ProgressSnapshot { rows_expected: 500, streams_running: 1, ..ProgressSnapshot::default() };
         assert_eq!(frame(estimated), (Some((500, 0)), "0 checks done".to_owned()));
-        let underestimated =
-            ProgressSnapshot { attempts_finished: 3, rows_expected: 100, rows_streamed: 150, streams_running: 1 };
+        let underestimated = ProgressSnapshot {
+            attempts_finished: 3,
+            rows_expected: 100,
+            rows_streamed: 150,
+            streams_running: 1,
+            ..ProgressSnapshot::default()
+        };
         assert_eq!(frame(underestimated), (Some((150, 150)), "3 checks done".to_owned()));
         let unestimated = ProgressSnapshot { rows_streamed: 7, streams_running: 1, ..ProgressSnapshot::default() };
         assert_eq!(frame(unestimated).0, Some((7, 7)));
+        let hashing = ProgressSnapshot { streams_running: 1, streams_hashing: 1, ..ProgressSnapshot::default() };
+        assert_eq!(frame(hashing).1, "hashing segments · 0 checks done");
     }
 }

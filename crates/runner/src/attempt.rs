@@ -48,6 +48,7 @@ use datadiff_diff_core::{
     attempt::{CheckResult, HistoricalStart, Outcome, PreflightId, ResultType, RunStatus, SkipReason},
     definition::CheckType,
     plan::{AggregatePlan, TableColumns},
+    segment::Strategy,
 };
 use datadiff_preflight::{MetadataOnlyScope, PreflightRecord, QueryFingerprint, RowCount, SourceIndex, SourceTable};
 use postgres::SimpleQueryMessage;
@@ -393,8 +394,10 @@ impl<'a> AttemptRun<'a> {
                 return Err(Stop::Failed("row_diff has no window start".to_owned()));
             };
             let max_examples = settings.max_examples() as usize;
-            let expected = match (&self.options.progress, row_diff_plan, sides.source.as_postgres()) {
-                (Some(_), Ok(row_diff), Some(source)) => expected_rows(&results, source, row_diff, start, bounds.end),
+            // For the progress bar, and for `auto`, which streams small windows outright.
+            let wanted = self.options.progress.is_some() || settings.strategy() == Strategy::Auto;
+            let expected = match (wanted, row_diff_plan, sides.source.as_postgres()) {
+                (true, Ok(row_diff), Some(source)) => expected_rows(&results, source, row_diff, start, bounds.end),
                 _ => None,
             };
             results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, expected));
@@ -437,7 +440,7 @@ impl<'a> AttemptRun<'a> {
         };
         let registration = &self.registration;
         let progress = self.options.progress.as_ref().map(|meter| meter.start_stream(expected_rows));
-        match plan.run(route, start, end, max_examples, &|| registration.interrupted(), progress) {
+        match plan.run(route, [start, end], max_examples, expected_rows, &|| registration.interrupted(), progress) {
             Ok(found) => {
                 let mut result = found.result();
                 if let Some(error) = &mut result.error {

@@ -31,6 +31,7 @@ struct Counters {
     rows_streamed: AtomicU64,
     rows_expected: AtomicU64,
     streams_running: AtomicU64,
+    streams_hashing: AtomicU64,
 }
 
 /// What a [`ProgressMeter`] has counted so far.
@@ -46,6 +47,9 @@ pub struct ProgressSnapshot {
     pub rows_expected: u64,
     /// `row_diff` streams running now.
     pub streams_running: u64,
+    /// Of those, the ones hashing key segments in the databases (the segment strategy)
+    /// before they stream what differs; rows their hashes prove equal count as compared.
+    pub streams_hashing: u64,
 }
 
 impl ProgressMeter {
@@ -62,6 +66,7 @@ impl ProgressMeter {
             rows_streamed: counters.rows_streamed.load(Ordering::Relaxed),
             rows_expected: counters.rows_expected.load(Ordering::Relaxed),
             streams_running: counters.streams_running.load(Ordering::Relaxed),
+            streams_hashing: counters.streams_hashing.load(Ordering::Relaxed),
         }
     }
 
@@ -74,7 +79,7 @@ impl ProgressMeter {
         self.counters.streams_running.fetch_add(1, Ordering::Relaxed);
         let expected = expected.unwrap_or(0);
         self.counters.rows_expected.fetch_add(expected, Ordering::Relaxed);
-        StreamProgress { meter: self, expected, counted: 0, pending: 0 }
+        StreamProgress { meter: self, expected, counted: 0, pending: 0, hashing: false }
     }
 }
 
@@ -85,6 +90,7 @@ pub(crate) struct StreamProgress<'m> {
     expected: u64,
     counted: u64,
     pending: u64,
+    hashing: bool,
 }
 
 impl StreamProgress<'_> {
@@ -97,6 +103,23 @@ impl StreamProgress<'_> {
         }
     }
 
+    /// The stream hashes key segments (`true`) or has stopped hashing (`false`).
+    pub(crate) fn hashing(&mut self, on: bool) {
+        if on != self.hashing {
+            self.hashing = on;
+            match on {
+                true => self.meter.counters.streams_hashing.fetch_add(1, Ordering::Relaxed),
+                false => self.meter.counters.streams_hashing.fetch_sub(1, Ordering::Relaxed),
+            };
+        }
+    }
+
+    /// `rows` source rows proven equal by their hashes: compared without streaming.
+    pub(crate) fn proven(&mut self, rows: u64) {
+        self.pending += rows;
+        self.flush();
+    }
+
     fn flush(&mut self) {
         self.meter.counters.rows_streamed.fetch_add(self.pending, Ordering::Relaxed);
         self.counted += self.pending;
@@ -106,6 +129,7 @@ impl StreamProgress<'_> {
 
 impl Drop for StreamProgress<'_> {
     fn drop(&mut self) {
+        self.hashing(false);
         self.flush();
         let counters = &self.meter.counters;
         // The expectation becomes what the stream really had.
@@ -126,6 +150,26 @@ pub(crate) fn plan_rows(explain_json: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_proven_by_hashes_count_as_compared_and_hashing_shows_while_it_lasts() {
+        let meter = ProgressMeter::new();
+        {
+            let mut stream = meter.start_stream(Some(1_000));
+            stream.hashing(true);
+            stream.hashing(true);
+            assert_eq!(meter.snapshot().streams_hashing, 1);
+            stream.proven(990);
+            stream.hashing(false);
+            assert_eq!((meter.snapshot().streams_hashing, meter.snapshot().rows_streamed), (0, 990));
+            stream.hashing(true);
+            for _ in 0..10 {
+                stream.row();
+            }
+        }
+        let after = meter.snapshot();
+        assert_eq!((after.streams_hashing, after.rows_streamed, after.rows_expected), (0, 1_000, 1_000));
+    }
 
     #[test]
     fn a_stream_counts_its_rows_and_corrects_the_expectation_when_it_ends() {

@@ -74,7 +74,7 @@ use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
 use datadiff_access::{ANSWER_GRACE, SideSession, one_line};
-use datadiff_diff_core::segment::{Link, SearchSettings, Strategy, streams};
+use datadiff_diff_core::segment::{AUTO_STREAM_ROWS, Link, SearchSettings, Strategy, streams};
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
@@ -264,15 +264,17 @@ impl RowDiffPlan {
         (self.source.window_query(start, end), self.target.window_query(start, end))
     }
 
-    /// Streams both sides of `[start, end)` through the merge. A watcher thread asks
-    /// `interrupted` every [`INTERRUPT_POLL`] and stops both streams when it says so (a
-    /// stream may be waiting for its server, not for the merge).
+    /// Compares both sides of the window `[start, end)`: with the segment strategy, hashes
+    /// first (see [`RowDiffPlan::segments`]), then streams what is left through the merge.
+    /// A watcher thread asks `interrupted` every [`INTERRUPT_POLL`] and stops both streams
+    /// when it says so (a stream may be waiting for its server, not for the merge).
+    /// `expected_rows` (the source's, when known) lets `auto` stream small windows outright.
     pub(crate) fn run(
         &self,
         route: &Route,
-        start: DateTime<Utc>,
-        end: DateTime<Utc>,
+        [start, end]: [DateTime<Utc>; 2],
         max_examples: usize,
+        expected_rows: Option<u64>,
         interrupted: &(dyn Fn() -> bool + Sync),
         progress: Option<StreamProgress<'_>>,
     ) -> Result<RowDiffOutcome, String> {
@@ -280,7 +282,9 @@ impl RowDiffPlan {
         let target_endpoint = endpoint(&route.target, route, self.target.encrypted)?;
         let mut summary: Summary<Key> = Summary::new(max_examples, self.field_names.clone());
         let hashing = Instant::now();
-        let (source_query, target_query) = match self.segments(route, start, end, interrupted)? {
+        let mut progress = progress;
+        let scan = self.segments(route, [start, end], expected_rows, interrupted, &mut progress)?;
+        let (source_query, target_query) = match scan {
             Scan::Everything => self.queries(start, end),
             Scan::Nothing { matched } => {
                 summary.matched = matched;
@@ -394,11 +398,14 @@ impl RowDiffPlan {
     fn segments(
         &self,
         route: &Route,
-        start: DateTime<Utc>,
-        end: DateTime<Utc>,
+        [start, end]: [DateTime<Utc>; 2],
+        expected_rows: Option<u64>,
         interrupted: &(dyn Fn() -> bool + Sync),
+        progress: &mut Option<StreamProgress<'_>>,
     ) -> Result<Scan, String> {
-        if self.strategy == Strategy::Stream {
+        if self.strategy == Strategy::Stream
+            || (self.strategy == Strategy::Auto && expected_rows.is_some_and(|rows| rows <= AUTO_STREAM_ROWS))
+        {
             return Ok(Scan::Everything);
         }
         let stream_because = |why: String| {
@@ -468,6 +475,9 @@ impl RowDiffPlan {
                 tracing::info!(level, segments = splits, "row_diff hashes the segments that differ")
             }
         };
+        if let Some(progress) = progress.as_mut() {
+            progress.hashing(true);
+        }
         let outcome = segment::search(
             (&mut source, &source_query, !source_unique),
             (&mut target, &target_query, !target_unique),
@@ -476,6 +486,12 @@ impl RowDiffPlan {
         )
         .map_err(|reason| format!("row_diff: {reason}"));
         close(source, target);
+        if let (Some(progress), Ok(SegmentOutcome::Searched { matched, .. })) = (progress.as_mut(), &outcome) {
+            progress.proven(*matched);
+        }
+        if let Some(progress) = progress.as_mut() {
+            progress.hashing(false);
+        }
         Ok(match outcome? {
             SegmentOutcome::StreamAll(why) => return stream_because(why),
             SegmentOutcome::Searched { matched, leaves, levels } => {

@@ -222,3 +222,26 @@ fn duplicate_keys_without_a_unique_index_stop_the_audit_as_a_stream_does() {
     let error = audit(&options, &no_env(), &mut |_| {}).unwrap_err();
     assert!(error.to_string().contains("duplicate key 1"), "{error}");
 }
+
+#[test]
+fn null_is_never_taken_for_a_value_that_hashes_specially() {
+    // Zero floats and numeric NaN hash to the seed; NULL adds nothing: with seed 0 they met.
+    let source = "CREATE TABLE public.zeros (id bigint PRIMARY KEY, f double precision, n numeric, r real); \
+                  INSERT INTO public.zeros SELECT g, 0, 'NaN', 0 FROM generate_series(1, 5000) g;";
+    let pair = Pair::new(source, source);
+    pair.replica
+        .client()
+        .unwrap()
+        .batch_execute(
+            "UPDATE public.zeros SET f = NULL WHERE id = 10; UPDATE public.zeros SET n = NULL WHERE id = 2000; \
+             UPDATE public.zeros SET n = 0 WHERE id = 3000; UPDATE public.zeros SET r = NULL WHERE id = 4000; \
+             UPDATE public.zeros SET f = '-0' WHERE id = 4500;",
+        )
+        .unwrap();
+    let options = pair.options("public.zeros");
+    let (streamed, _) = run(&options, Strategy::Stream);
+    let (segmented, levels) = run(&options, Strategy::Segments);
+    assert!(levels >= Some(1));
+    assert_eq!(answer(&segmented), answer(&streamed));
+    assert_eq!(segmented.changed, 4, "-0 equals 0; the four others differ");
+}

@@ -425,3 +425,35 @@ fn empty_string_as_null_is_an_opt_in_flag() {
     assert_eq!(coerced.exit, Exit::Success, "{}", coerced.stderr);
     assert_eq!(json(&coerced.stdout)["status"], "PASS");
 }
+
+#[test]
+fn the_strategy_changes_how_rows_are_read_not_the_report() {
+    let pair = Pair::new(
+        &format!("{TABLE}{}", rows(3000)),
+        &format!("{TABLE}{} UPDATE public.customers SET plan = 'pro' WHERE id = 2999;", rows(3000)),
+    );
+    let answer = |outcome: &Outcome| {
+        let mut report = json(&outcome.stdout);
+        for field in ["started_at", "finished_at", "duration_seconds"] {
+            report.as_object_mut().unwrap().remove(field);
+        }
+        report
+    };
+    let streamed = pair.audit(&["--cutover-ready", "--strategy", "stream"]);
+    let segmented = pair.audit(&["--cutover-ready", "--strategy", "segments", "-v"]);
+    assert_eq!(segmented.exit, Exit::Failure, "{}", segmented.stderr);
+    assert_eq!(answer(&segmented), answer(&streamed));
+    assert_eq!(
+        answer(&segmented)["examples"],
+        serde_json::json!([{"id": 2999, "kind": "CHANGED", "fields": ["plan"]}])
+    );
+    assert!(segmented.stderr.contains("hashed key segments"), "{}", segmented.stderr);
+
+    let wrong = pair.audit(&["--cutover-ready", "--strategy", "fastest"]);
+    assert_eq!(wrong.exit, Exit::Error, "{}", wrong.stderr);
+    assert!(
+        wrong.stderr.contains("--strategy") && wrong.stderr.contains("auto, stream or segments"),
+        "{}",
+        wrong.stderr
+    );
+}

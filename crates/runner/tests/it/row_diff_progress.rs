@@ -28,7 +28,13 @@ fn a_finished_row_diff_counts_its_source_rows_against_the_row_count() {
     assert!(summary.run_id.is_some());
     assert_eq!(
         meter.snapshot(),
-        ProgressSnapshot { attempts_finished: 1, rows_streamed: 3, rows_expected: 3, streams_running: 0 }
+        ProgressSnapshot {
+            attempts_finished: 1,
+            rows_streamed: 3,
+            rows_expected: 3,
+            streams_running: 0,
+            streams_hashing: 0
+        }
     );
 }
 
