@@ -101,16 +101,18 @@ fn uuid_literal(position: i64, fill: char) -> String {
     format!("'{}-{}-{}-{}-{}'::uuid", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
 }
 
-/// The SQL hashing one field, decoded by `decoder` on its side, in its canonical form; `None`
+/// The SQL hashing one field (one or more `ROW` fields), decoded by `decoder` on its side, in
+/// its canonical form; `None`
 /// where SQL equality is not the canonical equality of the pair (see the module docs). Both
 /// sides' decoders of a pair must have one for the pair to be hashed.
 pub fn hash_expression(decoder: Decoder, column: &str) -> Option<String> {
     let column = quoted_ident(column);
     Some(match decoder {
+        // numeric hashes NaN, Infinity and -Infinity alike (to the seed): its sign tells
+        // them apart (NaN, 1, -1).
+        Decoder::Numeric | Decoder::NumericSameScale => format!("{column}, pg_catalog.sign({column})"),
         Decoder::Int
         | Decoder::IntSameWidth
-        | Decoder::Numeric
-        | Decoder::NumericSameScale
         | Decoder::Float
         | Decoder::Bool
         | Decoder::Date
