@@ -12,6 +12,14 @@
 //! `rerun_data_diff_check`, one more
 //! run, and the two reports again (CONTIGUOUS, no failure left). The watermark events it prints go INITIALIZE, BLOCK …, ADVANCE.
 //!
+//! Where MariaDB's server programs are installed (the testkit's detection), a last step adds a
+//! `tap-mysql` source: a throwaway MariaDB, started in the background at the beginning so
+//! that it costs the story little time, holds `shop.Orders`; the demo loads it into the
+//! replica as target-postgres loads a tap-mysql table, writes `tap_shop.yml` (with `engine`
+//! and `ssl_ca`; its reader may only log in over TLS), imports it and runs its check, which
+//! passes. Without MariaDB one line says what to install and the story runs on PostgreSQL
+//! alone. A MariaDB that does not start is said in one line too, and the step is skipped.
+//!
 //! Each command's exit code is checked against the story: a step that ends otherwise stops the
 //! demo with exit 2 (the environment is removed all the same).
 //!
