@@ -254,6 +254,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pem_values_are_text_with_a_begin_line_else_paths_against_the_project() {
+        let dir = Path::new("/srv/project");
+        assert_eq!(Pem::parse("certs/ca.pem", dir), Pem::File("/srv/project/certs/ca.pem".into()));
+        assert_eq!(Pem::parse("/etc/ssl/ca.pem", dir), Pem::File("/etc/ssl/ca.pem".into()));
+        let text = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        let parsed = Pem::parse(text, dir);
+        assert_eq!(parsed.as_setting(), text);
+        assert_eq!(format!("{parsed:?}"), "Text(***)");
+        assert_eq!(Pem::parse("certs/ca.pem", dir).as_setting(), "/srv/project/certs/ca.pem");
+    }
+
+    #[test]
     fn sources_prefer_replicas_and_targets_ignore_them() {
         let conn = DbConn {
             host: Some("primary".into()),
