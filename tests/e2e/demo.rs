@@ -219,9 +219,18 @@ fn demo_keep_holds_a_backend_with_the_whole_story_until_enter_then_removes_every
         matches!((blocked, advanced), (Some(blocked), Some(advanced)) if blocked < advanced),
         "INITIALIZE … INVALIDATE or BLOCK … ADVANCE: {events:?}"
     );
-    let status: String =
-        backend.query_one("SELECT verified_status FROM public.dd_watermark_state", &[]).unwrap().get(0);
+    let status: String = backend
+        .query_one(
+            "SELECT verified_status FROM public.dd_watermark_state WHERE check_id IN \
+               (SELECT check_id FROM public.dd_check_definitions WHERE full_check_name = $1)",
+            &[&"warehouse/payments/public/Transfers"],
+        )
+        .unwrap()
+        .get(0);
     assert_eq!(status, "CONTIGUOUS");
+    if mariadb_installed() {
+        assert_the_mariadb_check_passed(&mut backend);
+    }
     // The backend's roles are separate: the application role cannot change the schema.
     assert!(backend.batch_execute("CREATE TABLE public.intruder (id int)").is_err(), "the app role has no DDL");
     drop(backend);
@@ -242,8 +251,13 @@ fn demo_keep_holds_a_backend_with_the_whole_story_until_enter_then_removes_every
     }
 
     // Passwords appear only in --keep's connection section, never before it.
-    let passwords = kept.passwords();
+    let mut passwords = kept.passwords();
+    let mariadb_password = kept.stdout.lines().find_map(|line| {
+        line.trim_start().strip_prefix("MariaDB source (read-only): ")?.split("--password=").nth(1)?.split(' ').next()
+    });
+    assert_eq!(mariadb_password.is_some(), mariadb_installed(), "{}", kept.stdout);
     assert_eq!(passwords.len(), 6, "five URLs and the psql example: {passwords:?}");
+    passwords.extend(mariadb_password.map(str::to_owned));
     let story = kept.stdout.split("Connect (throwaway passwords").next().unwrap();
     for password in &passwords {
         assert!(password.len() >= 16, "a generated password: {password}");
@@ -265,6 +279,51 @@ fn demo_keep_holds_a_backend_with_the_whole_story_until_enter_then_removes_every
     // The server removes its pid file just before it exits: give it that moment.
     assert!(eventually(|| !running(postmaster)), "the server has stopped");
     assert_nothing_left(kept.tmpdir.path());
+}
+
+/// Whether MariaDB's server programs are installed: the demo then adds its tap-mysql part.
+fn mariadb_installed() -> bool {
+    datadiff_testkit::find_mariadb_binaries().is_ok()
+}
+
+/// The tap-mysql part's rows: one scheduled PASS of the MariaDB source's check, every check
+/// type PASS with equal values on both sides (row_checksum included), on the revision that
+/// names the source `tap-mysql`.
+fn assert_the_mariadb_check_passed(backend: &mut postgres::Client) {
+    let rows = backend
+        .query(
+            "SELECT a.status, d.source_type, r.check_type, r.status, r.source_value::text, r.target_value::text \
+               FROM public.dd_run_attempts a \
+               JOIN public.dd_check_definitions d ON d.check_id = a.check_id \
+               JOIN public.dd_run_results r ON r.run_id = a.run_id \
+              WHERE d.full_check_name = 'warehouse/shop/shop/Orders' ORDER BY r.check_type",
+            &[],
+        )
+        .unwrap();
+    let checks: Vec<String> = rows.iter().map(|row| row.get(2)).collect();
+    assert_eq!(
+        checks,
+        [
+            "distinct_key_count",
+            "duplicate_key_count",
+            "max_key",
+            "min_key",
+            "null_key_count",
+            "row_checksum",
+            "row_count",
+            "schema_compatibility"
+        ],
+        "one attempt with every check type"
+    );
+    for row in &rows {
+        let (attempt, source_type, check, status): (String, String, String, String) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        assert_eq!((attempt.as_str(), source_type.as_str(), status.as_str()), ("PASS", "tap-mysql", "PASS"), "{check}");
+        if check != "schema_compatibility" {
+            let (source, target): (Option<String>, Option<String>) = (row.get(4), row.get(5));
+            assert!(source.is_some() && source == target, "{check}: {source:?} vs {target:?}");
+        }
+    }
 }
 
 #[test]
@@ -313,8 +372,44 @@ fn demo_without_keep_tells_the_story_and_leaves_nothing() {
     assert_eq!(events.first(), Some(&"INITIALIZE"), "{}", outcome.stdout);
     assert_eq!(events.last(), Some(&"ADVANCE"), "{}", outcome.stdout);
     assert!(events.contains(&"BLOCK") || events.contains(&"INVALIDATE"), "{events:?}");
+    // The tap-mysql part, where MariaDB is installed: the MariaDB source's check passes.
+    if mariadb_installed() {
+        outcome
+            .stdout_has("[9/9] Adding a MariaDB source (tap-mysql)")
+            .stdout_has("engine: mariadb")
+            .stdout_has("--target warehouse --tap shop")
+            .stdout_has("warehouse/shop/shop/Orders  PASS");
+        assert!(!outcome.stdout.contains("MariaDB not found"), "{}", outcome.stdout);
+    } else {
+        outcome.stdout_has("MariaDB not found: the tap-mysql part is skipped; apt-get install mariadb-server");
+    }
     // No URL, so no password, without --keep.
     assert!(!outcome.stdout.contains("postgresql://"), "{}", outcome.stdout);
+    assert!(!outcome.stdout.contains("--password="), "{}", outcome.stdout);
+    assert!(outcome.stderr.is_empty(), "stderr: {}", outcome.stderr);
+    assert_nothing_left(tmpdir.path());
+}
+
+#[test]
+fn demo_without_mariadb_says_so_in_one_line_and_runs_on_postgresql_alone() {
+    let tmpdir = demo_tmpdir();
+    let outcome = datadiff_with(
+        &["demo"],
+        &[
+            (datadiff_testkit::MARIADB_BINDIR_ENV, "/nonexistent/mariadb/bin"),
+            ("TMPDIR", tmpdir.path().to_str().unwrap()),
+        ],
+    );
+    outcome.expect(0);
+    let skipped: Vec<&str> = outcome.stdout.lines().filter(|line| line.contains("MariaDB")).collect();
+    assert_eq!(
+        skipped,
+        ["      MariaDB not found: the tap-mysql part is skipped; apt-get install mariadb-server"],
+        "{}",
+        outcome.stdout
+    );
+    outcome.stdout_has("[8/8] Running the next slot").stdout_has("max lag 02:00:00");
+    assert!(!outcome.stdout.contains("tap-mysql)"), "{}", outcome.stdout);
     assert!(outcome.stderr.is_empty(), "stderr: {}", outcome.stderr);
     assert_nothing_left(tmpdir.path());
 }

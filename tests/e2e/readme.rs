@@ -396,3 +396,40 @@ fn operator_guide_commands(world: &World) {
     quoted("`run_data_diff_checks --target T --tap P`");
     world.sh("datadiff run_data_diff_checks --dir . --target warehouse --tap payments", None).expect(0);
 }
+
+#[test]
+fn the_readme_tap_mysql_example_loads_with_its_engine_and_tls_keys() {
+    use datadiff::config::{LoadOptions, Pem};
+    use datadiff::core::mysql::MySqlEngine;
+
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let blocks = blocks(&readme, "## A 10-minute tour");
+    let block = |wanted: &dyn Fn(&Block) -> bool, what: &str| {
+        blocks.iter().find(|block| wanted(block)).unwrap_or_else(|| panic!("no {what} block in the tour")).text.clone()
+    };
+    let tap = block(&|b| b.info == "yaml" && b.text.contains("type: tap-mysql"), "tap-mysql");
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["config.yml", "target_warehouse.yml"] {
+        std::fs::write(dir.path().join(name), block(&|b| b.info == format!("yaml file={name}"), name)).unwrap();
+    }
+    std::fs::write(dir.path().join("tap_shop.yml"), tap).unwrap();
+    std::fs::create_dir(dir.path().join("certs")).unwrap();
+    for name in ["shop-ca.pem", "datadiff.crt", "datadiff.key"] {
+        std::fs::write(dir.path().join("certs").join(name), "pem\n").unwrap();
+    }
+    let env = ["DATADIFF_APP_PASSWORD", "DATADIFF_DDL_PASSWORD", "WAREHOUSE_READER_PASSWORD", "SHOP_READER_PASSWORD"]
+        .map(|name| (name.to_owned(), "pw".to_owned()));
+    let project = datadiff::config::load_with(dir.path(), &LoadOptions { secret: None, env: Some(env.into()) })
+        .unwrap_or_else(|error| panic!("{error}: {:#?}", error.problems()));
+    assert!(project.warnings.is_empty(), "{:?}", project.warnings);
+    assert_eq!(
+        project.definitions.iter().map(|d| d.full_check_name.as_str()).collect::<Vec<_>>(),
+        ["warehouse/shop/shop/Orders"]
+    );
+    let conn = project.tap("shop").and_then(|tap| tap.db_conn.clone()).unwrap();
+    let certs = dir.path().join("certs");
+    assert_eq!(conn.engine, Some(MySqlEngine::MariaDb));
+    assert_eq!(conn.ssl_ca, Some(Pem::File(certs.join("shop-ca.pem"))));
+    assert_eq!(conn.ssl_cert, Some(Pem::File(certs.join("datadiff.crt"))));
+    assert_eq!(conn.ssl_key, Some(Pem::File(certs.join("datadiff.key"))));
+}

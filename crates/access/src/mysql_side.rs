@@ -9,7 +9,9 @@
 //!   timeout on a helper thread, as for PostgreSQL. TLS follows [`MySqlTls`]: opportunistic
 //!   (offered without verification; a server without TLS gets a plain connection, as PyMySQL
 //!   does with `ssl={"": True}`) unless the tap asks for it, then verified against the
-//!   system's roots or the `ssl_ca` file. The character set is `utf8mb4` (the driver's; a
+//!   system's roots or the `ssl_ca` (a file, or PEM text written to a private temporary
+//!   file), presenting the `ssl_cert`/`ssl_key` client certificate when given (handed to the
+//!   driver as a PKCS#12 archive in that temporary directory, removed with the session). The character set is `utf8mb4` (the driver's; a
 //!   superset of upstream's `utf8` default, so four-byte characters read intact). Read and
 //!   write timeouts are the statement timeout plus [`ANSWER_GRACE`] plus one second
 //!   (upstream's `timeout + 5`, one second later so the client deadline below comes first).
@@ -30,6 +32,8 @@
 //!
 //! Failure texts are one line: a server error contributes its message only.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
@@ -46,7 +50,7 @@ use datadiff_diff_core::{
 };
 use mysql::consts::ColumnType;
 use mysql::prelude::Queryable;
-use mysql::{Conn, Opts, OptsBuilder, SslOpts};
+use mysql::{ClientIdentity, Conn, Opts, OptsBuilder, SslOpts};
 
 use crate::deadline::{
     KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, LentError, TCP_USER_TIMEOUT, on_helper_thread,
@@ -75,8 +79,9 @@ pub struct MySqlSideConfig {
     pub dbname: String,
     /// How TLS is used.
     pub tls: MySqlTls,
-    /// The tap's `engine` setting (`mariadb` or another value), when it has one.
-    pub engine: Option<String>,
+    /// The tap's `engine` setting, when it has one; `None`: detected from the server's
+    /// version string ([`MySqlEngine::detect`]).
+    pub engine: Option<MySqlEngine>,
     /// The whole connection's deadline (TCP, TLS and authentication).
     pub connect_timeout: Duration,
 }
@@ -88,7 +93,7 @@ impl std::fmt::Debug for MySqlSideConfig {
             .field("address", &self.address())
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
-            .field("tls", &self.tls)
+            .field("tls", &tls_summary(&self.tls))
             .field("engine", &self.engine)
             .field("connect_timeout", &self.connect_timeout)
             .finish()
@@ -125,24 +130,114 @@ impl MySqlSideConfig {
     }
 }
 
-/// The driver's TLS settings for `tls`; `Err` for what this build cannot present (a client
-/// certificate: the native-tls driver reads PKCS#12 archives only).
-fn ssl_opts(tls: &MySqlTls) -> Result<SslOpts, String> {
+/// How `tls` reads in messages and `Debug`: never a PEM text (an `ssl_key` may be one).
+fn tls_summary(tls: &MySqlTls) -> String {
     match tls {
-        MySqlTls::Opportunistic => {
-            Ok(SslOpts::default().with_danger_accept_invalid_certs(true).with_danger_skip_domain_validation(true))
-        }
-        MySqlTls::Verified { client_certificate: Some(_), .. } => {
-            Err("MySQL ssl_cert and ssl_key (a client certificate) are not supported by datadiff yet".to_owned())
-        }
-        MySqlTls::Verified { ca, client_certificate: None } => {
-            let mut opts = SslOpts::default();
-            if let Some(ca) = ca {
-                opts = opts.with_root_cert_path(Some(std::path::PathBuf::from(ca)));
-            }
-            Ok(opts)
+        MySqlTls::Opportunistic => "opportunistic".to_owned(),
+        MySqlTls::Verified { ca, client_certificate } => {
+            let ca = match ca {
+                None => "system roots".to_owned(),
+                Some(ca) if Path::new(ca).is_file() => format!("ca {ca}"),
+                Some(_) => "ca from PEM text".to_owned(),
+            };
+            let client = if client_certificate.is_some() { ", client certificate" } else { "" };
+            format!("verified ({ca}{client})")
         }
     }
+}
+
+/// The password of the PKCS#12 archive a client certificate is handed to the driver in (it
+/// reads only that form); the archive lives in a private temporary directory.
+const ARCHIVE_PASSWORD: &str = "datadiff";
+
+/// The driver's TLS settings for `tls`, and the temporary files they name: an `ssl_ca` given as
+/// PEM text is written out (the driver reads a file), and a client certificate (`ssl_cert`
+/// and `ssl_key`, each a file or PEM text) becomes a PKCS#12 archive. The files live as long
+/// as the returned handle, so that the canceller's connections find them too.
+#[derive(Clone)]
+struct TlsMaterial {
+    opts: SslOpts,
+    _files: Option<Arc<tempfile::TempDir>>,
+}
+
+impl TlsMaterial {
+    fn new(tls: &MySqlTls) -> Result<TlsMaterial, String> {
+        let (ca, client_certificate) = match tls {
+            MySqlTls::Opportunistic => {
+                let opts =
+                    SslOpts::default().with_danger_accept_invalid_certs(true).with_danger_skip_domain_validation(true);
+                return Ok(TlsMaterial { opts, _files: None });
+            }
+            MySqlTls::Verified { ca, client_certificate } => (ca, client_certificate),
+        };
+        let mut files: Option<tempfile::TempDir> = None;
+        let mut write = |name: &str, bytes: &[u8]| -> Result<PathBuf, String> {
+            let dir = match &mut files {
+                Some(dir) => dir,
+                none => none.insert(
+                    tempfile::Builder::new()
+                        .prefix("datadiff-mysql-tls-")
+                        .tempdir()
+                        .map_err(|error| format!("cannot create a temporary directory for TLS files: {error}"))?,
+                ),
+            };
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+            Ok(path)
+        };
+        let mut opts = SslOpts::default();
+        if let Some(ca) = ca {
+            let path = if Path::new(ca).is_file() {
+                PathBuf::from(ca)
+            } else if ca.contains("-----BEGIN") {
+                write("ca.pem", ca.as_bytes())?
+            } else {
+                return Err(format!("ssl_ca {ca} is neither a file nor PEM text"));
+            };
+            opts = opts.with_root_cert_path(Some(path));
+        }
+        if let Some((certificate, key)) = client_certificate {
+            let archive = client_archive(certificate, key)?;
+            let path = write("client.p12", &archive)?;
+            opts = opts.with_client_identity(Some(ClientIdentity::new(path).with_password(ARCHIVE_PASSWORD)));
+        }
+        Ok(TlsMaterial { opts, _files: files.map(Arc::new) })
+    }
+}
+
+/// The PEM bytes of an `ssl_cert` or `ssl_key` value: the file's contents when it names a
+/// file, else the text itself.
+fn pem_bytes(value: &str, key: &str) -> Result<Vec<u8>, String> {
+    if Path::new(value).is_file() {
+        return std::fs::read(value).map_err(|error| format!("cannot read {key} {value}: {error}"));
+    }
+    if value.contains("-----BEGIN") {
+        return Ok(value.as_bytes().to_vec());
+    }
+    Err(format!("{key} {value} is neither a file nor PEM text"))
+}
+
+/// A PKCS#12 archive of the client certificate (its first PEM block; later blocks are its
+/// chain) and its unencrypted private key. Messages name the key, never its contents.
+fn client_archive(certificate: &str, key: &str) -> Result<Vec<u8>, String> {
+    let certificates = openssl::x509::X509::stack_from_pem(&pem_bytes(certificate, "ssl_cert")?)
+        .map_err(|error| format!("ssl_cert is not a PEM certificate: {error}"))?;
+    let mut certificates = certificates.into_iter();
+    let leaf = certificates.next().ok_or("ssl_cert holds no certificate")?;
+    let private_key = openssl::pkey::PKey::private_key_from_pem(&pem_bytes(key, "ssl_key")?)
+        .map_err(|_| "ssl_key is not an unencrypted PEM private key".to_owned())?;
+    let mut builder = openssl::pkcs12::Pkcs12::builder();
+    builder.name("datadiff").pkey(&private_key).cert(&leaf);
+    let mut chain = openssl::stack::Stack::new().map_err(|error| error.to_string())?;
+    for certificate in certificates {
+        chain.push(certificate).map_err(|error| error.to_string())?;
+    }
+    if !chain.is_empty() {
+        builder.ca(chain);
+    }
+    let archive =
+        builder.build2(ARCHIVE_PASSWORD).map_err(|error| format!("ssl_cert and ssl_key do not match: {error}"))?;
+    archive.to_der().map_err(|error| error.to_string())
 }
 
 /// Cancels a MySQL session's running statement from another connection (`KILL QUERY`).
@@ -151,6 +246,8 @@ pub struct MySqlCanceller {
     opts: Opts,
     connection_id: u32,
     deadline: Duration,
+    /// Keeps the TLS files the options name.
+    _tls: Option<TlsMaterial>,
 }
 
 impl std::fmt::Debug for MySqlCanceller {
@@ -209,9 +306,9 @@ impl MySqlSideSession {
         // The socket timeouts are a backstop one second past the client deadline, so that a
         // server that stops answering meets the deadline (and gets its KILL QUERY) first.
         let io_timeout = statement_timeout + ANSWER_GRACE + Duration::from_secs(1);
-        let tls = ssl_opts(&config.tls).map_err(cannot_connect)?;
+        let tls = TlsMaterial::new(&config.tls).map_err(cannot_connect)?;
         let opportunistic = config.tls == MySqlTls::Opportunistic;
-        let with_tls = config.opts(Some(tls), io_timeout);
+        let with_tls = config.opts(Some(tls.opts.clone()), io_timeout);
         let without_tls = config.opts(None, io_timeout);
         let connected = within_deadline("datadiff-connect", config.connect_timeout, move || {
             match Conn::new(with_tls.clone()) {
@@ -228,11 +325,12 @@ impl MySqlSideSession {
             Err(error) => return Err(cannot_connect(crate::chain(&error))),
         };
         let canceller_opts =
-            if encrypted { config.opts(ssl_opts(&config.tls).ok(), io_timeout) } else { config.opts(None, io_timeout) };
+            if encrypted { config.opts(Some(tls.opts.clone()), io_timeout) } else { config.opts(None, io_timeout) };
         let canceller = MySqlCanceller {
             opts: canceller_opts,
             connection_id: conn.connection_id(),
             deadline: config.connect_timeout,
+            _tls: encrypted.then_some(tls),
         };
         // The session's first statement has no statement timeout yet: the connect timeout
         // bounds it instead.
@@ -246,7 +344,7 @@ impl MySqlSideSession {
             Ok((_, Err(error))) => return Err(failure(side, "reading the server version", &error)),
             Err(error) => return Err(format!("{side} reading the server version failed: {error}")),
         };
-        let engine = MySqlEngine::detect(config.engine.as_deref(), &version);
+        let engine = config.engine.unwrap_or_else(|| MySqlEngine::detect(None, &version));
         let mut session = MySqlSideSession {
             side,
             conn: Some(conn),
@@ -660,8 +758,32 @@ mod tests {
     }
 
     #[test]
-    fn client_certificates_are_refused_with_a_clear_text() {
+    fn unreadable_tls_settings_are_clear_errors_that_show_no_pem_text() {
         let tls = MySqlTls::Verified { ca: None, client_certificate: Some(("c.pem".to_owned(), "k.pem".to_owned())) };
-        assert!(ssl_opts(&tls).unwrap_err().contains("ssl_cert and ssl_key"));
+        assert_eq!(TlsMaterial::new(&tls).err().as_deref(), Some("ssl_cert c.pem is neither a file nor PEM text"));
+        let tls = MySqlTls::Verified { ca: Some("missing-ca.pem".to_owned()), client_certificate: None };
+        assert_eq!(
+            TlsMaterial::new(&tls).err().as_deref(),
+            Some("ssl_ca missing-ca.pem is neither a file nor PEM text")
+        );
+        let key = "-----BEGIN PRIVATE KEY-----\nbm90LWEta2V5\n-----END PRIVATE KEY-----\n";
+        let certificate = "-----BEGIN CERTIFICATE-----\nbm90LWEtY2VydA==\n-----END CERTIFICATE-----\n";
+        let tls = MySqlTls::Verified { ca: None, client_certificate: Some((certificate.to_owned(), key.to_owned())) };
+        let error = TlsMaterial::new(&tls).err().unwrap_or_default();
+        assert!(error.starts_with("ssl_cert is not a PEM certificate"), "{error}");
+        assert!(!error.contains("bm90"), "{error}");
+        let config = MySqlSideConfig {
+            side: Side::Source,
+            host: "db".to_owned(),
+            port: 3306,
+            user: "reader".to_owned(),
+            password: None,
+            dbname: "shop".to_owned(),
+            tls,
+            engine: Some(MySqlEngine::MySql),
+            connect_timeout: Duration::from_secs(30),
+        };
+        let shown = format!("{config:?}");
+        assert!(shown.contains("verified (system roots, client certificate)") && !shown.contains("bm90"), "{shown}");
     }
 }

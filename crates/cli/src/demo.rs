@@ -12,6 +12,14 @@
 //! `rerun_data_diff_check`, one more
 //! run, and the two reports again (CONTIGUOUS, no failure left). The watermark events it prints go INITIALIZE, BLOCK …, ADVANCE.
 //!
+//! Where MariaDB's server programs are installed (the testkit's detection), a last step adds a
+//! `tap-mysql` source: a throwaway MariaDB, started in the background at the beginning so
+//! that it costs the story little time, holds `shop.Orders`; the demo loads it into the
+//! replica as target-postgres loads a tap-mysql table, writes `tap_shop.yml` (with `engine`
+//! and `ssl_ca`; its reader may only log in over TLS), imports it and runs its check, which
+//! passes. Without MariaDB one line says what to install and the story runs on PostgreSQL
+//! alone. A MariaDB that does not start is said in one line too, and the step is skipped.
+//!
 //! Each command's exit code is checked against the story: a step that ends otherwise stops the
 //! demo with exit 2 (the environment is removed all the same).
 //!
@@ -32,6 +40,7 @@
 //! * **`row_diff` is on** in the demo's `datadiff.yml`, so `report differences` can name the
 //!   drifted row and column (by key and column name; values never leave the databases).
 
+mod mariadb;
 mod sandbox;
 
 use std::fmt::Write as _;
@@ -41,6 +50,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, Parser};
 
+use self::mariadb::{ORDERS, PendingMariaDb, SHOP_CHECK, SHOP_TAP, Shop};
 use self::sandbox::{
     BACKEND_DATABASE, DRIFTED_ID, REPLICA_DATABASE, SOFT_DELETED_ID, SOURCE_DATABASE, Sandbox, TRANSFERS,
     WatermarkEvent,
@@ -94,7 +104,9 @@ pub(crate) const BACKEND_URL_LABEL: &str = "backend (application role): ";
 pub(crate) fn run(args: &DemoArgs, console: &mut Console) -> anyhow::Result<Exit> {
     let started = Instant::now();
     let verbose = args.verbosity() > 0;
-    let mut story = Story { console, verbose, step: 0 };
+    let with_mariadb = PendingMariaDb::available();
+    let steps = if with_mariadb { STEPS + 1 } else { STEPS };
+    let mut story = Story { console, verbose, step: 0, steps };
     story.say(
         "datadiff demo: a source, a drifted PipelineWise-style replica and a backend on a throwaway PostgreSQL \
          cluster,\nchecked hourly at simulated times on 2026-07-22.\n",
@@ -105,14 +117,18 @@ pub(crate) fn run(args: &DemoArgs, console: &mut Console) -> anyhow::Result<Exit
         error @ datadiff_testkit::Error::BinariesNotFound { .. } => anyhow::Error::new(error),
         error => anyhow::Error::new(error).context("cannot start a throwaway PostgreSQL cluster"),
     })?;
-    let mut outcome = tell(&mut story, &mut sandbox, args.keep);
+    // MariaDB starts in the background while the PostgreSQL story runs.
+    let pending = with_mariadb.then(PendingMariaDb::start);
+    let mut shop = None;
+    let mut outcome = tell(&mut story, &mut sandbox, args.keep, pending, &mut shop);
     if outcome.is_ok() {
         outcome = story.say(&format!("The demo took {:.1} s.\n", started.elapsed().as_secs_f64()));
     }
     if outcome.is_ok() && args.keep {
-        outcome = story.keep(&sandbox);
+        outcome = story.keep(&sandbox, shop.as_ref());
     }
     let dir = sandbox.dir().display().to_string();
+    drop(shop);
     drop(sandbox);
     outcome?;
     story.say(&format!(
@@ -122,15 +138,26 @@ pub(crate) fn run(args: &DemoArgs, console: &mut Console) -> anyhow::Result<Exit
     Ok(Exit::Success)
 }
 
-/// The story, from an empty cluster to a verified replica.
-fn tell(story: &mut Story<'_>, sandbox: &mut Sandbox, keep: bool) -> anyhow::Result<()> {
+/// The story, from an empty cluster to a verified replica, then the MariaDB source when
+/// `pending` starts one (kept in `shop` for `--keep`).
+fn tell(
+    story: &mut Story<'_>,
+    sandbox: &mut Sandbox,
+    keep: bool,
+    pending: Option<PendingMariaDb>,
+    shop: &mut Option<Shop>,
+) -> anyhow::Result<()> {
     story.say(&format!(
-        "      {}:{}, everything in {}{}\n",
+        "      {}:{}, everything in {}{}",
         sandbox.host(),
         sandbox.port(),
         sandbox.dir().display(),
         if keep { "" } else { " (removed when the demo ends)" }
     ))?;
+    match &pending {
+        Some(_) => story.say("      A throwaway MariaDB server starts in the background, for the tap-mysql part.\n")?,
+        None => story.say(&format!("      {}\n", mariadb::NOT_FOUND))?,
+    }
 
     story.step("Creating a source, a replica and a backend")?;
     sandbox.create_databases()?;
@@ -230,7 +257,50 @@ fn tell(story: &mut Story<'_>, sandbox: &mut Sandbox, keep: bool) -> anyhow::Res
         alerts.lines().count(),
         sandbox.project().join("alerts.jsonl").display()
     ))?;
+    if let Some(pending) = pending {
+        *shop = tell_mariadb(story, sandbox, pending)?;
+    }
     Ok(())
+}
+
+/// When the import of the MariaDB source happens, and its run (slot 13:00).
+const SHOP_IMPORT_AT: &str = "2026-07-22T13:10:00Z";
+const SHOP_RUN_AT: &str = "2026-07-22T13:15:00Z";
+
+/// The tap-mysql part: a MariaDB source replicated into the same warehouse, its tap file
+/// (verified TLS, the engine named), imported and checked. A server that did not start is
+/// said in one line, and the part is skipped.
+fn tell_mariadb(story: &mut Story<'_>, sandbox: &Sandbox, pending: PendingMariaDb) -> anyhow::Result<Option<Shop>> {
+    story.step("Adding a MariaDB source (tap-mysql)")?;
+    let shop = match pending.wait().and_then(Shop::create) {
+        Ok(shop) => shop,
+        Err(error) => {
+            story.say(&format!("      MariaDB did not start ({error:#}): the tap-mysql part is skipped.\n"))?;
+            return Ok(None);
+        }
+    };
+    shop.replicate(&mut sandbox.replica_client()?, sandbox.reader.name)?;
+    shop.write_tap(sandbox.project())?;
+    let dir = sandbox.project().display().to_string();
+    let dir = dir.as_str();
+    story.say(&format!(
+        "      MariaDB {version} on 127.0.0.1:{port}: shop.`Orders`, {ORDERS} orders, one every 5 minutes from 08:00\n\
+         \x20     UTC, loaded into {REPLICA_DATABASE}'s shop.orders as target-postgres loads a tap-mysql table (names\n\
+         \x20     lower-cased, _sdc_* columns). tap_shop.yml reads it as demo_reader, which MariaDB lets in over\n\
+         \x20     TLS only: ssl_ca verifies the server's certificate, and engine: mariadb picks the session's\n\
+         \x20     statement timeout (max_statement_time; mysql would set max_execution_time).\n",
+        version = shop.version(),
+        port = shop.port(),
+    ))?;
+    story.datadiff(&["import_config", "--dir", dir, "--at", SHOP_IMPORT_AT], Exit::Success)?;
+    story.datadiff(
+        &["run_data_diff_checks", "--dir", dir, "--target", "warehouse", "--tap", SHOP_TAP, "--at", SHOP_RUN_AT],
+        Exit::Success,
+    )?;
+    story.say(&format!(
+        "      {SHOP_CHECK} passes: the same row_checksum on MariaDB and PostgreSQL, upstream's SQL on each side.\n"
+    ))?;
+    Ok(Some(shop))
 }
 
 const EVENT_COLUMNS: &[Column] =
@@ -253,9 +323,11 @@ struct Story<'c> {
     console: &'c mut Console,
     verbose: bool,
     step: usize,
+    /// How many steps the story has (for the `[n/N]` counter).
+    steps: usize,
 }
 
-/// The steps `tell` announces (for the `[n/N]` counter).
+/// The steps `tell` announces without MariaDB (one more with it).
 const STEPS: usize = 8;
 
 impl Story<'_> {
@@ -268,7 +340,7 @@ impl Story<'_> {
     /// Announces the next step.
     fn step(&mut self, title: &str) -> anyhow::Result<()> {
         self.step += 1;
-        let heading = format!("[{}/{STEPS}] {title}", self.step);
+        let heading = format!("[{}/{}] {title}", self.step, self.steps);
         self.say(&heading)
     }
 
@@ -298,7 +370,7 @@ impl Story<'_> {
     }
 
     /// `--keep`: how to look around and connect, then wait for Enter, end of input or Ctrl-C.
-    fn keep(&mut self, sandbox: &Sandbox) -> anyhow::Result<()> {
+    fn keep(&mut self, sandbox: &Sandbox, shop: Option<&Shop>) -> anyhow::Result<()> {
         let program = std::env::current_exe()
             .ok()
             .map(|path| shell_word(&path.display().to_string()))
@@ -323,6 +395,9 @@ impl Story<'_> {
         let _ = writeln!(text, "  source (read-only):         {}", sandbox.url(&sandbox.reader, SOURCE_DATABASE));
         let _ = writeln!(text, "  replica (read-only):        {}", sandbox.url(&sandbox.reader, REPLICA_DATABASE));
         let _ = writeln!(text, "  superuser:                  {}", sandbox.superuser_url("postgres"));
+        if let Some(shop) = shop {
+            let _ = writeln!(text, "  MariaDB source (read-only): {}", shop.client_command(sandbox.project()));
+        }
         let _ = writeln!(
             text,
             "  for example: psql '{}' -c 'TABLE dd_watermark_events'",
@@ -384,6 +459,8 @@ mod tests {
                 REMEDIATE_AT,
             ],
             &["report", "--dir", "/p", "watermarks", "--max-lag", "2h", "--at", FINAL_AT],
+            &["import_config", "--dir", "/p", "--at", SHOP_IMPORT_AT],
+            &["run_data_diff_checks", "--dir", "/p", "--target", "warehouse", "--tap", SHOP_TAP, "--at", SHOP_RUN_AT],
         ] {
             let parsed = crate::Cli::try_parse_from(std::iter::once("datadiff").chain(args.iter().copied()));
             assert!(parsed.is_ok(), "{args:?}: {parsed:?}");

@@ -1,5 +1,27 @@
 //! Source and target connection settings: a tap's or target's `db_conn`, which the runner
 //! connects with (SPEC §2: from the project YAML, not PipelineWise's generated JSON).
+//!
+//! A `tap-mysql` tap's `db_conn` has four more keys, read as PipelineWise's data-diff reads
+//! them (config note §5.3):
+//!
+//! * `engine`: `mysql` or `mariadb` (lower case, as tap-mysql spells them) — which
+//!   statement-timeout variable the session sets (`max_execution_time` or
+//!   `max_statement_time`). Without it the server's version string decides. Any other value is
+//!   an error (upstream would silently treat it as MySQL, whose timeout statement a MariaDB
+//!   server rejects at every run).
+//! * `ssl_ca`: the CA certificates that verify the server — a PEM file's path (relative to the
+//!   project directory) or the PEM text itself. Setting it asks for verification, so the file
+//!   must exist when the project loads.
+//! * `ssl_cert` and `ssl_key`: a client certificate and its unencrypted private key, each a
+//!   path or PEM text, only together, and only read under verified TLS (`ssl: true` or an
+//!   `ssl_ca`), as upstream; otherwise they are ignored with a warning.
+//!
+//! None of these keys enters a definition's hash: only the `data_diff` blocks and the
+//! databases' names do.
+
+use std::path::Path;
+
+use datadiff_diff_core::mysql::MySqlEngine;
 
 use crate::Secret;
 use crate::document::{Document, join};
@@ -27,8 +49,57 @@ pub struct DbConn {
     pub replica_user: Option<String>,
     /// `replica_password`.
     pub replica_password: Option<Secret>,
-    /// `ssl: true` or `ssl: "true"` → `sslmode=require`; otherwise libpq's default.
+    /// `ssl: true` or `ssl: "true"` → `sslmode=require` (PostgreSQL), verified TLS (MySQL);
+    /// otherwise libpq's default (PostgreSQL), TLS offered unverified (MySQL).
     pub ssl: bool,
+    /// `engine` of a `tap-mysql` tap (`mysql` or `mariadb`); `None`: detected from the
+    /// server's version string. Not read for other taps and targets.
+    pub engine: Option<MySqlEngine>,
+    /// `ssl_ca` of a `tap-mysql` tap: an existing PEM file (made absolute) or PEM text.
+    pub ssl_ca: Option<Pem>,
+    /// `ssl_cert` of a `tap-mysql` tap: the client certificate, a PEM file or PEM text.
+    pub ssl_cert: Option<Pem>,
+    /// `ssl_key` of a `tap-mysql` tap: the client certificate's private key. A secret: PEM
+    /// text is never printed (`Debug` redacts it, as for passwords).
+    pub ssl_key: Option<Pem>,
+}
+
+/// A PEM value of a `db_conn` TLS key: a file or the text itself, as upstream accepts both.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Pem {
+    /// A path (absolute: a relative one is resolved against the project directory).
+    File(std::path::PathBuf),
+    /// PEM text (it contains `-----BEGIN`). Kept as a [`Secret`]: it may be a private key.
+    Text(Secret),
+}
+
+impl std::fmt::Debug for Pem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pem::File(path) => f.debug_tuple("File").field(path).finish(),
+            Pem::Text(_) => f.write_str("Text(***)"),
+        }
+    }
+}
+
+impl Pem {
+    /// Reads a value: PEM text when it contains `-----BEGIN`, else a path, resolved against
+    /// `dir` when relative.
+    pub fn parse(value: &str, dir: &Path) -> Pem {
+        if value.contains("-----BEGIN") {
+            return Pem::Text(Secret::new(value));
+        }
+        let path = Path::new(value);
+        Pem::File(if path.is_absolute() { path.to_path_buf() } else { dir.join(path) })
+    }
+
+    /// What the MySQL connection takes: the file's path, or the PEM text.
+    pub fn as_setting(&self) -> String {
+        match self {
+            Pem::File(path) => path.display().to_string(),
+            Pem::Text(text) => text.expose().to_owned(),
+        }
+    }
 }
 
 /// Effective settings of one side's connection (after the `replica_*` fallback).
@@ -73,8 +144,9 @@ impl DbConn {
         }
     }
 
-    /// Reads `db_conn` at `path` of `node`.
-    pub(crate) fn read(document: &mut Document, node: &Node, path: &str) -> Option<DbConn> {
+    /// Reads `db_conn` at `path` of `node`; with `mysql` (a `tap-mysql` tap) also its
+    /// `engine` and TLS keys, relative paths resolved against `dir`.
+    pub(crate) fn read(document: &mut Document, node: &Node, path: &str, mysql: Option<&Path>) -> Option<DbConn> {
         let conn = node.get("db_conn")?;
         let path = join(path, "db_conn");
         document.mapping(conn, &path)?;
@@ -89,6 +161,11 @@ impl DbConn {
         };
         let port_value = port(document, "port");
         let replica_port = port(document, "replica_port");
+        let ssl = document.optional_flag(conn, &path, "ssl").unwrap_or(false);
+        let mysql = match mysql {
+            Some(dir) => MySqlKeys::read(document, conn, &path, dir, ssl),
+            None => MySqlKeys::default(),
+        };
         Some(DbConn {
             host: document.optional_text(conn, &path, "host"),
             port: port_value,
@@ -99,14 +176,94 @@ impl DbConn {
             replica_port,
             replica_user: document.optional_text(conn, &path, "replica_user"),
             replica_password: document.optional_text(conn, &path, "replica_password").map(Secret::new),
-            ssl: document.optional_flag(conn, &path, "ssl").unwrap_or(false),
+            ssl,
+            engine: mysql.engine,
+            ssl_ca: mysql.ssl_ca,
+            ssl_cert: mysql.ssl_cert,
+            ssl_key: mysql.ssl_key,
         })
+    }
+}
+
+/// The `tap-mysql` keys of a `db_conn`.
+#[derive(Default)]
+struct MySqlKeys {
+    engine: Option<MySqlEngine>,
+    ssl_ca: Option<Pem>,
+    ssl_cert: Option<Pem>,
+    ssl_key: Option<Pem>,
+}
+
+impl MySqlKeys {
+    /// Reads and checks them (see the module docs); every problem names its key path.
+    fn read(document: &mut Document, conn: &Node, path: &str, dir: &Path, ssl: bool) -> MySqlKeys {
+        let line = |key: &str| conn.get(key).map(|node| node.line);
+        let engine = document.optional_str(conn, path, "engine").and_then(|text| match text.as_str() {
+            "mysql" => Some(MySqlEngine::MySql),
+            "mariadb" => Some(MySqlEngine::MariaDb),
+            _ => {
+                let message =
+                    format!("unknown engine '{text}': use mysql or mariadb (lower case, as tap-mysql reads it)");
+                document.problem(&join(path, "engine"), line("engine"), message);
+                None
+            }
+        });
+        // Empty strings count as absent, as Python's truthiness does upstream.
+        let pem = |document: &mut Document, key: &str| {
+            document.optional_str(conn, path, key).filter(|text| !text.is_empty()).map(|text| Pem::parse(&text, dir))
+        };
+        let ssl_ca = pem(document, "ssl_ca");
+        let ssl_cert = pem(document, "ssl_cert");
+        let ssl_key = pem(document, "ssl_key");
+        let verified = ssl || ssl_ca.is_some();
+        if !verified && (ssl_cert.is_some() || ssl_key.is_some()) {
+            let key = if ssl_cert.is_some() { "ssl_cert" } else { "ssl_key" };
+            document.warning(
+                &join(path, key),
+                line(key),
+                "ignored: ssl_cert and ssl_key are only used with ssl: true or an ssl_ca (TLS is offered unverified)",
+            );
+            return MySqlKeys { engine, ssl_ca, ssl_cert: None, ssl_key: None };
+        }
+        if ssl_cert.is_some() != ssl_key.is_some() {
+            let missing = if ssl_cert.is_some() { "ssl_key" } else { "ssl_cert" };
+            let present = if ssl_cert.is_some() { "ssl_cert" } else { "ssl_key" };
+            document.problem(
+                &join(path, present),
+                line(present),
+                format!("MySQL ssl_cert and ssl_key must be configured together ({missing} is missing)"),
+            );
+        }
+        for (key, value) in [("ssl_ca", &ssl_ca), ("ssl_cert", &ssl_cert), ("ssl_key", &ssl_key)] {
+            if let Some(Pem::File(file)) = value
+                && !file.is_file()
+            {
+                document.problem(
+                    &join(path, key),
+                    line(key),
+                    format!("{} does not exist ({key} is a PEM file's path or the PEM text itself)", file.display()),
+                );
+            }
+        }
+        MySqlKeys { engine, ssl_ca, ssl_cert, ssl_key }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pem_values_are_text_with_a_begin_line_else_paths_against_the_project() {
+        let dir = Path::new("/srv/project");
+        assert_eq!(Pem::parse("certs/ca.pem", dir), Pem::File("/srv/project/certs/ca.pem".into()));
+        assert_eq!(Pem::parse("/etc/ssl/ca.pem", dir), Pem::File("/etc/ssl/ca.pem".into()));
+        let text = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        let parsed = Pem::parse(text, dir);
+        assert_eq!(parsed.as_setting(), text);
+        assert_eq!(format!("{parsed:?}"), "Text(***)");
+        assert_eq!(Pem::parse("certs/ca.pem", dir).as_setting(), "/srv/project/certs/ca.pem");
+    }
 
     #[test]
     fn sources_prefer_replicas_and_targets_ignore_them() {
@@ -121,6 +278,7 @@ mod tests {
             replica_user: None,
             replica_password: Some(Secret::new("rp")),
             ssl: true,
+            ..DbConn::default()
         };
         let source = conn.source_endpoint();
         assert_eq!(

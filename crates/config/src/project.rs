@@ -298,7 +298,7 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
             documents.push(document);
             continue;
         };
-        let read = read_tap(&mut document, &root, &name);
+        let read = read_tap(&mut document, &root, &name, &dir);
         unreadable_tap |= read.is_none();
         if let Some(tap) = read {
             if let Some(first) = taps.iter().find(|t| t.id == tap.id) {
@@ -419,7 +419,7 @@ fn read_target(document: &mut Document, root: &Node, file: &str) -> Option<Targe
     document.mapping(root, "")?;
     let id = root_string(document, root, "id");
     let type_name = root_string(document, root, "type");
-    let db_conn = DbConn::read(document, root, "");
+    let db_conn = DbConn::read(document, root, "", None);
     Some(Target {
         target_type: type_name.as_deref().and_then(|t| t.parse().ok()),
         id: id?,
@@ -429,12 +429,13 @@ fn read_target(document: &mut Document, root: &Node, file: &str) -> Option<Targe
     })
 }
 
-fn read_tap(document: &mut Document, root: &Node, file: &str) -> Option<Tap> {
+fn read_tap(document: &mut Document, root: &Node, file: &str, dir: &Path) -> Option<Tap> {
     document.mapping(root, "")?;
     let id = root_string(document, root, "id");
     let type_name = root_string(document, root, "type");
     let target_id = root_string(document, root, "target");
-    let db_conn = DbConn::read(document, root, "");
+    let mysql = (type_name.as_deref() == Some("tap-mysql")).then_some(dir);
+    let db_conn = DbConn::read(document, root, "", mysql);
     let send_alert = match root.get("send_alert") {
         None => true,
         Some(value) => value.as_bool().unwrap_or_else(|| {

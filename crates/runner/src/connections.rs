@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use datadiff_config::{DbConn, Endpoint, Project, SideTls};
+use datadiff_config::{DbConn, Endpoint, Pem, Project, SideTls};
 use datadiff_diff_core::{
     Side,
     definition::{CheckDefinition, SslMode},
@@ -147,10 +147,10 @@ impl Connections {
     pub fn route(&self, definition: &CheckDefinition) -> Result<Route, String> {
         let tap = &definition.tap_id;
         let target = &definition.target_id;
-        let source = match self.taps.get(tap) {
+        let (source, source_conn) = match self.taps.get(tap) {
             None => return Err(format!("Tap '{tap}' is not defined in the project YAML")),
             Some(None) => return Err(format!("Tap '{tap}' has no db_conn in the project YAML")),
-            Some(Some(db_conn)) => db_conn.source_endpoint(),
+            Some(Some(db_conn)) => (db_conn.source_endpoint(), db_conn),
         };
         let target_endpoint = match self.targets.get(target) {
             None => return Err(format!("Target '{target}' is not defined in the project YAML")),
@@ -171,7 +171,7 @@ impl Connections {
         }
         let timeout = statement_timeout(definition.statement_timeout_seconds);
         let mysql_source = match definition.source_type {
-            SourceType::TapMysql => Some(mysql_source_config(&source, tap, timeout)?),
+            SourceType::TapMysql => Some(mysql_source_config(&source, source_conn, tap, timeout)?),
             SourceType::TapPostgres => None,
         };
         Ok(Route {
@@ -283,16 +283,25 @@ impl Connections {
 /// `db_conn` (config note §5.3): the `replica_*` fallback already applied to `endpoint`; TCP
 /// to `host` (required: tap-mysql has no socket default) on `port` (default 3306); `user`
 /// required and `password` as given (libpq's `PG*` fallbacks do not apply to MySQL); TLS by
-/// [`MySqlTls::from_settings`] with `ssl` as the explicit switch (`ssl: true` or `"true"`
-/// verifies the server against the system's roots; otherwise TLS is offered unverified);
-/// the same connect timeout as PostgreSQL's. The tap's `engine`, `ssl_ca`, `ssl_cert` and
-/// `ssl_key` are not read from the project YAML yet, so the engine comes from the server's
-/// version string.
-fn mysql_source_config(endpoint: &Endpoint, tap: &str, timeout: Duration) -> Result<MySqlSideConfig, String> {
+/// [`MySqlTls::from_settings`] with `ssl` as the explicit switch and the tap's `ssl_ca`,
+/// `ssl_cert` and `ssl_key` (`ssl: true` or an `ssl_ca` verifies the server — against the
+/// `ssl_ca`, else the system's roots — and presents the client certificate when given;
+/// otherwise TLS is offered unverified); the tap's `engine` when set, else the server's
+/// version string decides the statement-timeout form; the same connect timeout as
+/// PostgreSQL's.
+fn mysql_source_config(
+    endpoint: &Endpoint,
+    db_conn: &DbConn,
+    tap: &str,
+    timeout: Duration,
+) -> Result<MySqlSideConfig, String> {
     let host = endpoint.host.clone().ok_or_else(|| format!("Tap '{tap}' db_conn has no host"))?;
     let user = endpoint.user.clone().ok_or_else(|| format!("Tap '{tap}' db_conn has no user"))?;
-    let tls = MySqlTls::from_settings(endpoint.ssl.then_some("true"), None, None, None)
-        .map_err(|error| format!("Tap '{tap}' db_conn: {error}"))?;
+    let setting = |pem: &Option<Pem>| pem.as_ref().map(Pem::as_setting);
+    let (ca, certificate, key) = (setting(&db_conn.ssl_ca), setting(&db_conn.ssl_cert), setting(&db_conn.ssl_key));
+    let tls =
+        MySqlTls::from_settings(endpoint.ssl.then_some("true"), ca.as_deref(), certificate.as_deref(), key.as_deref())
+            .map_err(|error| format!("Tap '{tap}' db_conn: {error}"))?;
     Ok(MySqlSideConfig {
         side: Side::Source,
         host,
@@ -301,7 +310,7 @@ fn mysql_source_config(endpoint: &Endpoint, tap: &str, timeout: Duration) -> Res
         password: endpoint.password.as_ref().map(|password| password.expose().to_owned()),
         dbname: endpoint.dbname.clone().unwrap_or_default(),
         tls,
-        engine: None,
+        engine: db_conn.engine,
         connect_timeout: timeout.min(MAX_CONNECT_TIMEOUT),
     })
 }
@@ -441,6 +450,7 @@ mod tests {
             replica_user: Some("reader".into()),
             replica_password: Some(Secret::new("replica-pw")),
             ssl: false,
+            ..DbConn::default()
         }
     }
 
@@ -520,6 +530,40 @@ mod tests {
             connections().with_tap("payments", hostless).route(&mysql).unwrap_err(),
             "Tap 'payments' db_conn has no host"
         );
+    }
+
+    #[test]
+    fn a_mysql_tap_passes_its_engine_and_tls_keys_to_the_source_session() {
+        use datadiff_diff_core::mysql::MySqlEngine;
+        let mysql = CheckDefinition { source_type: SourceType::TapMysql, ..definition(300) };
+        let tap = DbConn {
+            engine: Some(MySqlEngine::MySql),
+            ssl_ca: Some(Pem::File("/etc/ssl/ca.pem".into())),
+            ssl_cert: Some(Pem::File("/etc/ssl/dd.crt".into())),
+            ssl_key: Some(Pem::Text(Secret::new("-----BEGIN PRIVATE KEY-----\nkey-pw\n"))),
+            ..self::tap()
+        };
+        let route = connections().with_tap("payments", tap.clone()).route(&mysql).unwrap();
+        let source = route.mysql_source.as_ref().unwrap();
+        assert_eq!(source.engine, Some(MySqlEngine::MySql));
+        assert_eq!(
+            source.tls,
+            MySqlTls::Verified {
+                ca: Some("/etc/ssl/ca.pem".to_owned()),
+                client_certificate: Some((
+                    "/etc/ssl/dd.crt".to_owned(),
+                    "-----BEGIN PRIVATE KEY-----\nkey-pw\n".to_owned()
+                )),
+            }
+        );
+        assert!(!format!("{route:?}").contains("key-pw"), "no key text in Debug");
+        let half = DbConn { ssl_key: None, ..tap };
+        assert_eq!(
+            connections().with_tap("payments", half).route(&mysql).unwrap_err(),
+            "Tap 'payments' db_conn: MySQL ssl_cert and ssl_key must be configured together"
+        );
+        let route = connections().route(&mysql).unwrap();
+        assert_eq!(route.mysql_source.map(|source| source.engine), Some(None), "detected from the server");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use mysql::{Conn, Opts, OptsBuilder};
 use crate::binaries::{MariaDbBinaries, find_mariadb_binaries};
 use crate::cluster::DIR_PREFIX;
 use crate::error::Error;
-use crate::tls::Authority;
+use crate::tls::{Authority, ClientCertificateFiles};
 use crate::user::{RunAs, run_as};
 use crate::watchdog::{Watchdog, free_port, random_hex, remove_dir_with_retries, tail};
 
@@ -91,6 +91,7 @@ pub struct MariaDb {
     run_as: Option<RunAs>,
     tls_arguments: Vec<String>,
     ca_certificate: Option<PathBuf>,
+    authority: Option<Authority>,
     next_database: AtomicU64,
     server: Mutex<Option<Child>>,
     watchdog: Mutex<Option<Watchdog>>,
@@ -133,6 +134,7 @@ impl MariaDb {
             run_as: None,
             tls_arguments: Vec::new(),
             ca_certificate: None,
+            authority: None,
             next_database: AtomicU64::new(1),
             server: Mutex::new(None),
             watchdog: Mutex::new(None),
@@ -167,6 +169,13 @@ impl MariaDb {
     /// The PEM file of the CA that signed the server certificate, for a TLS server.
     pub fn ca_certificate(&self) -> Option<&Path> {
         self.ca_certificate.as_deref()
+    }
+
+    /// Writes into `dir` a client certificate for `user` (its common name) and its key,
+    /// signed by the server's CA: `<user>.crt` and `<user>.key` (0600), for accounts created
+    /// `REQUIRE X509`. Only a TLS server has a CA ([`Error::NotTls`] otherwise).
+    pub fn issue_client_certificate(&self, user: &str, dir: &Path) -> Result<ClientCertificateFiles, Error> {
+        self.authority.as_ref().ok_or(Error::NotTls)?.write_client(user, dir)
     }
 
     /// The host to connect to over TCP: `127.0.0.1`.
@@ -404,6 +413,7 @@ impl MariaDb {
             self.tls_arguments.push("--require-secure-transport=ON".to_owned());
         }
         self.ca_certificate = Some(ca_path);
+        self.authority = Some(authority);
         Ok(())
     }
 

@@ -93,11 +93,11 @@ fn the_engine_setting_overrides_the_version_string() -> TestResult {
     let (_database, mut config) = source()?;
     // `mysql` on a MariaDB server: the MySQL timeout variable, which MariaDB does not know
     // — the session fails as upstream's would.
-    config.engine = Some("mysql".to_owned());
+    config.engine = Some(MySqlEngine::MySql);
     let error = MySqlSideSession::open(&config, Duration::from_secs(5)).unwrap_err();
     assert!(error.contains("starting the read-only transaction failed"), "{error}");
     assert!(error.contains("max_execution_time"), "{error}");
-    config.engine = Some("mariadb".to_owned());
+    config.engine = Some(MySqlEngine::MariaDb);
     let session = MySqlSideSession::open(&config, Duration::from_secs(5))?;
     assert_eq!(session.engine(), MySqlEngine::MariaDb);
     session.close();

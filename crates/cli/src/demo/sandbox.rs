@@ -42,7 +42,7 @@ impl fmt::Debug for Login {
 
 impl Login {
     /// A role with a fresh random password (32 hex digits).
-    fn generate(name: &'static str) -> Login {
+    pub(crate) fn generate(name: &'static str) -> Login {
         Login { name, password: uuid::Uuid::new_v4().simple().to_string() }
     }
 }
@@ -213,6 +213,11 @@ impl Sandbox {
         Ok(())
     }
 
+    /// A superuser session on the replica database (to load the MariaDB source's table).
+    pub(crate) fn replica_client(&self) -> anyhow::Result<postgres::Client> {
+        Ok(self.cluster.connect(REPLICA_DATABASE)?)
+    }
+
     /// Repairs the drifted replica row as a resync would: the source's amount again.
     pub(crate) fn repair_replica(&self) -> anyhow::Result<()> {
         let mut replica = self.cluster.connect(REPLICA_DATABASE)?;
@@ -334,6 +339,18 @@ fn project_files(host: &str, port: u16, sandbox: &Logins<'_>) -> [(&'static str,
          row_diff: {{max_examples: 20}}  # name the rows that differ, by key and column\n"
     );
     [("config.yml", config), ("target_warehouse.yml", target), ("tap_payments.yml", tap), ("datadiff.yml", datadiff)]
+}
+
+/// [`project_files`] for the tests of other modules.
+#[cfg(test)]
+pub(crate) fn project_files_for_tests(
+    host: &str,
+    port: u16,
+    app: &Login,
+    ddl: &Login,
+    reader: &Login,
+) -> [(&'static str, String); 4] {
+    project_files(host, port, &Logins { app, ddl, reader })
 }
 
 #[cfg(test)]

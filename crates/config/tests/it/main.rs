@@ -2,6 +2,7 @@
 
 mod fixture;
 mod fuzz;
+mod mysql_conn;
 mod rules;
 mod secrets;
 mod settings;

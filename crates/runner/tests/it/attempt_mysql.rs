@@ -16,7 +16,7 @@ use crate::context::{Context, Verdict, at, result, scheduled, sha256_hex, verdic
 /// The MariaDB source: the PostgreSQL fixture's rows in MySQL types — `datetime(6)`,
 /// `decimal(12,2)`, `varchar`, `tinyint(1)`, `varbinary` — and an index leading with the
 /// timestamp. Rows 2–6 are in `[12:00, 13:00)`; 1 is just before, 7 at the end, 8 has none.
-const MARIADB_SQL: &str = "
+pub(crate) const MARIADB_SQL: &str = "
 CREATE TABLE `Transfers` (
     `Id` bigint NOT NULL PRIMARY KEY,
     `UpdatedAt` datetime(6) NULL,
@@ -38,7 +38,7 @@ INSERT INTO `Transfers` VALUES
 
 /// The replica as target-postgres writes a tap-mysql table: lower-cased names, `timestamptz`,
 /// `numeric(18,4)`, `character varying`, `boolean`, `bytea`, the `_sdc_*` columns.
-const REPLICA_SQL: &str = r#"
+pub(crate) const REPLICA_SQL: &str = r#"
 CREATE SCHEMA shop;
 CREATE TABLE shop.transfers (
     id bigint,

@@ -9,6 +9,7 @@ mod attempt_deadlines;
 mod attempt_faults;
 mod attempt_history;
 mod attempt_mysql;
+mod attempt_mysql_settings;
 mod context;
 mod pipeline;
 mod row_diff;
