@@ -50,6 +50,7 @@ mod copy;
 pub mod decoder;
 mod encoded;
 mod endpoint;
+mod mysql;
 mod reader;
 mod tap;
 
@@ -58,4 +59,5 @@ pub use copy::{CopyParser, Flow, Tuple};
 pub use decoder::{Coercions, Decoder, KeyDecoder, plan_key, plan_pair, plan_pair_with};
 pub use encoded::{BatchWriter, EncodedRow, Fields};
 pub use endpoint::Endpoint;
+pub use mysql::{MySqlColumnType, MySqlEncoder, MySqlFamily, MySqlKey, MySqlRowQuery, plan_mysql_key, plan_mysql_pair};
 pub use reader::{RowQuery, RowStream, StreamOptions, StreamStopper};

@@ -12,6 +12,7 @@ mod attempt_mysql;
 mod context;
 mod pipeline;
 mod row_diff;
+mod row_diff_mysql;
 mod row_diff_progress;
 mod row_diff_values;
 mod tick;
