@@ -301,3 +301,34 @@ fn text_keys_in_mixed_case_and_accents_meet_in_bytewise_order() {
         ]
     );
 }
+
+#[test]
+fn a_row_diff_only_definition_fingerprints_its_mysql_select() {
+    let mysql = MySqlRowDiff::new(
+        "CREATE TABLE `Words` (`Word` varchar(20) NOT NULL, `UpdatedAt` datetime NULL, `Note` varchar(20) NULL,
+           KEY `Words_UpdatedAt` (`UpdatedAt`));
+         INSERT INTO `Words` VALUES ('a', '2026-07-22 12:00:00', 'x');",
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.words (word character varying, updatedat timestamp, note character varying);
+         INSERT INTO shop.words VALUES ('a', '2026-07-22 12:00:00', 'x');",
+    );
+    let context = &mysql.context;
+    let mut definition = mysql.definition("Words", "Word", &["Note"]);
+    definition.checks = vec![CheckType::SchemaCompatibility];
+    let summary = context.run(&definition);
+    assert_eq!(summary.status, SummaryStatus::Pass, "{summary:?}");
+    let run_id = summary.run_id.unwrap();
+    let select = format!(
+        "SELECT `Word`, `UpdatedAt`, `Note` FROM `{}`.`Words` WHERE `UpdatedAt` >= %s AND `UpdatedAt` < %s \
+         ORDER BY CAST(CONVERT(`Word` USING utf8mb4) AS BINARY)",
+        mysql.source.name()
+    );
+    let preflight = context.preflight_row(run_id);
+    assert_eq!(preflight.status, "PASS");
+    assert_eq!(preflight.fingerprint, crate::context::sha256_hex(context, &select));
+    let rows = context.result_rows(run_id);
+    assert_eq!(
+        result(&rows, "row_diff").target_value,
+        json!({"rows": "1", "missing": "0", "extra": "0", "changed": "0"})
+    );
+}
