@@ -116,7 +116,8 @@ fn main() -> Result<()> {
         dbname: Some(replica.name().to_owned()),
         ..DbConn::default()
     };
-    let connections = Connections::new(Environment::default()).with_tap("payments", tap).with_target("postgres", target);
+    let connections =
+        Connections::new(Environment::default()).with_tap("payments", tap).with_target("postgres", target);
     let compared = ["Amount", "Status", "Qty", "Flag"];
     let definition = CheckDefinition {
         full_check_name: CheckDefinition::full_check_name_of("postgres", "payments", source.name(), "Events"),
