@@ -408,6 +408,8 @@ impl<'a> AttemptRun<'a> {
                 (Some(_), Ok(AnyRowDiffPlan::Postgres(row_diff)), Some(source)) => {
                     expected_rows(&results, source, row_diff, start, bounds.end)
                 }
+                // A MySQL source: the exact row_count when the attempt has one.
+                (Some(_), Ok(AnyRowDiffPlan::MySql(_)), _) => counted_rows(&results),
                 _ => None,
             };
             results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, expected));
@@ -579,6 +581,14 @@ fn aggregate_failed(plan: &AggregatePlan, reason: String, row_diff: Vec<CheckRes
     Outcome { status: RunStatus::Error, error: Some(error), results }
 }
 
+/// The `row_count` source value of an attempt's results, when it has one.
+fn counted_rows(results: &[CheckResult]) -> Option<u64> {
+    results
+        .iter()
+        .find(|result| result.check_type == ResultType::Check(CheckType::RowCount))
+        .and_then(|result| result.source_value.as_u64())
+}
+
 /// The source rows a `row_diff` window is expected to have, for a progress display: the exact
 /// `row_count` source value when the attempt has one, else the planner's estimate for the
 /// source streaming query (no data read; a failed `EXPLAIN` only costs the estimate).
@@ -589,11 +599,7 @@ fn expected_rows(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Option<u64> {
-    let counted = results
-        .iter()
-        .find(|result| result.check_type == ResultType::Check(CheckType::RowCount))
-        .and_then(|result| result.source_value.as_u64());
-    counted.or_else(|| {
+    counted_rows(results).or_else(|| {
         let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end));
         let messages = source.with_client("EXPLAIN", move |client| client.simple_query(&explain)).ok()?.ok()?;
         messages.iter().find_map(|message| match message {

@@ -11,7 +11,9 @@
 //!   A pair without a faithful comparison is the same one-line error as there.
 //! * **Streaming** ([`RowStream::mysql`]): a reader thread opens a session of its own (the
 //!   side's settings: UTC, the engine's statement timeout, `START TRANSACTION READ ONLY`)
-//!   and runs `SELECT key, columns… FROM db.table WHERE ts >= ? AND ts < ? ORDER BY key`
+//!   (and `net_write_timeout` as long as the statement may run, so the server waits while
+//!   the merge waits for the other side) and runs
+//!   `SELECT key, columns… FROM db.table WHERE ts >= ? AND ts < ? ORDER BY key`
 //!   with the window bounds bound as naive UTC, in the binary protocol, row by row (the
 //!   driver's `exec_iter` streams: memory is flat whatever the window). A text key is
 //!   ordered `CAST(CONVERT(key USING utf8mb4) AS BINARY)`: MySQL collations are case- and
@@ -435,6 +437,11 @@ fn read_mysql(
     let session = MySqlSideSession::open(config, statement_timeout).map_err(failed)?;
     let (mut conn, canceller) = session.into_stream().map_err(failed)?;
     stop.arm(canceller.clone());
+    // While the merge waits for the other side, this reader stops reading and the server
+    // cannot write: let it wait as long as the statement may run (its default is 60 s).
+    let patience = (statement_timeout.as_secs().max(1) + crate::ANSWER_GRACE.as_secs()).min(31_536_000);
+    conn.query_drop(format!("SET SESSION net_write_timeout = {patience}"))
+        .map_err(|error| failed(format!("{role} row stream setup failed: {}", mysql_one_line(&error))))?;
     if stop.is_stopped() {
         return Ok(Flow::Stop);
     }
