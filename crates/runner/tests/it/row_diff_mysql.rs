@@ -332,3 +332,54 @@ fn a_row_diff_only_definition_fingerprints_its_mysql_select() {
         json!({"rows": "1", "missing": "0", "extra": "0", "changed": "0"})
     );
 }
+
+#[test]
+fn zero_dates_compare_as_null_and_empty_strings_as_null_only_when_declared() {
+    let mysql = MySqlRowDiff::new(
+        "SET SESSION sql_mode = '';
+         CREATE TABLE `Zeros` (`Id` int NOT NULL PRIMARY KEY, `UpdatedAt` datetime NOT NULL,
+           `Day` date NOT NULL, `At` datetime NOT NULL, `Note` varchar(10) NULL);
+         INSERT INTO `Zeros` VALUES (1, '2026-07-22 12:00:00', '0000-00-00', '0000-00-00 00:00:00', ''),
+                                    (2, '2026-07-22 12:10:00', '2026-07-00', '2026-07-22 12:10:00', 'x');",
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.zeros (id bigint, updatedat timestamp, day timestamp, at timestamp, note varchar);
+         INSERT INTO shop.zeros VALUES (1, '2026-07-22 12:00:00', NULL, NULL, NULL),
+                                       (2, '2026-07-22 12:10:00', NULL, '2026-07-22 12:10:00', 'x');",
+    );
+    let context = &mysql.context;
+    // Exact: the empty string against NULL is a change; the zero dates are NULL.
+    let exact = mysql.definition("Zeros", "Id", &["Day", "At", "Note"]);
+    let summary = context.run(&exact);
+    let run_id = summary.run_id.unwrap();
+    assert_eq!(result(&context.result_rows(run_id), "row_diff").status, "FAIL");
+    assert_eq!(differences(context, run_id), vec![difference(1, "CHANGED", json!({"Id": "1"}), &["Note"])]);
+    // Declared: target-postgres' empty string as NULL is expected.
+    let coerced = CheckDefinition {
+        extensions: Extensions {
+            row_diff: Some(RowDiffSettings::default().with_empty_string_as_null(true)),
+            exclude_soft_deleted: false,
+        },
+        ..exact
+    };
+    let summary = context.run(&coerced);
+    let rows = context.result_rows(summary.run_id.unwrap());
+    assert_eq!(result(&rows, "row_diff").status, "PASS", "{rows:?}");
+}
+
+#[test]
+fn an_unsigned_key_beyond_bigint_is_an_error_naming_the_key() {
+    let mysql = MySqlRowDiff::new(
+        "CREATE TABLE `Wide` (`Id` bigint unsigned NOT NULL PRIMARY KEY, `UpdatedAt` datetime NULL, `Note` text);
+         INSERT INTO `Wide` VALUES (18446744073709551615, '2026-07-22 12:00:00', 'x');",
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.wide (id bigint, updatedat timestamp, note varchar);",
+    );
+    let summary = mysql.context.run(&mysql.definition("Wide", "Id", &["Note"]));
+    let rows = mysql.context.result_rows(summary.run_id.unwrap());
+    let row_diff = result(&rows, "row_diff");
+    assert_eq!(row_diff.status, "ERROR");
+    assert_eq!(
+        row_diff.error.as_deref(),
+        Some("row_diff: cannot decode column Id of the source stream: an unsigned key beyond the bigint range")
+    );
+}
