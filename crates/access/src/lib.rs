@@ -26,6 +26,8 @@
 //!   `COPY` in key order into the merge core with flat memory — or, for a MySQL/MariaDB
 //!   source, its ordered `SELECT` ([`stream::RowStream::mysql`], planned against the replica
 //!   by [`stream::plan_mysql_pair`]) in the same canonical encodings.
+//! * [`segment`] holds the segment strategy's SQL: each database hashes its rows by key
+//!   segment, so that only hashes and the rows of differing segments cross the link.
 //! * [`TableName`] is a `schema.table` with quoting.
 //!
 //! ```no_run
@@ -54,6 +56,7 @@ mod error;
 mod lazy_tls;
 mod mysql_side;
 mod passfile;
+pub mod segment;
 pub mod service;
 mod session;
 mod side;

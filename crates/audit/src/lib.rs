@@ -50,6 +50,7 @@ use std::time::{Duration, Instant, SystemTime};
 use datadiff_diff_core::{
     merge::{Key, MergeError, Summary, merge},
     plan::quoted_ident,
+    segment::{SearchSettings, Strategy, streams},
 };
 
 pub use columns::ColumnMatchError;
@@ -126,6 +127,12 @@ pub struct AuditOptions {
     /// Compare an empty string and NULL as one value in text-like columns (the opt-in
     /// coercion of `--empty-string-as-null`; target-postgres loads every `''` as NULL).
     pub empty_string_as_null: bool,
+    /// How the scan reads the rows: `auto` (the default) streams over a fast link and hashes
+    /// key segments in the databases over a slow one (see [`datadiff_access::segment`]).
+    pub strategy: Strategy,
+    /// The segment search's tuning (leaf size, fan-outs); the defaults suit tables of any
+    /// size, smaller values exercise the search on small tables.
+    pub segment_settings: SearchSettings,
 }
 
 impl std::fmt::Debug for AuditOptions {
@@ -146,6 +153,8 @@ impl std::fmt::Debug for AuditOptions {
             .field("allow_empty", &self.allow_empty)
             .field("statement_timeout", &self.statement_timeout)
             .field("empty_string_as_null", &self.empty_string_as_null)
+            .field("strategy", &self.strategy)
+            .field("segment_settings", &self.segment_settings)
             .finish()
     }
 }
@@ -171,6 +180,8 @@ impl AuditOptions {
             allow_empty: false,
             statement_timeout: datadiff_access::AUDIT_STATEMENT_TIMEOUT,
             empty_string_as_null: false,
+            strategy: Strategy::Auto,
+            segment_settings: SearchSettings::default(),
         }
     }
 
@@ -231,7 +242,14 @@ pub enum AuditProgress {
         /// Replica rows.
         replica_rows: u64,
     },
-    /// Rows read so far by the scan.
+    /// The scan hashes key segments in both databases (the segment strategy): `level` 0 is
+    /// the whole table's overview, then each level splits the segments that differed.
+    Hashing {
+        /// The level being hashed.
+        level: u32,
+    },
+    /// Rows read so far by the scan (with segments: rows proven equal by their hashes
+    /// included).
     Scanned {
         /// Source rows read.
         source_rows: u64,
@@ -317,6 +335,7 @@ fn audit_watched(
     let source_dsn = Dsn::parse("source", &options.source, environment)?;
     let replica_dsn = Dsn::parse("replica", &options.replica, environment)?;
 
+    let links = (source_dsn.clone(), replica_dsn.clone());
     let settings = SessionSettings { statement_timeout: Some(options.statement_timeout), read_only: true };
     let connecting = watch.busy("connecting", &BOTH);
     let (source, replica) = std::thread::scope(|scope| {
@@ -429,7 +448,35 @@ fn audit_watched(
         live.as_deref(),
     );
     let mut summary: Summary<Key> = Summary::new(max_examples, plan.names.clone());
+    let (source_query, replica_query) =
+        match segments(options, &plan, &mut source, &mut replica, &links, live.as_deref(), watch, progress)? {
+            Scan::Everything => (Some(source_query), Some(replica_query)),
+            Scan::Nothing { matched } => {
+                summary.matched = matched;
+                (None, None)
+            }
+            Scan::Leaves { matched, source_filter, replica_filter } => {
+                summary.matched = matched;
+                (
+                    Some(RowQuery::for_table(
+                        &options.table,
+                        &plan.source_key_name,
+                        plan.source_key,
+                        plan.source_decoders(),
+                        Some(&source_filter),
+                    )),
+                    Some(RowQuery::for_table(
+                        options.replica_table(),
+                        &plan.replica_key_name,
+                        plan.replica_key,
+                        plan.replica_decoders(),
+                        Some(&replica_filter),
+                    )),
+                )
+            }
+        };
     std::thread::scope(|scope| -> Result<(), Error> {
+        let (Some(source_query), Some(replica_query)) = (source_query, replica_query) else { return Ok(()) };
         let source_rows = RowStream::spawn(scope, &mut source, source_query, StreamOptions::default());
         let replica_rows = RowStream::spawn(scope, &mut replica, replica_query, StreamOptions::default());
         let _scanning = watch.scanning(source_rows.stopper(), replica_rows.stopper());
@@ -500,6 +547,125 @@ fn audit_watched(
         "audit finished"
     );
     Ok(report)
+}
+
+/// What the scan streams after the segment strategy had its say.
+enum Scan {
+    /// Every row (the stream strategy, or a table the hashes cannot decide).
+    Everything,
+    /// Nothing: the hashes proved all `matched` rows equal.
+    Nothing { matched: u64 },
+    /// Only the rows the filters keep; `matched` others were proven equal.
+    Leaves { matched: u64, source_filter: String, replica_filter: String },
+}
+
+/// Chooses the strategy and, for segments, hashes both snapshots by key segment (see
+/// [`datadiff_access::segment`]): what is left to stream.
+#[allow(clippy::too_many_arguments, reason = "the scan's whole context, passed once")]
+fn segments(
+    options: &AuditOptions,
+    plan: &Plan,
+    source: &mut Session,
+    replica: &mut Session,
+    links: &(datadiff_access::Dsn, datadiff_access::Dsn),
+    live: Option<&str>,
+    watch: &Watch,
+    progress: &mut dyn FnMut(AuditProgress),
+) -> Result<Scan, Error> {
+    use datadiff_access::segment::{self, Position, SegmentOutcome, SegmentQuery};
+    if options.strategy == Strategy::Stream {
+        return Ok(Scan::Everything);
+    }
+    let stream_because = |why: String| {
+        tracing::info!(strategy = "stream", reason = %why, "the scan streams every row");
+        Ok(Scan::Everything)
+    };
+    let (Some(source_position), Some(replica_position)) =
+        (Position::of(plan.source_key), Position::of(plan.replica_key))
+    else {
+        return stream_because(format!(
+            "the key {} has no integer position (only integer and uuid keys are segmented)",
+            plan.source_key_name
+        ));
+    };
+    let mut source_fields = Vec::with_capacity(plan.decoders.len());
+    let mut replica_fields = Vec::with_capacity(plan.decoders.len());
+    for (index, (source_decoder, replica_decoder)) in plan.decoders.iter().enumerate() {
+        match (
+            segment::hash_expression(*source_decoder, &plan.names[index]),
+            segment::hash_expression(*replica_decoder, &plan.replica_names[index]),
+        ) {
+            (Some(source), Some(replica)) => {
+                source_fields.push(source);
+                replica_fields.push(replica);
+            }
+            _ => {
+                return stream_because(format!(
+                    "column {} is compared across types in a way SQL cannot hash",
+                    plan.names[index]
+                ));
+            }
+        }
+    }
+    let probing = watch.busy("probing the links", &BOTH);
+    for (session, role) in [(&mut *source, "source"), (&mut *replica, "replica")] {
+        if !segment::server_supports_segments(session.client(), role)? {
+            return stream_because(format!("the {role} server is older than PostgreSQL 14 (no hash_record_extended)"));
+        }
+    }
+    if options.strategy == Strategy::Auto {
+        let source_link = segment::link(source.client(), links.0.config(), "source")?;
+        let replica_link = segment::link(replica.client(), links.1.config(), "replica")?;
+        tracing::info!(source = ?source_link, replica = ?replica_link, "links");
+        if streams(Strategy::Auto, source_link, replica_link) {
+            return stream_because("both links are fast".to_owned());
+        }
+    }
+    let source_unique = segment::has_unique_key(source.client(), "source", &options.table, &plan.source_key_name)?;
+    let replica_unique =
+        segment::has_unique_key(replica.client(), "replica", options.replica_table(), &plan.replica_key_name)?;
+    drop(probing);
+    let source_query =
+        SegmentQuery::new("source", &options.table, &plan.source_key_name, source_position, &source_fields, None);
+    let replica_query = SegmentQuery::new(
+        "replica",
+        options.replica_table(),
+        &plan.replica_key_name,
+        replica_position,
+        &replica_fields,
+        live,
+    );
+    let hashing = watch.busy("hashing segments", &BOTH);
+    let mut phase = |phase: segment::Phase| {
+        let level = match phase {
+            segment::Phase::Overview => 0,
+            segment::Phase::Level { level, .. } => level,
+        };
+        progress(AuditProgress::Hashing { level });
+    };
+    let outcome = segment::search(
+        (source.client(), &source_query, !source_unique),
+        (replica.client(), &replica_query, !replica_unique),
+        options.segment_settings,
+        &mut phase,
+    )?;
+    drop(hashing);
+    Ok(match outcome {
+        SegmentOutcome::StreamAll(why) => return stream_because(why),
+        SegmentOutcome::Searched { matched, leaves, levels } => {
+            tracing::info!(strategy = "segments", matched, segments = leaves.len(), levels, "hashed key segments");
+            if leaves.is_empty() {
+                Scan::Nothing { matched }
+            } else {
+                let source_filter = source_query.leaves_filter(&leaves);
+                let replica_filter = match live {
+                    Some(live) => format!("({live}) AND {}", replica_query.leaves_filter(&leaves)),
+                    None => replica_query.leaves_filter(&leaves),
+                };
+                Scan::Leaves { matched, source_filter, replica_filter }
+            }
+        }
+    })
 }
 
 /// The key and compared columns with the decoders of each side, and the deleted marker.

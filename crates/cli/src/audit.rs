@@ -64,6 +64,12 @@ pub(crate) struct AuditArgs {
     /// loads every '' as NULL); off by default: the comparison is exact.
     #[arg(long)]
     empty_string_as_null: bool,
+    /// How the scan reads the rows: `stream` every row through the comparison, or hash
+    /// `segments` of keys in both databases and stream only the segments that differ (far
+    /// fewer bytes over a slow link); `auto` streams when both links are fast (Unix sockets,
+    /// or a probe of 400 MB/s or more) and hashes otherwise. The answer is the same.
+    #[arg(long, value_name = "STRATEGY", default_value = "auto", value_parser = strategy)]
+    strategy: datadiff_diff_core::segment::Strategy,
     /// Write the JSON report to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -151,8 +157,14 @@ impl AuditArgs {
         options.allow_empty = self.allow_empty;
         options.statement_timeout = self.statement_timeout;
         options.empty_string_as_null = self.empty_string_as_null;
+        options.strategy = self.strategy;
         Ok(options)
     }
+}
+
+/// `--strategy`: `auto`, `stream` or `segments`.
+fn strategy(text: &str) -> Result<datadiff_diff_core::segment::Strategy, String> {
+    text.parse().map_err(|error: datadiff_diff_core::segment::UnknownStrategy| error.to_string())
 }
 
 /// `--statement-timeout`, in the definitions' duration grammar.

@@ -18,7 +18,7 @@ impl ScanProgress {
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} rows  {per_sec:0}  ETA {eta}",
+            "{spinner} [{elapsed_precise}] {msg}{wide_bar} {human_pos}/{human_len} rows  {per_sec:0}  ETA {eta}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
@@ -30,7 +30,11 @@ impl ScanProgress {
         let Some(bar) = &self.bar else { return };
         match progress {
             AuditProgress::Inventory { source_rows, replica_rows } => bar.set_length(source_rows.max(replica_rows)),
-            AuditProgress::Scanned { source_rows, replica_rows } => bar.set_position(source_rows.max(replica_rows)),
+            AuditProgress::Hashing { level } => bar.set_message(format!("hashing segments, level {level}  ")),
+            AuditProgress::Scanned { source_rows, replica_rows } => {
+                bar.set_message("");
+                bar.set_position(source_rows.max(replica_rows));
+            }
             _ => {}
         }
     }

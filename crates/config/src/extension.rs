@@ -15,11 +15,13 @@
 //!     exclude_soft_deleted: true
 //!   postgres/payments/public/customers:
 //!     row_diff: {empty_string_as_null: true} # '' and NULL compare equal (default false)
+//!     # row_diff: {strategy: segments}        # auto (default), stream or segments
 //! ```
 
 use std::path::{Path, PathBuf};
 
 use datadiff_diff_core::definition::{CheckDefinition, Extensions, RowDiffSettings};
+use datadiff_diff_core::segment::Strategy;
 
 use crate::alerts::AlertSettings;
 use crate::document::{Document, join};
@@ -165,7 +167,26 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
     if let Some(row_diff) = settings.get("row_diff") {
         let row_diff_path = join(path, "row_diff");
         if document.mapping(row_diff, &row_diff_path).is_some() {
-            document.reject_unknown_keys(row_diff, &row_diff_path, &["max_examples", "empty_string_as_null"]);
+            document.reject_unknown_keys(
+                row_diff,
+                &row_diff_path,
+                &["max_examples", "empty_string_as_null", "strategy"],
+            );
+            let strategy = match row_diff.get("strategy") {
+                None => Strategy::Auto,
+                Some(value) => value
+                    .scalar_text()
+                    .filter(|_| value.type_name() == "str")
+                    .and_then(|text| text.parse().ok())
+                    .unwrap_or_else(|| {
+                        document.problem(
+                            &join(&row_diff_path, "strategy"),
+                            Some(value.line),
+                            "strategy must be one of auto, stream, segments",
+                        );
+                        Strategy::Auto
+                    }),
+            };
             let empty_string_as_null = match row_diff.get("empty_string_as_null") {
                 None => false,
                 Some(flag) => flag.as_bool().unwrap_or_else(|| {
@@ -186,7 +207,10 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
                     .filter(|n| (1..=RowDiffSettings::MAX_MAX_EXAMPLES).contains(n)),
             };
             match max_examples.and_then(RowDiffSettings::new) {
-                Some(settings) => extensions.row_diff = Some(settings.with_empty_string_as_null(empty_string_as_null)),
+                Some(settings) => {
+                    extensions.row_diff =
+                        Some(settings.with_empty_string_as_null(empty_string_as_null).with_strategy(strategy));
+                }
                 None => document.problem(
                     &join(&row_diff_path, "max_examples"),
                     row_diff.get("max_examples").map(|n| n.line),

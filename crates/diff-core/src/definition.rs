@@ -27,6 +27,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::schedule::{Schedule, ScheduleError, Window};
+use crate::segment::Strategy;
 
 /// A tap type whose definitions PipelineWise imports: the Singer tap names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -136,6 +137,7 @@ impl fmt::Display for TargetType {
 pub struct RowDiffSettings {
     max_examples: u32,
     empty_string_as_null: bool,
+    strategy: Strategy,
 }
 
 impl RowDiffSettings {
@@ -146,9 +148,11 @@ impl RowDiffSettings {
 
     /// Settings keeping `max_examples` differences; `None` outside 1..=100.
     pub fn new(max_examples: u32) -> Option<RowDiffSettings> {
-        (1..=Self::MAX_MAX_EXAMPLES)
-            .contains(&max_examples)
-            .then_some(RowDiffSettings { max_examples, empty_string_as_null: false })
+        (1..=Self::MAX_MAX_EXAMPLES).contains(&max_examples).then_some(RowDiffSettings {
+            max_examples,
+            empty_string_as_null: false,
+            strategy: Strategy::Auto,
+        })
     }
 
     /// How many differences are kept as evidence.
@@ -166,11 +170,26 @@ impl RowDiffSettings {
     pub fn empty_string_as_null(self) -> bool {
         self.empty_string_as_null
     }
+
+    /// These settings, reading the rows with `strategy` (`auto` by default; see
+    /// [`crate::segment`]: the answer is the same, the bytes moved are not).
+    pub fn with_strategy(self, strategy: Strategy) -> RowDiffSettings {
+        RowDiffSettings { strategy, ..self }
+    }
+
+    /// How the rows are read.
+    pub fn strategy(self) -> Strategy {
+        self.strategy
+    }
 }
 
 impl Default for RowDiffSettings {
     fn default() -> RowDiffSettings {
-        RowDiffSettings { max_examples: Self::DEFAULT_MAX_EXAMPLES, empty_string_as_null: false }
+        RowDiffSettings {
+            max_examples: Self::DEFAULT_MAX_EXAMPLES,
+            empty_string_as_null: false,
+            strategy: Strategy::Auto,
+        }
     }
 }
 
@@ -200,6 +219,9 @@ impl Extensions {
             // Only when set, so that settings without it keep their hash.
             if row_diff.empty_string_as_null {
                 settings["empty_string_as_null"] = Value::Bool(true);
+            }
+            if row_diff.strategy != Strategy::Auto {
+                settings["strategy"] = Value::String(row_diff.strategy.as_str().to_owned());
             }
             map.insert("row_diff".to_owned(), settings);
         }
@@ -419,7 +441,16 @@ impl CheckDefinition {
                                 return Err(field_error("datadiff.row_diff.empty_string_as_null", "a boolean"));
                             }
                         };
-                        Some(settings.with_empty_string_as_null(empty_string_as_null))
+                        let strategy = match row_diff.get("strategy") {
+                            None => Strategy::Auto,
+                            Some(Value::String(name)) => name.parse().map_err(|_| {
+                                field_error("datadiff.row_diff.strategy", "one of auto, stream, segments")
+                            })?,
+                            Some(_) => {
+                                return Err(field_error("datadiff.row_diff.strategy", "one of auto, stream, segments"));
+                            }
+                        };
+                        Some(settings.with_empty_string_as_null(empty_string_as_null).with_strategy(strategy))
                     }
                 };
                 Extensions { row_diff, exclude_soft_deleted }

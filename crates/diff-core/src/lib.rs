@@ -77,6 +77,7 @@ mod query;
 mod row;
 mod run;
 pub mod schedule;
+pub mod segment;
 mod sslmode;
 mod summary;
 mod tick;

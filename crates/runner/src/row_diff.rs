@@ -69,10 +69,12 @@ use crate::progress::StreamProgress;
 use datadiff_access::Error;
 use datadiff_access::SideConfig;
 use datadiff_access::TableName;
+use datadiff_access::segment::{self, Position, SegmentOutcome, SegmentQuery};
 use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
 use datadiff_access::{ANSWER_GRACE, SideSession, one_line};
+use datadiff_diff_core::segment::{Link, SearchSettings, Strategy, streams};
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
@@ -102,14 +104,40 @@ struct SidePlan {
 }
 
 impl SidePlan {
-    /// The streaming query, with `bounds` as the two window bounds of its `WHERE`.
-    fn query(&self, bounds: [&str; 2]) -> RowQuery {
+    /// The rows compared, with `bounds` as the two window bounds.
+    fn filter(&self, bounds: [&str; 2]) -> String {
         let timestamp = quoted_ident(&self.timestamp_column);
         let mut filter = format!("{timestamp} >= {} AND {timestamp} < {}", bounds[0], bounds[1]);
         if let Some(column) = &self.soft_delete_column {
             filter.push_str(&format!(" AND {} IS NULL", quoted_ident(column)));
         }
-        RowQuery::for_table(&self.table, &self.key_column, self.key, self.columns.clone(), Some(&filter))
+        filter
+    }
+
+    /// The streaming query, with `bounds` as the two window bounds of its `WHERE`.
+    fn query(&self, bounds: [&str; 2]) -> RowQuery {
+        RowQuery::for_table(&self.table, &self.key_column, self.key, self.columns.clone(), Some(&self.filter(bounds)))
+    }
+
+    /// The window's filter over `[start, end)`, bounds written as literals of the column's type.
+    fn window_filter(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> String {
+        self.filter([&timestamp_literal(start, self.naive_timestamp), &timestamp_literal(end, self.naive_timestamp)])
+    }
+
+    /// The segment queries of this side over `filter`, when its key has a position and
+    /// every field a hash expression paired with the other side's (`other`).
+    fn segment_query(&self, role: &str, other: &SidePlan, filter: &str) -> Result<SegmentQuery, String> {
+        let position = Position::of(self.key).filter(|_| Position::of(other.key).is_some()).ok_or_else(|| {
+            format!("the key {} has no integer position (only integer and uuid keys are segmented)", self.key_column)
+        })?;
+        let mut fields = Vec::with_capacity(self.columns.len());
+        for ((name, decoder), (_, other_decoder)) in self.columns.iter().zip(&other.columns) {
+            match (segment::hash_expression(*decoder, name), segment::hash_expression(*other_decoder, name)) {
+                (Some(field), Some(_)) => fields.push(field),
+                _ => return Err(format!("column {name} is compared across types in a way SQL cannot hash")),
+            }
+        }
+        Ok(SegmentQuery::new(role, &self.table, &self.key_column, position, &fields, Some(filter)))
     }
 
     /// The query over `[start, end)`, bounds written as literals of the column's type.
@@ -130,6 +158,8 @@ pub(crate) struct RowDiffPlan {
     key_name: String,
     /// The logical names of the compared fields, in stream order.
     field_names: Vec<String>,
+    /// How the rows are read (see [`datadiff_access::segment`]).
+    strategy: Strategy,
 }
 
 impl RowDiffPlan {
@@ -204,6 +234,7 @@ impl RowDiffPlan {
             },
             key_name: pairs[0].logical_name.clone(),
             field_names,
+            strategy: definition.extensions.row_diff.map(|settings| settings.strategy()).unwrap_or_default(),
         })
     }
 
@@ -247,8 +278,35 @@ impl RowDiffPlan {
     ) -> Result<RowDiffOutcome, String> {
         let source_endpoint = endpoint(&route.source, route, self.source.encrypted)?;
         let target_endpoint = endpoint(&route.target, route, self.target.encrypted)?;
-        let (source_query, target_query) = self.queries(start, end);
         let mut summary: Summary<Key> = Summary::new(max_examples, self.field_names.clone());
+        let hashing = Instant::now();
+        let (source_query, target_query) = match self.segments(route, start, end, interrupted)? {
+            Scan::Everything => self.queries(start, end),
+            Scan::Nothing { matched } => {
+                summary.matched = matched;
+                let seconds = hashing.elapsed().as_secs_f64();
+                return Ok(self.outcome(summary, seconds, seconds));
+            }
+            Scan::Leaves { matched, source_filter, target_filter } => {
+                summary.matched = matched;
+                let source = RowQuery::for_table(
+                    &self.source.table,
+                    &self.source.key_column,
+                    self.source.key,
+                    self.source.columns.clone(),
+                    Some(&source_filter),
+                );
+                let target = RowQuery::for_table(
+                    &self.target.table,
+                    &self.target.key_column,
+                    self.target.key,
+                    self.target.columns.clone(),
+                    Some(&target_filter),
+                );
+                (source, target)
+            }
+        };
+        let hash_seconds = hashing.elapsed().as_secs_f64();
         let started = Instant::now();
         let expired = std::sync::OnceLock::<Vec<Side>>::new();
         let (source_seconds, target_seconds) = std::thread::scope(|scope| -> Result<(f64, f64), String> {
@@ -292,9 +350,16 @@ impl RowDiffPlan {
                 summary.record(&change);
             }
             drop(done);
-            let elapsed = |timed: &Timed<'_, '_>| timed.ended.unwrap_or(started).duration_since(started).as_secs_f64();
+            let elapsed = |timed: &Timed<'_, '_>| {
+                hash_seconds + timed.ended.unwrap_or(started).duration_since(started).as_secs_f64()
+            };
             Ok((elapsed(&source), elapsed(&target)))
         })?;
+        Ok(self.outcome(summary, source_seconds, target_seconds))
+    }
+
+    /// The outcome of a comparison summarised in `summary`.
+    fn outcome(&self, summary: Summary<Key>, source_seconds: f64, target_seconds: f64) -> RowDiffOutcome {
         let counts = RowDiffCounts::from_summary(&summary);
         tracing::info!(
             source_rows = counts.source_rows,
@@ -320,7 +385,118 @@ impl RowDiffPlan {
                 }
             })
             .collect();
-        Ok(RowDiffOutcome { counts, differences, source_seconds, target_seconds })
+        RowDiffOutcome { counts, differences, source_seconds, target_seconds }
+    }
+
+    /// Chooses the strategy and, for segments, hashes both sides of `[start, end)` by key
+    /// segment on sessions of their own (see [`datadiff_access::segment`]): what is left to
+    /// stream. A table the hashes cannot decide is streamed whole, with a log line saying why.
+    fn segments(
+        &self,
+        route: &Route,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        interrupted: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Scan, String> {
+        if self.strategy == Strategy::Stream {
+            return Ok(Scan::Everything);
+        }
+        let stream_because = |why: String| {
+            tracing::info!(strategy = "stream", reason = %why, "row_diff streams every row of the window");
+            Ok(Scan::Everything)
+        };
+        let (source_filter, target_filter) =
+            (self.source.window_filter(start, end), self.target.window_filter(start, end));
+        let queries = self
+            .source
+            .segment_query("source", &self.target, &source_filter)
+            .and_then(|source| Ok((source, self.target.segment_query("target", &self.source, &target_filter)?)));
+        let (source_query, target_query) = match queries {
+            Ok(queries) => queries,
+            Err(why) => return stream_because(why),
+        };
+        let (source, target) = segment_both(
+            || SideSession::open(&route.source, route.statement_timeout),
+            || SideSession::open(&route.target, route.statement_timeout),
+        );
+        let (mut source, mut target) = (source?, target?);
+        let facts =
+            |side: &mut SideSession, config: &SideConfig, query: &SegmentQuery, table: &TableName, key: &str| {
+                let (config, table, key, role) =
+                    (config.config.clone(), table.clone(), key.to_owned(), side.side().to_string());
+                let auto = self.strategy == Strategy::Auto;
+                side.with_client(
+                    "segment preparation",
+                    move |client| -> Result<(bool, Option<Link>, bool), datadiff_access::Error> {
+                        let supported = segment::server_supports_segments(client, &role)?;
+                        let link = if auto && supported { Some(segment::link(client, &config, &role)?) } else { None };
+                        let unique = segment::has_unique_key(client, &role, &table, &key)?;
+                        Ok((supported, link, unique))
+                    },
+                )?
+                .map_err(|error| format!("row_diff: {}", crate::error::chain(&error)))
+                .map(|facts| (facts, query.clone()))
+            };
+        let (source_facts, target_facts) = segment_both(
+            || facts(&mut source, &route.source, &source_query, &self.source.table, &self.source.key_column),
+            || facts(&mut target, &route.target, &target_query, &self.target.table, &self.target.key_column),
+        );
+        let (((source_supported, source_link, source_unique), _), ((target_supported, target_link, target_unique), _)) =
+            (source_facts?, target_facts?);
+        let close = |source: SideSession, target: SideSession| {
+            source.close();
+            target.close();
+        };
+        if !(source_supported && target_supported) {
+            close(source, target);
+            return stream_because("a server is older than PostgreSQL 14 (no hash_record_extended)".to_owned());
+        }
+        if let (Some(source_link), Some(target_link)) = (source_link, target_link) {
+            tracing::info!(source = ?source_link, target = ?target_link, "row_diff links");
+            if streams(Strategy::Auto, source_link, target_link) {
+                close(source, target);
+                return stream_because("both links are fast".to_owned());
+            }
+        }
+        if interrupted() {
+            close(source, target);
+            return Err("row_diff: interrupted".to_owned());
+        }
+        let mut phase = |phase: segment::Phase| match phase {
+            segment::Phase::Overview => tracing::info!("row_diff hashes the window on both sides"),
+            segment::Phase::Level { level, splits } => {
+                tracing::info!(level, segments = splits, "row_diff hashes the segments that differ")
+            }
+        };
+        let outcome = segment::search(
+            (&mut source, &source_query, !source_unique),
+            (&mut target, &target_query, !target_unique),
+            SearchSettings::default(),
+            &mut phase,
+        )
+        .map_err(|reason| format!("row_diff: {reason}"));
+        close(source, target);
+        Ok(match outcome? {
+            SegmentOutcome::StreamAll(why) => return stream_because(why),
+            SegmentOutcome::Searched { matched, leaves, levels } => {
+                tracing::info!(
+                    strategy = "segments",
+                    matched,
+                    segments = leaves.len(),
+                    levels,
+                    "row_diff hashed key segments"
+                );
+                if leaves.is_empty() {
+                    Scan::Nothing { matched }
+                } else {
+                    Scan::Leaves {
+                        matched,
+                        source_filter: format!("{source_filter} AND {}", source_query.leaves_filter(&leaves)),
+                        target_filter: format!("{target_filter} AND {}", target_query.leaves_filter(&leaves)),
+                    }
+                }
+            }
+        })
     }
 
     /// The one-line reason of a merge that stopped.
@@ -340,6 +516,29 @@ impl RowDiffPlan {
             other => format!("row_diff: {other}"),
         }
     }
+}
+
+/// What `row_diff` streams after the segment strategy had its say.
+enum Scan {
+    /// Every row of the window.
+    Everything,
+    /// Nothing: the hashes proved all `matched` rows equal.
+    Nothing { matched: u64 },
+    /// Only the rows the filters keep; `matched` others were proven equal.
+    Leaves { matched: u64, source_filter: String, target_filter: String },
+}
+
+/// Runs `source` on a scoped thread and `target` on this one.
+fn segment_both<A: Send, B>(source: impl FnOnce() -> A + Send, target: impl FnOnce() -> B) -> (A, B) {
+    std::thread::scope(|scope| {
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let source = scope.spawn(move || tracing::dispatcher::with_default(&dispatch, source));
+        let target = target();
+        match source.join() {
+            Ok(source) => (source, target),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
 }
 
 /// How long a stream may take to answer in full: the statement timeout (which the server

@@ -18,6 +18,9 @@
 //!   streams binary `COPY` exactly as for a PostgreSQL source. Both run concurrently; the
 //!   merge, its deadline (statement timeout plus grace: a `KILL QUERY` for MySQL, a cancel
 //!   for PostgreSQL) and the evidence are those of [`crate::row_diff`].
+//! * **Strategy**: always a full stream of the window; `strategy: segments` (or `auto`) is
+//!   streamed too, with a log line saying why — segment hashing needs PostgreSQL's hash
+//!   functions on both sides.
 //! * **Fingerprint**: with `row_diff` the only data check, the source preflight fingerprints
 //!   the source `SELECT` with `%s` for the two bounds (PyMySQL's placeholder, the form
 //!   upstream fingerprints its MySQL queries in).
@@ -37,6 +40,7 @@ use datadiff_diff_core::{
     definition::CheckDefinition,
     merge::{Key, MergeError, Summary, merge},
     plan::{AggregatePlan, ColumnPair, quoted_ident},
+    segment::Strategy,
 };
 use serde_json::{Map, Value as Json};
 
@@ -97,6 +101,7 @@ pub(crate) struct MySqlRowDiffPlan {
     soft_delete_column: Option<String>,
     key_name: String,
     field_names: Vec<String>,
+    strategy: Strategy,
 }
 
 impl MySqlRowDiffPlan {
@@ -164,6 +169,7 @@ impl MySqlRowDiffPlan {
             soft_delete_column: plan.soft_delete_column().map(str::to_owned),
             key_name: pairs[0].logical_name.clone(),
             field_names,
+            strategy: definition.extensions.row_diff.map(|settings| settings.strategy()).unwrap_or_default(),
         })
     }
 
@@ -201,6 +207,13 @@ impl MySqlRowDiffPlan {
     ) -> Result<RowDiffOutcome, String> {
         let mysql =
             route.mysql_source.clone().ok_or_else(|| "row_diff: the source has no MySQL settings".to_owned())?;
+        if self.strategy != Strategy::Stream {
+            tracing::info!(
+                strategy = "stream",
+                reason = "segment hashing needs PostgreSQL on both sides",
+                "row_diff streams every row of the window"
+            );
+        }
         let target_endpoint = endpoint(&route.target, route, self.target_encrypted)?;
         let target_query = self.target_query(start, end);
         let mut summary: Summary<Key> = Summary::new(max_examples, self.field_names.clone());

@@ -4,4 +4,5 @@ mod audit;
 mod deadline;
 mod memory;
 mod replicas;
+mod segments;
 mod support;

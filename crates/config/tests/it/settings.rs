@@ -205,3 +205,35 @@ schemas:
     assert_eq!(definition.full_check_name, "postgres/zahlungen/öffentlich/Überweisungen");
     assert_eq!(definition.config_hash(), "eeccefc9aafd4f8d5b245aa0d14cb461f30744a6d60ff7746c22eb040790083c");
 }
+
+#[test]
+fn row_diff_strategy_is_auto_by_default_and_reads_back_from_the_canonical_json() {
+    use datadiff_diff_core::segment::Strategy;
+    let text = tap("", "", VALID);
+    let load = |row_diff: &str| {
+        let extensions = format!("checks:\n  postgres/payments/public/transfers:\n    row_diff: {row_diff}\n");
+        project(&files(CONFIG, &text, &[("datadiff.yml", &extensions)]))
+    };
+    let plain = load_ok(&load("{}")).definitions.remove(0);
+    let auto = load_ok(&load("{strategy: auto}")).definitions.remove(0);
+    let segments = load_ok(&load("{strategy: segments}")).definitions.remove(0);
+    let strategy = |definition: &datadiff_diff_core::definition::CheckDefinition| {
+        definition.extensions.row_diff.unwrap().strategy()
+    };
+    assert_eq!((strategy(&plain), strategy(&segments)), (Strategy::Auto, Strategy::Segments));
+    assert_eq!(plain.config_hash(), auto.config_hash(), "auto hashes as before");
+    assert!(segments.canonical_json().contains(r#""row_diff":{"max_examples":20,"strategy":"segments"}"#));
+    let back = datadiff_diff_core::definition::CheckDefinition::from_canonical_config(
+        &segments.full_check_name,
+        &segments.canonical_config(),
+    )
+    .unwrap();
+    assert_eq!(back.extensions, segments.extensions);
+
+    for bad in ["fastest", "1", "[stream]"] {
+        let found = problems(&load(&format!("{{strategy: {bad}}}")));
+        assert_eq!(found.len(), 1, "{bad}: {found:#?}");
+        assert_eq!(found[0].path, "checks.postgres/payments/public/transfers.row_diff.strategy");
+        assert_eq!(found[0].message, "strategy must be one of auto, stream, segments");
+    }
+}

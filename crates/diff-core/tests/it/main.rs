@@ -3,4 +3,5 @@
 mod checks_mysql;
 mod checks_postgres;
 mod merge_properties;
+mod segment_properties;
 mod tick_properties;

@@ -14,6 +14,7 @@ mod pipeline;
 mod row_diff;
 mod row_diff_mysql;
 mod row_diff_progress;
+mod row_diff_segments;
 mod row_diff_values;
 mod tick;
 mod tick_processes;

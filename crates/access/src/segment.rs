@@ -1,0 +1,600 @@
+//! The segment strategy's SQL: each database hashes its own rows by key segment, so only
+//! hashes cross the link, and then the rows of the few segments whose hashes differ (see
+//! [`datadiff_diff_core::segment`] for the search itself).
+//!
+//! # The hash
+//!
+//! A row's hash is `hash_record_extended(ROW(key, columns…), 0)`: PostgreSQL's own 64-bit
+//! hash of each field by its type's hash function, combined. A segment's digest is the count
+//! of its rows and the exact (`numeric`) sum of their hashes. Measured on 1 M rows of six
+//! columns (one core): 0.17 s, against 0.38 s for `hashtextextended(ROW(…)::text, 0)` and
+//! 1.03 s for the md5-per-row form reladiff and the aggregate checks use.
+//!
+//! A type's hash function agrees with its equality operator, and PostgreSQL keeps the hashes
+//! of compatible types equal for equal values (`smallint`/`integer`/`bigint`, `real`/`double
+//! precision`, `timestamp`/`timestamptz` as microseconds). So a column pair is hashed only
+//! where equality in SQL is exactly the merge core's canonical equality
+//! ([`hash_expression`]): equal hashes then mean equal canonical rows, and a pair hashed in a
+//! form the other side spells differently only makes its segments differ (they are
+//! streamed and compared exactly). Every other pair — a float against an exact replica at
+//! the source's scale, a uuid held as text, a date against a timestamp — and text keys
+//! (which have no integer position) make the table unhashable: it is streamed.
+//!
+//! Text fields are hashed as `text COLLATE "C"` (bytes, whatever the column's collation);
+//! `char(n)` right-trimmed; with `empty_string_as_null`, `''` as NULL — the canonical forms.
+//!
+//! # Positions
+//!
+//! Segments are ranges of `i64` positions ([`datadiff_diff_core::segment::Segment`]): an
+//! integer key is its own position; a uuid key's position is its first 60 bits (a
+//! non-negative `bigint` that orders as the uuid does), and a segment of positions is the
+//! uuid range from `…0000` to `…ffff`, so its rows are found through the key's index.
+//!
+//! # Answers the search cannot trust
+//!
+//! The overview ([`SegmentQuery::overview`]) also counts NULL keys and, when the key column
+//! has no unique index, duplicate keys: a full stream reports those as errors, which equal
+//! hashes would hide, so the caller streams instead.
+
+use std::time::{Duration, Instant};
+
+use datadiff_diff_core::{
+    plan::quoted_ident,
+    segment::{ChildDigest, Digest, Link, Overview, Search, SearchSettings, Segment, Split, Step},
+};
+use postgres::Client;
+
+use crate::error::Error;
+use crate::stream::{Decoder, KeyDecoder};
+use crate::table::TableName;
+
+/// The oldest server with `hash_record_extended` (PostgreSQL 14).
+pub const MIN_SERVER_VERSION: i32 = 140_000;
+
+/// How a key maps to its position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Position {
+    /// An integer key is its own position.
+    Integer,
+    /// A uuid key's position is its first 60 bits.
+    Uuid,
+}
+
+impl Position {
+    /// The position of a key decoded by `key`, when it has one.
+    pub fn of(key: KeyDecoder) -> Option<Position> {
+        match key {
+            KeyDecoder::Int => Some(Position::Integer),
+            KeyDecoder::Uuid => Some(Position::Uuid),
+            _ => None,
+        }
+    }
+
+    /// The SQL of a key's position.
+    fn sql(self, key: &str) -> String {
+        match self {
+            Position::Integer => format!("{key}::bigint"),
+            Position::Uuid => format!("('x' || pg_catalog.translate({key}::text, '-', ''))::bit(60)::bigint"),
+        }
+    }
+
+    /// The lowest and highest key of the positions `first..=last`, as SQL literals.
+    fn bounds(self, segment: Segment) -> (String, String) {
+        match self {
+            Position::Integer => (segment.first.to_string(), segment.last.to_string()),
+            Position::Uuid => (uuid_literal(segment.first, '0'), uuid_literal(segment.last, 'f')),
+        }
+    }
+}
+
+/// The uuid whose first 60 bits are `position` and whose other 68 bits are all `fill`.
+fn uuid_literal(position: i64, fill: char) -> String {
+    let bits = position.clamp(0, (1i64 << 60) - 1);
+    let hex = format!("{bits:015x}{}", fill.to_string().repeat(17));
+    format!("'{}-{}-{}-{}-{}'::uuid", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+}
+
+/// The SQL hashing one field, decoded by `decoder` on its side, in its canonical form; `None`
+/// where SQL equality is not the canonical equality of the pair (see the module docs). Both
+/// sides' decoders of a pair must have one for the pair to be hashed.
+pub fn hash_expression(decoder: Decoder, column: &str) -> Option<String> {
+    let column = quoted_ident(column);
+    Some(match decoder {
+        Decoder::Int
+        | Decoder::IntSameWidth
+        | Decoder::Numeric
+        | Decoder::NumericSameScale
+        | Decoder::Float
+        | Decoder::Bool
+        | Decoder::Date
+        | Decoder::Time
+        | Decoder::Timestamp
+        | Decoder::Uuid
+        | Decoder::Bytes => column,
+        Decoder::IntAsNumeric => format!("{column}::numeric"),
+        Decoder::Text => format!("({column}::text COLLATE \"C\")"),
+        Decoder::PaddedChar => format!("(pg_catalog.rtrim({column}::text, ' ') COLLATE \"C\")"),
+        Decoder::TextEmptyAsNull => format!("(pg_catalog.nullif({column}::text, '') COLLATE \"C\")"),
+        Decoder::PaddedCharEmptyAsNull => {
+            format!("(pg_catalog.nullif(pg_catalog.rtrim({column}::text, ' '), '') COLLATE \"C\")")
+        }
+        _ => return None,
+    })
+}
+
+/// Why a table is streamed rather than hashed by segment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unhashable {
+    /// The key has no integer position (text keys, a uuid against text).
+    #[error("its key {0} has no integer position (only integer and uuid keys are segmented)")]
+    Key(String),
+    /// A column pair whose SQL equality is not the comparison's.
+    #[error("column {0} is compared across types in a way SQL cannot hash")]
+    Column(String),
+}
+
+/// One side's segment queries: the table, its key and the hashed fields, over the rows a
+/// filter keeps (the same rows its stream reads).
+#[derive(Debug, Clone)]
+pub struct SegmentQuery {
+    role: String,
+    table: TableName,
+    key: String,
+    position: Position,
+    row_hash: String,
+    filter: Option<String>,
+}
+
+impl SegmentQuery {
+    /// The queries of one side: `fields` are the hash expressions of the compared columns
+    /// ([`hash_expression`]), in stream order; `filter` an SQL predicate written by the caller
+    /// (the stream's). `role` names the side in errors.
+    pub fn new(
+        role: impl Into<String>,
+        table: &TableName,
+        key_column: &str,
+        position: Position,
+        fields: &[String],
+        filter: Option<&str>,
+    ) -> SegmentQuery {
+        let key = quoted_ident(key_column);
+        let mut row = key.clone();
+        for field in fields {
+            row.push_str(", ");
+            row.push_str(field);
+        }
+        SegmentQuery {
+            role: role.into(),
+            table: table.clone(),
+            row_hash: format!("pg_catalog.hash_record_extended(ROW({row}), 0)"),
+            key,
+            position,
+            filter: filter.map(str::to_owned),
+        }
+    }
+
+    fn filter_sql(&self) -> String {
+        self.filter.as_ref().map(|filter| format!(" WHERE {filter}")).unwrap_or_default()
+    }
+
+    /// The overview's `SELECT`: first and last position, rows, hash total, and whether every
+    /// key is non-NULL and (when `check_duplicates`) distinct.
+    pub fn overview_sql(&self, check_duplicates: bool) -> String {
+        let distinct = match check_duplicates {
+            true => format!("count(DISTINCT {}) = count(*)", self.key),
+            false => "true".to_owned(),
+        };
+        format!(
+            "SELECT min({position}), max({position}), count(*), sum({hash})::text, count({key}) = count(*), {distinct} \
+             FROM {table}{filter}",
+            position = self.position.sql(&self.key),
+            hash = self.row_hash,
+            key = self.key,
+            table = self.table.quoted(),
+            filter = self.filter_sql(),
+        )
+    }
+
+    /// The rows' overview (`Ok(None)`: no row). [`KeysNotUsable`] when a key is NULL or,
+    /// with `check_duplicates`, repeated.
+    pub fn overview(
+        &self,
+        client: &mut Client,
+        check_duplicates: bool,
+    ) -> Result<Result<Option<Overview>, KeysNotUsable>, Error> {
+        let row = client
+            .query_one(self.overview_sql(check_duplicates).as_str(), &[])
+            .map_err(Error::query(&self.role, "segment overview"))?;
+        let read = |error| Error::query(&self.role, "segment overview")(error);
+        let rows: i64 = row.try_get(2).map_err(read)?;
+        if !row.try_get::<_, bool>(4).map_err(read)? {
+            return Ok(Err(KeysNotUsable::NullKey));
+        }
+        if !row.try_get::<_, bool>(5).map_err(read)? {
+            return Ok(Err(KeysNotUsable::DuplicateKey));
+        }
+        if rows == 0 {
+            return Ok(Ok(None));
+        }
+        Ok(Ok(Some(Overview {
+            first: row.try_get(0).map_err(read)?,
+            last: row.try_get(1).map_err(read)?,
+            rows: u64::try_from(rows).unwrap_or(0),
+            hash: row.try_get(3).map_err(read)?,
+        })))
+    }
+
+    /// A level's `SELECT`, with the splits as four bound arrays (`unnest` of several arrays
+    /// is only the `FROM`-clause form when unqualified: sessions pin `search_path` to
+    /// `pg_catalog`, so it resolves there): `$1` first positions, `$2`
+    /// widths, `$3` lowest keys and `$4` highest keys (as text).
+    pub fn level_sql(&self) -> String {
+        let key_type = match self.position {
+            Position::Integer => "bigint",
+            Position::Uuid => "uuid",
+        };
+        format!(
+            "SELECT (p.n - 1)::bigint, (r.position - p.first) / p.width, count(*), sum(r.hash)::text \
+             FROM unnest($1::bigint[], $2::bigint[], $3::text[]::{key_type}[], $4::text[]::{key_type}[]) \
+             WITH ORDINALITY AS p(first, width, low, high, n) \
+             JOIN LATERAL (SELECT {position} AS position, {hash} AS hash FROM {table} \
+             WHERE {key} BETWEEN p.low AND p.high{and_filter}) AS r ON true \
+             GROUP BY 1, 2",
+            position = self.position.sql(&self.key),
+            hash = self.row_hash,
+            table = self.table.quoted(),
+            key = self.key,
+            and_filter = self.filter.as_ref().map(|filter| format!(" AND ({filter})")).unwrap_or_default(),
+        )
+    }
+
+    /// The `SELECT` of a level with one split, written with literals so that the server
+    /// plans it for the range it covers (a first level reads the whole table).
+    pub fn single_split_sql(&self, split: &Split) -> String {
+        let (low, high) = self.position.bounds(split.segment);
+        let filter = self.filter.as_ref().map(|filter| format!(" AND ({filter})")).unwrap_or_default();
+        format!(
+            "SELECT 0::bigint, ({position} - ({first})::bigint) / ({width})::bigint, count(*), sum({hash})::text \
+             FROM {table} WHERE {key} BETWEEN {low} AND {high}{filter} GROUP BY 2",
+            position = self.position.sql(&self.key),
+            first = split.segment.first,
+            width = i64::try_from(split.width).unwrap_or(i64::MAX),
+            hash = self.row_hash,
+            table = self.table.quoted(),
+            key = self.key,
+        )
+    }
+
+    /// What each side holds in every non-empty child of `splits`.
+    pub fn level(&self, client: &mut Client, splits: &[Split]) -> Result<Vec<ChildDigest>, Error> {
+        let rows = match splits {
+            [split] => client.query(self.single_split_sql(split).as_str(), &[]),
+            _ => {
+                let firsts: Vec<i64> = splits.iter().map(|split| split.segment.first).collect();
+                let widths: Vec<i64> =
+                    splits.iter().map(|split| i64::try_from(split.width).unwrap_or(i64::MAX)).collect();
+                let (lows, highs): (Vec<String>, Vec<String>) = splits
+                    .iter()
+                    .map(|split| {
+                        let (low, high) = self.position.bounds(split.segment);
+                        (unquote_literal(&low), unquote_literal(&high))
+                    })
+                    .unzip();
+                client.query(self.level_sql().as_str(), &[&firsts, &widths, &lows, &highs])
+            }
+        }
+        .map_err(Error::query(&self.role, "segment hashes"))?;
+        rows.iter()
+            .map(|row| {
+                let read = |error| Error::query(&self.role, "segment hashes")(error);
+                let split: i64 = row.try_get(0).map_err(read)?;
+                let child: i64 = row.try_get(1).map_err(read)?;
+                let rows: i64 = row.try_get(2).map_err(read)?;
+                Ok(ChildDigest {
+                    split: usize::try_from(split).unwrap_or(usize::MAX),
+                    child: u64::try_from(child).unwrap_or(u64::MAX),
+                    digest: Digest { rows: u64::try_from(rows).unwrap_or(0), hash: row.try_get(3).map_err(read)? },
+                })
+            })
+            .collect()
+    }
+
+    /// The predicate keeping the rows of `leaves` (for the stream's `WHERE`, with literals:
+    /// `COPY` binds nothing).
+    pub fn leaves_filter(&self, leaves: &[Segment]) -> String {
+        let ranges: Vec<String> = leaves
+            .iter()
+            .map(|leaf| {
+                let (low, high) = self.position.bounds(*leaf);
+                format!("{} BETWEEN {low} AND {high}", self.key)
+            })
+            .collect();
+        format!("({})", ranges.join(" OR "))
+    }
+}
+
+/// A side the search can ask: a session that runs [`SegmentQuery`]s (the audit's snapshot
+/// [`Session`](crate::Session), a scheduled attempt's [`SideSession`](crate::SideSession)).
+pub trait HashSide {
+    /// Its failure.
+    type Error: Send;
+
+    /// [`SegmentQuery::overview`] on this side.
+    fn overview(
+        &mut self,
+        query: &SegmentQuery,
+        check_duplicates: bool,
+    ) -> Result<Result<Option<Overview>, KeysNotUsable>, Self::Error>;
+
+    /// [`SegmentQuery::level`] on this side.
+    fn level(&mut self, query: &SegmentQuery, splits: &[Split]) -> Result<Vec<ChildDigest>, Self::Error>;
+}
+
+impl HashSide for Client {
+    type Error = Error;
+
+    fn overview(
+        &mut self,
+        query: &SegmentQuery,
+        check_duplicates: bool,
+    ) -> Result<Result<Option<Overview>, KeysNotUsable>, Error> {
+        query.overview(self, check_duplicates)
+    }
+
+    fn level(&mut self, query: &SegmentQuery, splits: &[Split]) -> Result<Vec<ChildDigest>, Error> {
+        query.level(self, splits)
+    }
+}
+
+impl HashSide for crate::SideSession {
+    type Error = String;
+
+    fn overview(
+        &mut self,
+        query: &SegmentQuery,
+        check_duplicates: bool,
+    ) -> Result<Result<Option<Overview>, KeysNotUsable>, String> {
+        let (query, role) = (query.clone(), query.role.clone());
+        self.with_client("segment overview", move |client| query.overview(client, check_duplicates))?
+            .map_err(|error| described(&role, &error))
+    }
+
+    fn level(&mut self, query: &SegmentQuery, splits: &[Split]) -> Result<Vec<ChildDigest>, String> {
+        let (query, role, splits) = (query.clone(), query.role.clone(), splits.to_vec());
+        self.with_client("segment hashes", move |client| query.level(client, &splits))?
+            .map_err(|error| described(&role, &error))
+    }
+}
+
+/// `<role> <step> failed: <primary message>` for a side session's failure text.
+fn described(role: &str, error: &Error) -> String {
+    match error {
+        Error::Query { action, source, .. } => format!("{role} {action} failed: {}", crate::one_line(source)),
+        other => crate::chain(other),
+    }
+}
+
+/// Where the search is, for progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Both sides compute their overview.
+    Overview,
+    /// Both sides hash the children of `splits` splits (levels count from 1).
+    Level {
+        /// The level.
+        level: u32,
+        /// Splits hashed at it.
+        splits: usize,
+    },
+}
+
+/// What the hashes decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SegmentOutcome {
+    /// Rows outside `leaves` are proven equal (`matched` on each side); every difference is
+    /// in `leaves` (none when empty), which are streamed.
+    Searched {
+        /// Rows proven equal by their hashes.
+        matched: u64,
+        /// The segments left to stream.
+        leaves: Vec<Segment>,
+        /// Levels hashed after the overview.
+        levels: u32,
+    },
+    /// The hashes cannot decide (a NULL or duplicate key, a span too wide): stream it all.
+    StreamAll(String),
+}
+
+/// Runs the segment search over both sides, each side's statement on its own thread, and
+/// says where the differences are. `phase` hears each step before it runs.
+pub fn search<S, T, E>(
+    source: (&mut S, &SegmentQuery, bool),
+    target: (&mut T, &SegmentQuery, bool),
+    settings: SearchSettings,
+    phase: &mut dyn FnMut(Phase),
+) -> Result<SegmentOutcome, E>
+where
+    S: HashSide<Error = E> + Send,
+    T: HashSide<Error = E> + Send,
+    E: Send,
+{
+    let (source_side, source_query, source_duplicates) = source;
+    let (target_side, target_query, target_duplicates) = target;
+    phase(Phase::Overview);
+    let (source_overview, target_overview) = both(
+        || source_side.overview(source_query, source_duplicates),
+        || target_side.overview(target_query, target_duplicates),
+    );
+    let (source_overview, target_overview) = match (source_overview?, target_overview?) {
+        (Ok(source), Ok(target)) => (source, target),
+        (Err(why), _) => return Ok(SegmentOutcome::StreamAll(format!("on the source, {why}"))),
+        (_, Err(why)) => return Ok(SegmentOutcome::StreamAll(format!("on the target, {why}"))),
+    };
+    let first = [&source_overview, &target_overview].into_iter().flatten().map(|overview| overview.first).min();
+    let last = [&source_overview, &target_overview].into_iter().flatten().map(|overview| overview.last).max();
+    if let (Some(first), Some(last)) = (first, last)
+        && (Segment { first, last }).positions() > i64::MAX as u64
+    {
+        return Ok(SegmentOutcome::StreamAll("the keys span more than 2^63 positions".to_owned()));
+    }
+    let mut search = Search::new(settings, source_overview, target_overview);
+    loop {
+        match search.step() {
+            Step::Done => {
+                return Ok(SegmentOutcome::Searched {
+                    matched: search.matched(),
+                    leaves: Vec::new(),
+                    levels: search.level(),
+                });
+            }
+            Step::Stream(leaves) => {
+                return Ok(SegmentOutcome::Searched {
+                    matched: search.matched(),
+                    leaves: leaves.to_vec(),
+                    levels: search.level(),
+                });
+            }
+            Step::Hash(splits) => {
+                let splits = splits.to_vec();
+                phase(Phase::Level { level: search.level() + 1, splits: splits.len() });
+                let (source_digests, target_digests) =
+                    both(|| source_side.level(source_query, &splits), || target_side.level(target_query, &splits));
+                let (source_digests, target_digests) = (source_digests?, target_digests?);
+                if let Err(unknown) = search.record(&source_digests, &target_digests) {
+                    return Ok(SegmentOutcome::StreamAll(unknown.to_string()));
+                }
+            }
+        }
+    }
+}
+
+/// Runs `source` on a scoped thread and `target` on this one.
+fn both<A: Send, B>(source: impl FnOnce() -> A + Send, target: impl FnOnce() -> B) -> (A, B) {
+    std::thread::scope(|scope| {
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let source = scope.spawn(move || tracing::dispatcher::with_default(&dispatch, source));
+        let target = target();
+        match source.join() {
+            Ok(source) => (source, target),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+/// The text of a literal `'…'::type` or a number, as a bind parameter's text.
+fn unquote_literal(literal: &str) -> String {
+    match literal.strip_prefix('\'') {
+        Some(rest) => rest.split('\'').next().unwrap_or_default().to_owned(),
+        None => literal.to_owned(),
+    }
+}
+
+/// Keys a full stream would stop on, which the hashes would not see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum KeysNotUsable {
+    /// A NULL key.
+    #[error("a key is NULL")]
+    NullKey,
+    /// A key appears twice.
+    #[error("a key appears more than once")]
+    DuplicateKey,
+}
+
+/// Whether the server can hash rows ([`MIN_SERVER_VERSION`]).
+pub fn server_supports_segments(client: &mut Client, role: &str) -> Result<bool, Error> {
+    let row = client
+        .query_one("SELECT pg_catalog.current_setting('server_version_num')::int", &[])
+        .map_err(Error::query(role, "reading the server version"))?;
+    let version: i32 = row.try_get(0).map_err(Error::query(role, "reading the server version"))?;
+    Ok(version >= MIN_SERVER_VERSION)
+}
+
+/// Whether `column` of `table` has a unique, valid, non-partial index of its own (a primary
+/// key or a unique constraint on it alone): then its keys cannot repeat.
+pub fn has_unique_key(client: &mut Client, role: &str, table: &TableName, column: &str) -> Result<bool, Error> {
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_index i \
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
+             WHERE i.indrelid = $1::text::regclass AND i.indisunique AND i.indisvalid \
+             AND i.indnkeyatts = 1 AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = $2)",
+            &[&table.quoted(), &column],
+        )
+        .map_err(Error::query(role, "reading the key's indexes"))?;
+    row.try_get(0).map_err(Error::query(role, "reading the key's indexes"))
+}
+
+/// The bytes of the link probe ([`probe_link`]).
+pub const PROBE_BYTES: usize = 256 * 1024;
+
+/// What `auto` needs to know of a side's link ([`datadiff_diff_core::segment::streams`]): a
+/// Unix socket when every host `config` may connect to is one, else a probe
+/// ([`probe_link`]).
+pub fn link(client: &mut Client, config: &postgres::Config, role: &str) -> Result<Link, Error> {
+    if unix_sockets_only(config) {
+        return Ok(Link::UnixSocket);
+    }
+    probe_link(client, role).map(Link::Measured)
+}
+
+/// Whether every host of `config` is a Unix-domain socket.
+pub fn unix_sockets_only(config: &postgres::Config) -> bool {
+    let hosts = config.get_hosts();
+    !hosts.is_empty() && hosts.iter().all(|host| matches!(host, postgres::config::Host::Unix(_)))
+}
+
+/// Measures how fast a server's answers reach this client: the time of a [`PROBE_BYTES`]
+/// answer less a one-byte round trip. Bytes per second.
+pub fn probe_link(client: &mut Client, role: &str) -> Result<f64, Error> {
+    let timed = |client: &mut Client, bytes: usize| -> Result<Duration, Error> {
+        let started = Instant::now();
+        client
+            .query_one("SELECT pg_catalog.repeat('x', $1)", &[&(bytes as i32)])
+            .map_err(Error::query(role, "probing the link"))?;
+        Ok(started.elapsed())
+    };
+    let round_trip = timed(client, 1)?;
+    let answer = timed(client, PROBE_BYTES)?;
+    let transfer = answer.saturating_sub(round_trip).max(Duration::from_micros(1));
+    Ok(PROBE_BYTES as f64 / transfer.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_positions_map_to_the_uuid_range_they_cover() {
+        let segment = Segment { first: 0x0012_3456_789a_bcde, last: 0x0012_3456_789a_bcdf };
+        let (low, high) = Position::Uuid.bounds(segment);
+        assert_eq!(low, "'01234567-89ab-cde0-0000-000000000000'::uuid");
+        assert_eq!(high, "'01234567-89ab-cdff-ffff-ffffffffffff'::uuid");
+    }
+
+    #[test]
+    fn only_pairs_whose_sql_equality_is_canonical_are_hashed() {
+        assert_eq!(hash_expression(Decoder::IntSameWidth, "id").as_deref(), Some("\"id\""));
+        assert_eq!(
+            hash_expression(Decoder::PaddedChar, "code").as_deref(),
+            Some("(pg_catalog.rtrim(\"code\"::text, ' ') COLLATE \"C\")")
+        );
+        assert_eq!(hash_expression(Decoder::FloatAtScale(2), "amount"), None);
+        assert_eq!(hash_expression(Decoder::TextAsUuid, "ref"), None);
+        assert_eq!(hash_expression(Decoder::DateAsTimestamp, "day"), None);
+    }
+
+    #[test]
+    fn leaves_become_one_predicate_of_key_ranges() {
+        let query = SegmentQuery::new(
+            "source",
+            &TableName::new("public", "events"),
+            "id",
+            Position::Integer,
+            &["\"note\"".to_owned()],
+            Some("\"ts\" >= 1"),
+        );
+        let leaves = [Segment { first: -3, last: 7 }, Segment { first: 20, last: 20 }];
+        assert_eq!(query.leaves_filter(&leaves), "(\"id\" BETWEEN -3 AND 7 OR \"id\" BETWEEN 20 AND 20)");
+        assert!(query.overview_sql(false).ends_with("FROM \"public\".\"events\" WHERE \"ts\" >= 1"));
+    }
+}
