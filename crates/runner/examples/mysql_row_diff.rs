@@ -19,7 +19,8 @@
 //!   `row_diff` is measured against;
 //! * **`row_diff` attempt**: a forced `row_diff`-only attempt through
 //!   [`datadiff_runner::execute`] (backend, sessions, catalogs, preflight, both streams, the
-//!   merge, results and coverage), its counts checked.
+//!   merge, results and coverage), its counts checked, with this process's peak RSS during
+//!   it (`VmHWM`, reset before each attempt).
 //!
 //! Not a test: numbers for BENCHMARKS.md.
 
@@ -243,6 +244,7 @@ fn main() -> Result<()> {
         "row_diff attempt (MariaDB → PostgreSQL)",
     ];
     let mut figures: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    let mut peaks: Vec<Option<u64>> = Vec::new();
     for round in 0..runs {
         figures[0].push(timed(&|| drain_mysql().map(drop))?);
         figures[1].push(timed(&drain_cli)?);
@@ -255,7 +257,9 @@ fn main() -> Result<()> {
                 mysql.and(copy).map_err(Into::into)
             })
         })?);
+        reset_peak_rss();
         figures[4].push(timed(&|| attempt(StartKind::Scheduled { force: true }))?);
+        peaks.push(peak_rss_kib());
         eprintln!("round {}: {:?}", round + 1, figures.iter().map(|column| column[round]).collect::<Vec<_>>());
     }
     let median = |values: &[f64]| {
@@ -272,7 +276,22 @@ fn main() -> Result<()> {
     }
     let per_round: Vec<f64> = figures[4].iter().zip(&figures[3]).map(|(diff, floor)| diff / floor).collect();
     println!("\nper-round row_diff / concurrent floor: {per_round:.2?}, median {:.2}", median(&per_round));
+    let peak =
+        peaks.iter().flatten().max().map_or("unknown".to_owned(), |kib| format!("{:.1} MiB", *kib as f64 / 1024.0));
+    println!("peak RSS of this process during a row_diff attempt (max over rounds): {peak}");
     let slower = figures[0].iter().zip(&figures[2]).map(|(a, b)| a.max(*b)).collect::<Vec<_>>();
     println!("row_diff / slower single side (median): {:.2}", median(&figures[4]) / median(&slower));
     Ok(())
+}
+
+/// Resets this process's peak resident set size (`VmHWM`), best effort (Linux).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// This process's peak resident set size since the last reset, in KiB (Linux).
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
