@@ -25,8 +25,8 @@
 //!    streamed in key order through the merge; its result joins the others (last) and its
 //!    first differences become the attempt's evidence. Planned at step 3 from both
 //!    `pg_catalog`s (a MySQL source's types from its `information_schema.COLUMNS`, see
-//!    [`crate::row_diff_mysql`]); a plan that fails makes only its own result ERROR. When it is the only
-//!    data check, step 4 fingerprints its source streaming `SELECT`.
+//!    [`crate::row_diff_mysql`]); a plan that fails makes only its own result ERROR. When it
+//!    is the only data check, step 4 fingerprints its source streaming `SELECT`.
 //! 8. **Finish** (T4): status, error, results, evidence and coverage in one transaction.
 //!
 //! Any failure (connection, catalog, statement timeout, missing column, unreadable value) is

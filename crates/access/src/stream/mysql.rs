@@ -873,7 +873,8 @@ mod tests {
                 encoded(MySqlEncoder::IntAsDecimal, V::Int(a)),
                 pg(Decoder::Numeric, &numeric_field(&a.to_string()))
             );
-            proptest::prop_assert_eq!(a == b, encoded(MySqlEncoder::Int, V::Int(a)) == pg(Decoder::Int, &b.to_be_bytes()));
+            let same = encoded(MySqlEncoder::Int, V::Int(a)) == pg(Decoder::Int, &b.to_be_bytes());
+            proptest::prop_assert_eq!(a == b, same);
         }
 
         #[test]
@@ -884,7 +885,8 @@ mod tests {
             replica_zeros in 0usize..4,
         ) {
             let sign = if negative { "-" } else { "" };
-            let source = if fraction.is_empty() { format!("{sign}{integer}") } else { format!("{sign}{integer}.{fraction}") };
+            let source =
+                if fraction.is_empty() { format!("{sign}{integer}") } else { format!("{sign}{integer}.{fraction}") };
             // The replica holds the same value at another scale.
             let target = format!("{sign}{integer}.{fraction}{}", "0".repeat(replica_zeros));
             let target = target.trim_end_matches('.');
@@ -896,12 +898,18 @@ mod tests {
 
         #[test]
         fn floats_encode_as_the_replica_decodes(value in proptest::num::f64::ANY, real in proptest::num::f32::ANY) {
-            proptest::prop_assert_eq!(encoded(MySqlEncoder::Double, V::Double(value)), pg(Decoder::Float, &value.to_be_bytes()));
+            proptest::prop_assert_eq!(
+                encoded(MySqlEncoder::Double, V::Double(value)),
+                pg(Decoder::Float, &value.to_be_bytes())
+            );
             proptest::prop_assert_eq!(
                 encoded(MySqlEncoder::Real, V::Float(real)),
                 pg(Decoder::FloatAsReal, &f64::from(real).to_be_bytes())
             );
-            proptest::prop_assert_eq!(encoded(MySqlEncoder::Real, V::Float(real)), pg(Decoder::Float, &real.to_be_bytes()));
+            proptest::prop_assert_eq!(
+                encoded(MySqlEncoder::Real, V::Float(real)),
+                pg(Decoder::Float, &real.to_be_bytes())
+            );
         }
 
         #[test]
@@ -918,16 +926,26 @@ mod tests {
                 at.second() as u8, micros,
             );
             let since_2000 = at.and_utc().timestamp_micros() - 946_684_800_000_000;
-            proptest::prop_assert_eq!(encoded(MySqlEncoder::Timestamp, value), pg(Decoder::Timestamp, &since_2000.to_be_bytes()));
+            proptest::prop_assert_eq!(
+                encoded(MySqlEncoder::Timestamp, value),
+                pg(Decoder::Timestamp, &since_2000.to_be_bytes())
+            );
             let days = (at.date() - NaiveDate::from_ymd_opt(2000, 1, 1).unwrap()).num_days() as i32;
             let date = V::Date(at.year() as u16, at.month() as u8, at.day() as u8, 0, 0, 0, 0);
-            proptest::prop_assert_eq!(encoded(MySqlEncoder::Date, date.clone()), pg(Decoder::Date, &days.to_be_bytes()));
+            proptest::prop_assert_eq!(
+                encoded(MySqlEncoder::Date, date.clone()),
+                pg(Decoder::Date, &days.to_be_bytes())
+            );
             proptest::prop_assert_eq!(
                 encoded(MySqlEncoder::DateAsTimestamp, date),
                 pg(Decoder::Timestamp, &(i64::from(days) * DAY_MICROS).to_be_bytes())
             );
             let clock = V::Time(
-                false, 0, (time / 3_600_000_000) as u8, (time / 60_000_000 % 60) as u8, (time / 1_000_000 % 60) as u8,
+                false,
+                0,
+                (time / 3_600_000_000) as u8,
+                (time / 60_000_000 % 60) as u8,
+                (time / 1_000_000 % 60) as u8,
                 (time % 1_000_000) as u32,
             );
             proptest::prop_assert_eq!(encoded(MySqlEncoder::Time, clock), pg(Decoder::Time, &time.to_be_bytes()));
