@@ -288,6 +288,15 @@ pub enum Error {
         /// The smaller key after it.
         key: String,
     },
+    /// A MySQL or MariaDB stream failed (connecting, its session statements or the query);
+    /// the message names the side and holds a server error's message only.
+    #[error("{message}")]
+    MySql {
+        /// Which connection.
+        role: String,
+        /// The one-line reason.
+        message: String,
+    },
     /// The merge stopped for a reason not listed above.
     #[error("the merge stopped: {message}")]
     Merge {

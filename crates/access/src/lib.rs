@@ -23,7 +23,9 @@
 //!   holds either kind so an attempt's flow is written once.
 //! * [`stream`] holds the ordered row streams: catalog column types, per-column decoders to
 //!   canonical values, and [`stream::RowStream`], a reader thread per side streaming binary
-//!   `COPY` in key order into the merge core with flat memory.
+//!   `COPY` in key order into the merge core with flat memory — or, for a MySQL/MariaDB
+//!   source, its ordered `SELECT` ([`stream::RowStream::mysql`], planned against the replica
+//!   by [`stream::plan_mysql_pair`]) in the same canonical encodings.
 //! * [`segment`] holds the segment strategy's SQL: each database hashes its rows by key
 //!   segment, so that only hashes and the rows of differing segments cross the link.
 //! * [`TableName`] is a `schema.table` with quoting.
@@ -43,8 +45,8 @@
 //!
 //! It keeps no records (that is `datadiff-backend-store`) and decides nothing about checks
 //! (that is `datadiff-diff-core`): it connects, reads the catalog and streams rows. PostgreSQL
-//! is spoken everywhere; MySQL/MariaDB as a source for the aggregate checks (catalog facts,
-//! the preflight's facts, `MIN`, one aggregate query) — not yet as an ordered row stream.
+//! is spoken everywhere; MySQL/MariaDB as a source (catalog facts, the preflight's facts,
+//! `MIN`, one aggregate query, and the ordered row stream of `row_diff`).
 
 mod any_side;
 mod deadline;

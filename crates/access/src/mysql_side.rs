@@ -516,6 +516,14 @@ impl MySqlSideSession {
         })
     }
 
+    /// The session's connection (inside its read-only transaction) and its canceller, for a
+    /// reader that streams on it directly; an abandoned session has none.
+    pub(crate) fn into_stream(mut self) -> Result<(Conn, MySqlCanceller), String> {
+        let side = self.side;
+        let conn = self.conn.take().ok_or_else(|| format!("the {side} session was abandoned"))?;
+        Ok((conn, self.canceller.clone()))
+    }
+
     /// Ends the transaction (rolls back) and closes the connection; best effort, waiting at
     /// most [`ANSWER_GRACE`] (an abandoned session has nothing to close).
     pub fn close(mut self) {
@@ -582,7 +590,7 @@ pub fn mysql_one_line(error: &mysql::Error) -> String {
 }
 
 /// A window bound as MySQL wants it: naive UTC wall time.
-fn bound(instant: DateTime<Utc>) -> mysql::Value {
+pub(crate) fn bound(instant: DateTime<Utc>) -> mysql::Value {
     let naive: NaiveDateTime = instant.naive_utc();
     use chrono::{Datelike, Timelike};
     mysql::Value::Date(

@@ -24,9 +24,9 @@
 //! 7. **`row_diff`** (extension, see [`crate::row_diff`]): both sides of the same window
 //!    streamed in key order through the merge; its result joins the others (last) and its
 //!    first differences become the attempt's evidence. Planned at step 3 from both
-//!    `pg_catalog`s; a plan that fails makes only its own result ERROR (as it always does for
-//!    a MySQL source, which does not stream yet). When it is the only
-//!    data check, step 4 fingerprints its source streaming `SELECT`.
+//!    `pg_catalog`s (a MySQL source's types from its `information_schema.COLUMNS`, see
+//!    [`crate::row_diff_mysql`]); a plan that fails makes only its own result ERROR. When it
+//!    is the only data check, step 4 fingerprints its source streaming `SELECT`.
 //! 8. **Finish** (T4): status, error, results, evidence and coverage in one transaction.
 //!
 //! Any failure (connection, catalog, statement timeout, missing column, unreadable value) is
@@ -59,6 +59,7 @@ use crate::execute::ExecutionOptions;
 use crate::in_flight::{InFlightAttempt, Registration};
 use crate::progress;
 use crate::row_diff::{self, RowDiffPlan};
+use crate::row_diff_mysql::{AnyRowDiffPlan, MySqlRowDiffPlan};
 use crate::summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 use datadiff_access::{AnySide, MySqlSideSession, SideSession};
 
@@ -267,13 +268,21 @@ impl<'a> AttemptRun<'a> {
             .map_err(|e| Stop::Failed(e.to_string()))?;
         let row_diff_plan = match definition.extensions.row_diff {
             None => None,
-            // row_diff streams PostgreSQL only so far: a clear ERROR of its own result.
-            Some(settings) if route.mysql_source.is_some() => Some((settings, Err(ROW_DIFF_FROM_MYSQL.to_owned()))),
+            // A MySQL source: its types are the aggregate plan's; the replica's from pg_catalog.
+            Some(settings) if route.mysql_source.is_some() => {
+                let Some(target) = sides.target.as_postgres() else {
+                    return Err(Stop::Failed("row_diff needs a PostgreSQL target".to_owned()));
+                };
+                let target_catalog = row_diff::catalog(target, &definition.target_schema, &definition.target_table)
+                    .map_err(Stop::Failed)?;
+                let planned = MySqlRowDiffPlan::new(definition, &plan, &target_catalog).map(AnyRowDiffPlan::MySql);
+                Some((settings, planned))
+            }
             Some(settings) => {
                 let (source_catalog, target_catalog) = on_both(concurrent, sides, |side| {
                     let which = side.side();
                     let Some(side) = side.as_postgres() else {
-                        return Err(ROW_DIFF_FROM_MYSQL.to_owned());
+                        return Err("row_diff: a PostgreSQL side was expected".to_owned());
                     };
                     match which {
                         Side::Source => row_diff::catalog(side, &definition.source_schema, &definition.source_table),
@@ -281,7 +290,9 @@ impl<'a> AttemptRun<'a> {
                     }
                 })
                 .map_err(Stop::Failed)?;
-                Some((settings, RowDiffPlan::new(definition, &plan, &source_catalog, &target_catalog)))
+                let planned =
+                    RowDiffPlan::new(definition, &plan, &source_catalog, &target_catalog).map(AnyRowDiffPlan::Postgres);
+                Some((settings, planned))
             }
         };
 
@@ -397,7 +408,11 @@ impl<'a> AttemptRun<'a> {
             // For the progress bar, and for `auto`, which streams small windows outright.
             let wanted = self.options.progress.is_some() || settings.strategy() == Strategy::Auto;
             let expected = match (wanted, row_diff_plan, sides.source.as_postgres()) {
-                (true, Ok(row_diff), Some(source)) => expected_rows(&results, source, row_diff, start, bounds.end),
+                (true, Ok(AnyRowDiffPlan::Postgres(row_diff)), Some(source)) => {
+                    expected_rows(&results, source, row_diff, start, bounds.end)
+                }
+                // A MySQL source: the exact row_count when the attempt has one.
+                (true, Ok(AnyRowDiffPlan::MySql(_)), _) => counted_rows(&results),
                 _ => None,
             };
             results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, expected));
@@ -426,7 +441,7 @@ impl<'a> AttemptRun<'a> {
     /// finish (they belong to this same attempt).
     fn row_diff(
         &mut self,
-        plan: &Result<RowDiffPlan, String>,
+        plan: &Result<AnyRowDiffPlan, String>,
         route: &Route,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
@@ -554,10 +569,6 @@ impl<'a> AttemptRun<'a> {
     }
 }
 
-/// `row_diff`'s ERROR text for a MySQL or MariaDB source.
-const ROW_DIFF_FROM_MYSQL: &str =
-    "row_diff is not supported for tap-mysql sources yet: only the aggregate checks compare MySQL and MariaDB tables";
-
 /// The outcome of an attempt whose aggregate query failed while `row_diff` ran: ERROR (it
 /// beats a `row_diff` FAIL), the failure's text then `row_diff`'s failure text when it did
 /// not pass (joined by `"; "` as result texts are), the metadata results and `row_diff`'s
@@ -573,6 +584,14 @@ fn aggregate_failed(plan: &AggregatePlan, reason: String, row_diff: Vec<CheckRes
     Outcome { status: RunStatus::Error, error: Some(error), results }
 }
 
+/// The `row_count` source value of an attempt's results, when it has one.
+fn counted_rows(results: &[CheckResult]) -> Option<u64> {
+    results
+        .iter()
+        .find(|result| result.check_type == ResultType::Check(CheckType::RowCount))
+        .and_then(|result| result.source_value.as_u64())
+}
+
 /// The source rows a `row_diff` window is expected to have, for a progress display: the exact
 /// `row_count` source value when the attempt has one, else the planner's estimate for the
 /// source streaming query (no data read; a failed `EXPLAIN` only costs the estimate).
@@ -583,11 +602,7 @@ fn expected_rows(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Option<u64> {
-    let counted = results
-        .iter()
-        .find(|result| result.check_type == ResultType::Check(CheckType::RowCount))
-        .and_then(|result| result.source_value.as_u64());
-    counted.or_else(|| {
+    counted_rows(results).or_else(|| {
         let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end));
         let messages = source.with_client("EXPLAIN", move |client| client.simple_query(&explain)).ok()?.ok()?;
         messages.iter().find_map(|message| match message {

@@ -175,6 +175,7 @@ mod in_flight;
 mod progress;
 mod remediation;
 mod row_diff;
+mod row_diff_mysql;
 mod selection;
 pub mod signals;
 mod summary;

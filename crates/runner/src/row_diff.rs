@@ -83,10 +83,10 @@ const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 #[derive(Debug, Clone)]
 pub(crate) struct SideCatalog {
     /// The table's columns with their `pg_catalog` types.
-    columns: Vec<ColumnType>,
+    pub(crate) columns: Vec<ColumnType>,
     /// Whether the attempt's session to that side is encrypted (its stream connection will
     /// be too).
-    encrypted: bool,
+    pub(crate) encrypted: bool,
 }
 
 /// One side's part of the plan.

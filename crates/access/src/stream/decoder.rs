@@ -501,7 +501,7 @@ impl Decoder {
 }
 
 /// A double's bits with `-0.0` as `0.0` and every NaN as one NaN (as [`Value::float`]).
-fn canonical_bits(value: f64) -> u64 {
+pub(super) fn canonical_bits(value: f64) -> u64 {
     if value.is_nan() {
         f64::NAN.to_bits()
     } else if value == 0.0 {
@@ -588,7 +588,13 @@ fn float_text(field: &[u8], scale: u32, out: &mut Vec<u8>, scratch: &mut Vec<u8>
 /// Writes `digits` (ASCII, the integer part before `point`) as normalised decimal text: no
 /// leading zeros, no trailing fraction zeros, no `-0`; rounded half away from zero to
 /// `scale` fraction digits when given. May modify `digits`.
-fn write_decimal(negative: bool, digits: &mut Vec<u8>, mut point: usize, scale: Option<u32>, out: &mut Vec<u8>) {
+pub(super) fn write_decimal(
+    negative: bool,
+    digits: &mut Vec<u8>,
+    mut point: usize,
+    scale: Option<u32>,
+    out: &mut Vec<u8>,
+) {
     if let Some(scale) = scale {
         point = datadiff_diff_core::merge::round_decimal_digits(digits, point, scale as usize);
     }

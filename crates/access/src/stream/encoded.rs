@@ -179,6 +179,16 @@ impl BatchWriter {
         Ok(())
     }
 
+    /// Appends one field written by `write` (its canonical encoding), framed.
+    pub(crate) fn field_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> Result<(), String>) -> Result<(), String> {
+        let at = self.buffer.len();
+        self.buffer.extend_from_slice(&[0; 4]);
+        write(&mut self.buffer)?;
+        let length = i32::try_from(self.buffer.len() - at - 4).map_err(|_| "a field over 2 GiB".to_owned())?;
+        self.buffer[at..at + 4].copy_from_slice(&length.to_be_bytes());
+        Ok(())
+    }
+
     /// Appends fields already framed as binary COPY frames them (see [`Tuple::framed`]),
     /// each of whose bytes is its canonical encoding.
     ///

@@ -6,6 +6,9 @@
 //!   [`datadiff_diff_core::merge::Value`] variant, forgiving only what the source's type cannot
 //!   distinguish (see [`decoder`]; every pair is in the table of `docs/operator-guide.md`,
 //!   "Comparing values across types").
+//! * [`MySqlRowQuery`] and [`RowStream::mysql`] stream a MySQL/MariaDB source in the
+//!   encodings of its PostgreSQL replica's decoders, planned by [`plan_mysql_key`] and
+//!   [`plan_mysql_pair`] (the pairs and decisions are in `docs/operator-guide.md` §8).
 //! * [`RowQuery`] is what one side streams (a `SELECT` ordered by key plus its decoders);
 //!   [`RowStream::spawn`] runs it as binary `COPY` on a reader thread over a caller's
 //!   [`Session`](crate::Session), [`RowStream::connect`] over a connection of its own to an
@@ -50,6 +53,7 @@ mod copy;
 pub mod decoder;
 mod encoded;
 mod endpoint;
+mod mysql;
 mod reader;
 mod tap;
 
@@ -58,4 +62,5 @@ pub use copy::{CopyParser, Flow, Tuple};
 pub use decoder::{Coercions, Decoder, KeyDecoder, plan_key, plan_pair, plan_pair_with};
 pub use encoded::{BatchWriter, EncodedRow, Fields};
 pub use endpoint::Endpoint;
+pub use mysql::{MySqlColumnType, MySqlEncoder, MySqlFamily, MySqlKey, MySqlRowQuery, plan_mysql_key, plan_mysql_pair};
 pub use reader::{RowQuery, RowStream, StreamOptions, StreamStopper};

@@ -48,6 +48,7 @@ use crate::stream::copy::{CopyParser, Flow, Tuple};
 use crate::stream::decoder::{Decoder, KeyDecoder};
 use crate::stream::encoded::{BatchWriter, EncodedRow};
 use crate::stream::endpoint::{Endpoint, StopSignal};
+use crate::stream::mysql::MySqlStop;
 use crate::table::TableName;
 
 /// What one side streams: a `SELECT` of the key then the compared columns, ordered by key,
@@ -150,13 +151,15 @@ pub struct StreamStopper {
 }
 
 #[derive(Debug, Clone)]
-enum Stopper {
+pub(super) enum Stopper {
     /// The reader shares the caller's session: cancel the running COPY on the server (the
     /// session must stay usable afterwards).
     Cancel(Canceller),
     /// The reader has its own connection: wake it, and it cancels the query and drops the
     /// connection.
     Wake(Arc<StopSignal>),
+    /// The reader has its own MySQL session: flag it and `KILL QUERY` its statement.
+    MySql(Arc<MySqlStop>),
 }
 
 impl StreamStopper {
@@ -165,6 +168,7 @@ impl StreamStopper {
         match &self.how {
             Stopper::Cancel(canceller) => canceller.cancel(),
             Stopper::Wake(stop) => stop.stop(),
+            Stopper::MySql(stop) => stop.stop(),
         }
     }
 
@@ -230,7 +234,7 @@ impl<'scope> RowStream<'scope> {
     }
 
     /// The channels and the reader thread, whatever drives the COPY.
-    fn start<'env>(
+    pub(super) fn start<'env>(
         scope: &'scope Scope<'scope, 'env>,
         role: String,
         options: StreamOptions,
@@ -421,6 +425,25 @@ impl RowDecoder {
             });
         }
         Ok(self.flush(out))
+    }
+
+    /// The writer rows are written to (by a reader that does not parse COPY).
+    pub(super) fn writer(&mut self) -> &mut BatchWriter {
+        &mut self.writer
+    }
+
+    /// After a row written through [`RowDecoder::writer`]: sends the batch when it is full.
+    pub(super) fn row_ended(&mut self, out: &BatchOut) -> Flow {
+        if self.writer.rows() >= self.batch_rows || self.writer.bytes() >= BATCH_BYTES {
+            self.writer.seal(&mut self.batch);
+            return out.send(&mut self.batch);
+        }
+        Flow::Continue
+    }
+
+    /// The end of a stream written through [`RowDecoder::writer`]: the last batch is sent.
+    pub(super) fn flush_rows(&mut self, out: &BatchOut) -> Flow {
+        self.flush(out)
     }
 
     /// Sends the rows decoded so far, if any.

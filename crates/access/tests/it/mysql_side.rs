@@ -245,3 +245,59 @@ fn tls_is_offered_without_verification_and_verified_when_asked() -> TestResult {
     session.close();
     Ok(())
 }
+
+#[test]
+fn a_mysql_row_stream_reads_the_window_in_key_order_and_stops_when_dropped() -> TestResult {
+    use datadiff_access::stream::{MySqlEncoder, MySqlKey, MySqlRowQuery, RowStream, StreamOptions};
+    use datadiff_diff_core::merge::Key;
+    let (database, config) = source()?;
+    let columns = vec![("updated_at".to_owned(), MySqlEncoder::Timestamp), ("note".to_owned(), MySqlEncoder::Text)];
+    let query = MySqlRowQuery::for_table(database.name(), "orders", "id", MySqlKey::Int, "updated_at", columns)?;
+    let window = (instant("2026-07-01T00:00:00Z"), instant("2026-07-01T01:00:00Z"));
+    let rows: Vec<_> = std::thread::scope(|scope| {
+        RowStream::mysql(
+            scope,
+            config.clone(),
+            Duration::from_secs(30),
+            query.clone(),
+            window,
+            StreamOptions::default(),
+        )
+        .collect::<Result<Vec<_>, _>>()
+    })?;
+    // Rows 1 and 2 are in [00:00, 01:00); row 2's note is NULL.
+    assert_eq!(rows.iter().map(|row| row.key().clone()).collect::<Vec<_>>(), vec![Key::Int(1), Key::Int(2)]);
+    let fields: Vec<Option<Vec<u8>>> = rows[1].fields().map(|field| field.map(<[u8]>::to_vec)).collect();
+    // 2026-07-01 00:30:00.5 is day 9678 after 2000-01-01.
+    let micros: i64 = 9678 * 86_400_000_000 + 1_800_500_000;
+    assert_eq!(fields, vec![Some(micros.to_be_bytes().to_vec()), None]);
+
+    // A large window read one row at a time, dropped after three rows: the reader stops and
+    // the scope ends; the server runs no query of the reader's afterwards.
+    database.client()?.query_drop(
+        "CREATE TABLE many (id bigint NOT NULL PRIMARY KEY, ts datetime NOT NULL, note varchar(20));
+         INSERT INTO many SELECT seq, '2026-07-01 00:00:00', 'n' FROM seq_1_to_200000;",
+    )?;
+    let columns = vec![("note".to_owned(), MySqlEncoder::Text)];
+    let query = MySqlRowQuery::for_table(database.name(), "many", "id", MySqlKey::Int, "ts", columns)?;
+    let options = StreamOptions { batch_rows: 1, queued_batches: 1 };
+    let first: Vec<Key> = std::thread::scope(|scope| {
+        let stream = RowStream::mysql(scope, config.clone(), Duration::from_secs(30), query, window, options);
+        stream.take(3).map(|row| row.map(|row| row.key().clone())).collect::<Result<Vec<_>, _>>()
+    })?;
+    assert_eq!(first, vec![Key::Int(1), Key::Int(2), Key::Int(3)]);
+    let mut admin = database.client()?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let running: Option<i64> = admin.exec_first(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ? AND INFO LIKE 'SELECT%many%'",
+            (&config.user,),
+        )?;
+        if running == Some(0) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the dropped stream's query still runs");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}

@@ -13,6 +13,7 @@ mod attempt_mysql_settings;
 mod context;
 mod pipeline;
 mod row_diff;
+mod row_diff_mysql;
 mod row_diff_progress;
 mod row_diff_segments;
 mod row_diff_values;
