@@ -31,6 +31,10 @@
 //!    reader threads through the merge core, the replica's deleted rows left out when a
 //!    deleted column is given alone; a side exceeding `max_rows` during the scan refuses (no
 //!    report). Memory is flat: bounded channels and at most `max_examples` examples.
+//!    With the segment strategy ([`AuditOptions::strategy`]; `auto` picks it over a slow link
+//!    for tables above 10,000 rows) both snapshots first hash their rows by key segment
+//!    ([`datadiff_access::segment`]) and only the segments whose hashes differ are streamed;
+//!    the report is the same.
 //! 7. **Report**: PASS/BLOCK with the seed's reason, counts and examples (keys and column
 //!    names only, never a value), both sides' identities, the times and the version.
 //!

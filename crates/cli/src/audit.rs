@@ -163,7 +163,7 @@ impl AuditArgs {
 }
 
 /// `--strategy`: `auto`, `stream` or `segments`.
-fn strategy(text: &str) -> Result<datadiff_diff_core::segment::Strategy, String> {
+pub(crate) fn strategy(text: &str) -> Result<datadiff_diff_core::segment::Strategy, String> {
     text.parse().map_err(|error: datadiff_diff_core::segment::UnknownStrategy| error.to_string())
 }
 

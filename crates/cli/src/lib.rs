@@ -42,7 +42,7 @@
 //! | `validate` | | one summary line; every problem as `file:line: path: message` | 0, 2 |
 //! | `import_config` (`import`) | `--taps a,b`, `--at TIME` | upstream's `IMPORTING YAML CONFIGS FINISHED` block plus created / unchanged / superseded / deactivated | 0; 1 a selected tap missing from the YAML (its definitions deactivated); 2 |
 //! | `list_data_diff_checks` (`list`) | `--target T` (`-t`), `--tap P` (`-p`, needs `--target`), `--include-versioned`, `--output-format table\|json` | one row per revision | 0, 2 |
-//! | `run_data_diff_checks` (`run`) | `--all` \| `--target T --tap P`, `--check NAME\|ID`, `--force`, `--at TIME`, `--jobs N`, `--output-format table\|json` | upstream's run table (only when there are summaries) | 0; 1 any FAIL/ERROR summary or an undelivered failure alert; 2 |
+//! | `run_data_diff_checks` (`run`) | `--all` \| `--target T --tap P`, `--check NAME\|ID`, `--force`, `--at TIME`, `--jobs N`, `--strategy auto\|stream\|segments`, `--output-format table\|json` | upstream's run table (only when there are summaries) | 0; 1 any FAIL/ERROR summary or an undelivered failure alert; 2 |
 //! | `rerun_data_diff_check` (`rerun`) | `--run-id ID`, `--remediation-ref REF`, `--at TIME`, `--output-format table\|json` | upstream's rerun table | 0 (PASS, DEFERRED, SKIPPED after a lost lease); 1 FAIL/ERROR or a RUNNING slot; 2 unknown or non-failed run, empty reference |
 //! | `migrate` | `--status` \| `--to base\|001…004 [--drop-extensions]` | the schema, or the steps applied | 0, 2 |
 //! | `doctor` | `--output-format table\|json` | findings: scope, check, OK/WARN/FAIL/SKIP, detail | 0; 1 a FAIL finding; 2 |

@@ -53,6 +53,11 @@ pub(crate) struct RunArgs {
     /// Work on N checks at a time (never two attempts of one check).
     #[arg(long, value_name = "N", default_value = "1")]
     jobs: NonZeroUsize,
+    /// How every row_diff of this run reads its rows, instead of each check's
+    /// `row_diff: {strategy: …}`: `stream`, `segments` (hash key segments in both databases,
+    /// stream only those that differ) or `auto`. The answer is the same.
+    #[arg(long, value_name = "STRATEGY", value_parser = crate::audit::strategy)]
+    strategy: Option<datadiff_diff_core::segment::Strategy>,
     /// How the run table is printed.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     output_format: OutputFormat,
@@ -104,6 +109,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
         .with_force(args.force)
         .with_jobs(args.jobs)
         .with_clock(clock)
+        .with_row_diff_strategy(args.strategy)
         .with_signal_handling(true);
     let meter = ProgressMeter::new();
     let context = if console.stderr_is_terminal() { context.with_progress(meter.clone()) } else { context };

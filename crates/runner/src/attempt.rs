@@ -266,7 +266,12 @@ impl<'a> AttemptRun<'a> {
             .map_err(Stop::Failed)?;
         let plan = AggregatePlan::new(definition, &source_columns, &target_columns)
             .map_err(|e| Stop::Failed(e.to_string()))?;
-        let row_diff_plan = match definition.extensions.row_diff {
+        // `run --strategy` overrides each definition's strategy (the answer is the same).
+        let row_diff_settings = definition.extensions.row_diff.map(|settings| match self.options.row_diff_strategy {
+            Some(strategy) => settings.with_strategy(strategy),
+            None => settings,
+        });
+        let row_diff_plan = match row_diff_settings {
             None => None,
             // A MySQL source: its types are the aggregate plan's; the replica's from pg_catalog.
             Some(settings) if route.mysql_source.is_some() => {
@@ -290,8 +295,8 @@ impl<'a> AttemptRun<'a> {
                     }
                 })
                 .map_err(Stop::Failed)?;
-                let planned =
-                    RowDiffPlan::new(definition, &plan, &source_catalog, &target_catalog).map(AnyRowDiffPlan::Postgres);
+                let planned = RowDiffPlan::new(definition, &plan, &source_catalog, &target_catalog)
+                    .map(|planned| AnyRowDiffPlan::Postgres(planned.with_strategy(settings.strategy())));
                 Some((settings, planned))
             }
         };

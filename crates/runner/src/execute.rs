@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, Completion, NewPreflight, StartOutcome, Store, StoredDefinition};
 use datadiff_diff_core::attempt::{Outcome, PreflightStatus, Signal, StartKind};
+use datadiff_diff_core::segment::Strategy;
 use datadiff_preflight::PreflightRecord;
 
 use crate::attempt::AttemptRun;
@@ -29,11 +30,20 @@ pub struct ExecutionOptions {
     /// Counters a progress display reads while attempts execute; `None` (the default) counts
     /// nothing and skips the `row_diff` row estimate.
     pub progress: Option<ProgressMeter>,
+    /// How every `row_diff` of these attempts reads its rows, instead of each definition's
+    /// `strategy` (`run --strategy`); `None` keeps the definitions'.
+    pub row_diff_strategy: Option<Strategy>,
 }
 
 impl Default for ExecutionOptions {
     fn default() -> ExecutionOptions {
-        ExecutionOptions { concurrent_sides: true, clock: Clock::System, in_flight: None, progress: None }
+        ExecutionOptions {
+            concurrent_sides: true,
+            clock: Clock::System,
+            in_flight: None,
+            progress: None,
+            row_diff_strategy: None,
+        }
     }
 }
 

@@ -77,7 +77,7 @@ use datadiff_access::{ANSWER_GRACE, SideSession, one_line};
 use datadiff_diff_core::segment::{AUTO_STREAM_ROWS, Link, SearchSettings, Strategy, streams};
 
 /// How often the watcher looks for an interruption while the streams run.
-const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+pub(crate) const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
 /// What step 3 reads from one side's catalog for `row_diff`.
 #[derive(Debug, Clone)]
@@ -236,6 +236,11 @@ impl RowDiffPlan {
             field_names,
             strategy: definition.extensions.row_diff.map(|settings| settings.strategy()).unwrap_or_default(),
         })
+    }
+
+    /// This plan reading its rows with `strategy` instead of the definition's.
+    pub(crate) fn with_strategy(self, strategy: Strategy) -> RowDiffPlan {
+        RowDiffPlan { strategy, ..self }
     }
 
     /// The text the source preflight fingerprints when `row_diff` is the only data check:
@@ -559,12 +564,12 @@ fn segment_both<A: Send, B>(source: impl FnOnce() -> A + Send, target: impl FnOn
 
 /// How long a stream may take to answer in full: the statement timeout (which the server
 /// enforces on the whole `COPY`, transfer included) plus the sessions' grace.
-fn answer_deadline(route: &Route) -> Duration {
+pub(crate) fn answer_deadline(route: &Route) -> Duration {
     route.statement_timeout.max(Duration::from_secs(1)) + ANSWER_GRACE
 }
 
 /// The reason of streams stopped at their deadline, naming the sides still waiting.
-fn no_answer(sides: &[Side], route: &Route) -> String {
+pub(crate) fn no_answer(sides: &[Side], route: &Route) -> String {
     let databases = match sides {
         [side] => format!("the {side} database"),
         _ => "the source and target databases".to_owned(),
@@ -656,14 +661,14 @@ pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Resu
 /// A row stream that notes when it ended and counts its rows on a progress meter when given
 /// one, its rare error boxed: the merge moves every row through a few layers, and a `Result`
 /// as small as the row saves about a tenth of its time.
-struct Timed<'scope, 'meter> {
-    rows: RowStream<'scope>,
-    ended: Option<Instant>,
+pub(crate) struct Timed<'scope, 'meter> {
+    pub(crate) rows: RowStream<'scope>,
+    pub(crate) ended: Option<Instant>,
     progress: Option<StreamProgress<'meter>>,
 }
 
 impl<'scope, 'meter> Timed<'scope, 'meter> {
-    fn new(rows: RowStream<'scope>, progress: Option<StreamProgress<'meter>>) -> Timed<'scope, 'meter> {
+    pub(crate) fn new(rows: RowStream<'scope>, progress: Option<StreamProgress<'meter>>) -> Timed<'scope, 'meter> {
         Timed { rows, ended: None, progress }
     }
 }
@@ -693,7 +698,7 @@ impl Iterator for Timed<'_, '_> {
 /// sessions negotiate it, with the side's TLS ([`datadiff_access::ClientTls`]: verification
 /// and client certificate as configured). A server that declined TLS to the session declines it to the stream too, so an
 /// unencrypted side streams without TLS.
-fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoint, String> {
+pub(crate) fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoint, String> {
     let tls = match encrypted {
         false => None,
         true => Some(
@@ -707,30 +712,37 @@ fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoin
         .with_statement_timeout(route.statement_timeout))
 }
 
-/// The one-line reason of a failed stream: side and step, a server error's primary message.
-fn stream_failure(error: &Error, side: Side, route: &Route) -> String {
-    let address = match side {
-        Side::Source => &route.source.address,
-        Side::Target => &route.target.address,
-    };
+/// The one-line reason of a failed stream: side and step, a server error's primary message
+/// (a MySQL error's one line).
+pub(crate) fn stream_failure(error: &Error, side: Side, route: &Route) -> String {
     match error {
+        Error::MySql { message, .. } => format!("row_diff: {message}"),
         Error::Query { role, action, source } => format!("row_diff: {role} {action} failed: {}", one_line(source)),
         Error::Connect { role, source } => {
-            format!("row_diff: cannot connect to the {role} database {address}: {}", one_line(source))
+            format!("row_diff: cannot connect to the {role} database {}: {}", address(side, route), one_line(source))
         }
         Error::StreamConnect { role, source } => {
-            format!("row_diff: cannot connect to the {role} database {address}: {source}")
+            format!("row_diff: cannot connect to the {role} database {}: {source}", address(side, route))
         }
         other => prefixed(other),
     }
 }
 
-fn prefixed(error: &dyn std::error::Error) -> String {
+/// The address of a side as its errors name it (a MySQL source's own).
+fn address(side: Side, route: &Route) -> String {
+    match (side, &route.mysql_source) {
+        (Side::Source, Some(mysql)) => mysql.address(),
+        (Side::Source, None) => route.source.address.clone(),
+        (Side::Target, _) => route.target.address.clone(),
+    }
+}
+
+pub(crate) fn prefixed(error: &dyn std::error::Error) -> String {
     format!("row_diff: {}", crate::error::chain(error))
 }
 
 /// `Column '<name>' does not exist in <schema>.<table>`, as the other checks say it.
-fn missing(name: &str, table: &TableName) -> String {
+pub(crate) fn missing(name: &str, table: &TableName) -> String {
     format!("Column '{name}' does not exist in {table}")
 }
 
@@ -747,7 +759,7 @@ fn target_name<'a>(definition: &'a CheckDefinition, logical: &'a str) -> &'a str
 /// A window bound as an SQL literal of the timestamp column's type: `timestamptz` in UTC
 /// with its offset, or a naive column's UTC wall time. Microsecond precision, as PostgreSQL
 /// stores; years before 1 written with `BC`, as PostgreSQL reads them.
-fn timestamp_literal(instant: DateTime<Utc>, naive: bool) -> String {
+pub(crate) fn timestamp_literal(instant: DateTime<Utc>, naive: bool) -> String {
     let year = instant.year();
     let (year, era) = if year >= 1 { (year, "") } else { (1 - year, " BC") };
     let rest = instant.format("%m-%d %H:%M:%S%.6f");

@@ -25,14 +25,14 @@
 //!   the source `SELECT` with `%s` for the two bounds (PyMySQL's placeholder, the form
 //!   upstream fingerprints its MySQL queries in).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use chrono::{DateTime, Datelike, Utc};
+use chrono::{DateTime, Utc};
 use datadiff_access::stream::{
-    self, Coercions, Decoder, Endpoint, KeyDecoder, MySqlColumnType, MySqlRowQuery, RowQuery, RowStream, StreamOptions,
+    self, Coercions, Decoder, KeyDecoder, MySqlColumnType, MySqlRowQuery, RowQuery, RowStream, StreamOptions,
     StreamStopper,
 };
-use datadiff_access::{ANSWER_GRACE, Error, SideConfig, TableName, one_line};
+use datadiff_access::{Error, TableName};
 use datadiff_backend_store::Difference;
 use datadiff_diff_core::{
     Side,
@@ -46,10 +46,12 @@ use serde_json::{Map, Value as Json};
 
 use crate::connections::Route;
 use crate::progress::StreamProgress;
-use crate::row_diff::{RowDiffOutcome, RowDiffPlan, SideCatalog};
+use crate::row_diff::{
+    INTERRUPT_POLL, RowDiffOutcome, RowDiffPlan, SideCatalog, Timed, answer_deadline, endpoint, missing, no_answer,
+    prefixed, stream_failure, timestamp_literal,
+};
 
 /// How often the watcher looks for an interruption while the streams run.
-const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
 /// A planned `row_diff` of either route.
 #[derive(Debug, Clone)]
@@ -319,118 +321,6 @@ impl MySqlRowDiffPlan {
 
     fn source_table(&self) -> &str {
         self.source.table()
-    }
-}
-
-/// A row stream that notes when it ended and counts its rows on a progress meter.
-struct Timed<'scope, 'meter> {
-    rows: RowStream<'scope>,
-    ended: Option<Instant>,
-    progress: Option<StreamProgress<'meter>>,
-}
-
-impl<'scope, 'meter> Timed<'scope, 'meter> {
-    fn new(rows: RowStream<'scope>, progress: Option<StreamProgress<'meter>>) -> Timed<'scope, 'meter> {
-        Timed { rows, ended: None, progress }
-    }
-}
-
-impl Iterator for Timed<'_, '_> {
-    type Item = Result<stream::EncodedRow, Box<Error>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let next = self.rows.next_boxed();
-        match (&next, &mut self.progress) {
-            (Some(_), Some(progress)) => progress.row(),
-            (None, progress) => {
-                if self.ended.is_none() {
-                    self.ended = Some(Instant::now());
-                }
-                *progress = None;
-            }
-            _ => {}
-        }
-        next
-    }
-}
-
-/// The replica's own streaming connection, as for a PostgreSQL source.
-fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoint, String> {
-    let tls = match encrypted {
-        false => None,
-        true => Some(
-            side.tls
-                .ssl_connector()
-                .map_err(|error| format!("row_diff: TLS setup for the {} stream failed: {error}", side.side))?,
-        ),
-    };
-    Ok(Endpoint::new(side.side.to_string(), &side.config, tls)
-        .with_connect_timeout(side.connect_timeout)
-        .with_statement_timeout(route.statement_timeout))
-}
-
-/// How long a stream may take to answer in full.
-fn answer_deadline(route: &Route) -> Duration {
-    route.statement_timeout.max(Duration::from_secs(1)) + ANSWER_GRACE
-}
-
-/// The reason of streams stopped at their deadline.
-fn no_answer(sides: &[Side], route: &Route) -> String {
-    let databases = match sides {
-        [side] => format!("the {side} database"),
-        _ => "the source and target databases".to_owned(),
-    };
-    let timeout = route.statement_timeout.max(Duration::from_secs(1)).as_secs();
-    format!(
-        "row_diff: no answer from {databases} within {} s (statement_timeout {timeout} s + {} s grace); \
-         a cancel request was sent and the connection abandoned",
-        timeout + ANSWER_GRACE.as_secs(),
-        ANSWER_GRACE.as_secs(),
-    )
-}
-
-/// The one-line reason of a failed stream.
-fn stream_failure(error: &Error, side: Side, route: &Route) -> String {
-    match error {
-        Error::MySql { message, .. } => format!("row_diff: {message}"),
-        Error::Query { role, action, source } => format!("row_diff: {role} {action} failed: {}", one_line(source)),
-        Error::Connect { role, source } => {
-            format!("row_diff: cannot connect to the {role} database {}: {}", address(side, route), one_line(source))
-        }
-        Error::StreamConnect { role, source } => {
-            format!("row_diff: cannot connect to the {role} database {}: {source}", address(side, route))
-        }
-        other => prefixed(other),
-    }
-}
-
-fn address(side: Side, route: &Route) -> String {
-    match (side, &route.mysql_source) {
-        (Side::Source, Some(mysql)) => mysql.address(),
-        (Side::Source, None) => route.source.address.clone(),
-        (Side::Target, _) => route.target.address.clone(),
-    }
-}
-
-fn prefixed(error: &dyn std::error::Error) -> String {
-    format!("row_diff: {}", crate::error::chain(error))
-}
-
-/// `Column '<name>' does not exist in <schema>.<table>`, as the other checks say it.
-fn missing(name: &str, table: &TableName) -> String {
-    format!("Column '{name}' does not exist in {table}")
-}
-
-/// A window bound as an SQL literal of the replica timestamp column's type (as for a
-/// PostgreSQL source).
-fn timestamp_literal(instant: DateTime<Utc>, naive: bool) -> String {
-    let year = instant.year();
-    let (year, era) = if year >= 1 { (year, "") } else { (1 - year, " BC") };
-    let rest = instant.format("%m-%d %H:%M:%S%.6f");
-    if naive {
-        format!("'{year:04}-{rest}{era}'::timestamp")
-    } else {
-        format!("'{year:04}-{rest}+00{era}'::timestamptz")
     }
 }
 

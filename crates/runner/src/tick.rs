@@ -111,6 +111,13 @@ impl TickContext {
         self
     }
 
+    /// Read every `row_diff` with `strategy`, whatever its definition says (`None`: each
+    /// definition's own; see [`datadiff_diff_core::segment::Strategy`]).
+    pub fn with_row_diff_strategy(mut self, strategy: Option<datadiff_diff_core::segment::Strategy>) -> TickContext {
+        self.options.row_diff_strategy = strategy;
+        self
+    }
+
     /// Count finished attempts and `row_diff` rows on `meter` while ticks run, for a
     /// progress display (see [`ProgressMeter`](crate::ProgressMeter)).
     pub fn with_progress(mut self, meter: crate::ProgressMeter) -> TickContext {

@@ -125,3 +125,19 @@ fn project_commands_without_dir_exit_two_naming_it() {
         assert!(stderr.starts_with("error: --dir DIR is required"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn an_unknown_strategy_is_a_usage_error_naming_the_choices() {
+    for args in [
+        &["run", "--all", "--strategy", "fastest"][..],
+        &["audit", "--source", "s", "--replica", "r", "--table", "public.t", "--strategy", "fastest"][..],
+    ] {
+        let (exit, stdout, stderr) = datadiff(args);
+        assert_eq!(exit, Exit::Error, "{args:?}");
+        assert!(stdout.is_empty());
+        assert!(stderr.contains("--strategy") && stderr.contains("expected auto, stream or segments"), "{stderr}");
+    }
+    let (exit, stdout, _) = datadiff(&["run_data_diff_checks", "--help"]);
+    assert_eq!(exit, Exit::Success);
+    assert!(stdout.contains("--strategy"), "{stdout}");
+}
