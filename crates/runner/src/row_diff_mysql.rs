@@ -51,8 +51,6 @@ use crate::row_diff::{
     prefixed, stream_failure, timestamp_literal,
 };
 
-/// How often the watcher looks for an interruption while the streams run.
-
 /// A planned `row_diff` of either route.
 #[derive(Debug, Clone)]
 pub(crate) enum AnyRowDiffPlan {
