@@ -483,13 +483,31 @@ impl RowDiffPlan {
         if let Some(progress) = progress.as_mut() {
             progress.hashing(true);
         }
-        let outcome = segment::search(
-            (&mut source, &source_query, !source_unique),
-            (&mut target, &target_query, !target_unique),
-            SearchSettings::default(),
-            &mut phase,
-        )
-        .map_err(|reason| format!("row_diff: {reason}"));
+        // An interruption cancels the hashing statements (as it stops streams).
+        let cancellers = [source.canceller(), target.canceller()];
+        let (done, finished) = crossbeam_channel::bounded::<()>(0);
+        let outcome = std::thread::scope(|scope| {
+            scope.spawn(move || {
+                while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = finished.recv_timeout(INTERRUPT_POLL) {
+                    if interrupted() {
+                        cancellers.iter().for_each(|canceller| canceller.cancel());
+                        return;
+                    }
+                }
+            });
+            let outcome = segment::search(
+                (&mut source, &source_query, !source_unique),
+                (&mut target, &target_query, !target_unique),
+                SearchSettings::default(),
+                &mut phase,
+            );
+            drop(done);
+            outcome
+        });
+        let outcome = match outcome {
+            Err(_) if interrupted() => Err("row_diff: interrupted".to_owned()),
+            other => other.map_err(|reason| format!("row_diff: {reason}")),
+        };
         close(source, target);
         if let (Some(progress), Ok(SegmentOutcome::Searched { matched, .. })) = (progress.as_mut(), &outcome) {
             progress.proven(*matched);

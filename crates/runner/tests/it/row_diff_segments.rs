@@ -5,8 +5,12 @@
 use datadiff_diff_core::{definition::RowDiffSettings, segment::Strategy};
 use serde_json::Value as Json;
 
-use crate::context::{Context, result};
-use crate::row_diff::{StoredDifference, differences, items_definition};
+use datadiff_runner::{ExecutionOptions, InFlight, execute};
+
+use crate::context::{Context, result, scheduled, slot};
+use crate::row_diff::{
+    StoredDifference, differences, items_definition, lock_replica, wait_for_the_target_stream_to_wait_for_the_lock,
+};
 
 /// What one attempt stored: the row_diff result's values and status, the attempt's error,
 /// the differences.
@@ -88,4 +92,50 @@ fn identical_windows_pass_with_every_row_counted() {
     assert_eq!(status, "PASS");
     assert_eq!(target, serde_json::json!({"rows": "20000", "missing": "0", "extra": "0", "changed": "0"}));
     assert!(differences.is_empty());
+}
+
+#[test]
+fn an_interruption_cancels_the_hashing_statements() {
+    let sql = items(key_type(), 100);
+    let context = Context::new(&sql, &sql);
+    let mut definition = items_definition(&context);
+    definition.checks = vec![datadiff_diff_core::definition::CheckType::SchemaCompatibility];
+    // Far longer than the guard below: only a cancel ends the wait in time.
+    definition.statement_timeout_seconds = 900;
+    definition.extensions.row_diff = Some(RowDiffSettings::default().with_strategy(Strategy::Segments));
+    let stored = context.import(&definition);
+    let in_flight = InFlight::new();
+    let options = ExecutionOptions { in_flight: Some(in_flight.clone()), ..Context::options() };
+    let lock = lock_replica(&context);
+    let mut client = context.replica.client().unwrap();
+    let waiting = |client: &mut postgres::Client| -> i64 {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let result = std::thread::scope(|scope| {
+        let worker =
+            scope.spawn(|| execute(&context.store, &context.connections, &stored, slot(), scheduled(), &options));
+        // The target's overview waits for the lock: no stream has started.
+        wait_for_the_target_stream_to_wait_for_the_lock(&context);
+        in_flight.interrupt_all();
+        // Cancelled: nothing waits for the lock any more while it is still held (a guard of
+        // two minutes, not a timing assertion).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while waiting(&mut client) > 0 {
+            assert!(std::time::Instant::now() < deadline, "the interrupted hashing still waits for the lock");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        worker.join().unwrap()
+    });
+    assert!(matches!(result, Err(datadiff_runner::Error::Interrupted { .. })), "{result:?}");
+    drop(lock);
+}
+
+fn key_type() -> &'static str {
+    "bigint"
 }
