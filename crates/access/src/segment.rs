@@ -430,7 +430,7 @@ where
     let (source_side, source_query, source_duplicates) = source;
     let (target_side, target_query, target_duplicates) = target;
     phase(Phase::Overview);
-    let (source_overview, target_overview) = both(
+    let (source_overview, target_overview) = concurrently(
         || source_side.overview(source_query, source_duplicates),
         || target_side.overview(target_query, target_duplicates),
     );
@@ -466,8 +466,10 @@ where
             Step::Hash(splits) => {
                 let splits = splits.to_vec();
                 phase(Phase::Level { level: search.level() + 1, splits: splits.len() });
-                let (source_digests, target_digests) =
-                    both(|| source_side.level(source_query, &splits), || target_side.level(target_query, &splits));
+                let (source_digests, target_digests) = concurrently(
+                    || source_side.level(source_query, &splits),
+                    || target_side.level(target_query, &splits),
+                );
                 let (source_digests, target_digests) = (source_digests?, target_digests?);
                 if let Err(unknown) = search.record(&source_digests, &target_digests) {
                     return Ok(SegmentOutcome::StreamAll(unknown.to_string()));
@@ -477,8 +479,9 @@ where
     }
 }
 
-/// Runs `source` on a scoped thread and `target` on this one.
-fn both<A: Send, B>(source: impl FnOnce() -> A + Send, target: impl FnOnce() -> B) -> (A, B) {
+/// Runs `source` on a scoped thread (with this thread's log subscriber) and `target` on this
+/// one, and returns both answers: one statement per side at the same time.
+pub fn concurrently<A: Send, B>(source: impl FnOnce() -> A + Send, target: impl FnOnce() -> B) -> (A, B) {
     std::thread::scope(|scope| {
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let source = scope.spawn(move || tracing::dispatcher::with_default(&dispatch, source));

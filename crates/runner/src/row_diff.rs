@@ -77,7 +77,7 @@ use datadiff_access::{ANSWER_GRACE, SideSession, one_line};
 use datadiff_diff_core::segment::{AUTO_STREAM_ROWS, Link, SearchSettings, Strategy, streams};
 
 /// How often the watcher looks for an interruption while the streams run.
-pub(crate) const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
 /// What step 3 reads from one side's catalog for `row_diff`.
 #[derive(Debug, Clone)]
@@ -316,85 +316,26 @@ impl RowDiffPlan {
             }
         };
         let hash_seconds = hashing.elapsed().as_secs_f64();
-        let started = Instant::now();
-        let expired = std::sync::OnceLock::<Vec<Side>>::new();
-        let (source_seconds, target_seconds) = std::thread::scope(|scope| -> Result<(f64, f64), String> {
-            let mut source = Timed::new(
-                RowStream::connect(scope, source_endpoint, source_query, StreamOptions::default()),
-                progress,
-            );
-            let mut target =
-                Timed::new(RowStream::connect(scope, target_endpoint, target_query, StreamOptions::default()), None);
-            let stoppers = [source.rows.stopper(), target.rows.stopper()];
-            let (done, finished) = crossbeam_channel::bounded::<()>(0);
-            // The streams' client-side deadline (see the module docs): the sides that had not
-            // answered in full when it passed.
-            let deadline = started + answer_deadline(route);
-            let expired_sides = &expired;
-            scope.spawn(move || {
-                // Ends when the merge is over (the sender is dropped) or after stopping both.
-                while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = finished.recv_timeout(INTERRUPT_POLL) {
-                    let late = Instant::now() >= deadline;
-                    if late {
-                        let waiting = [Side::Source, Side::Target]
-                            .into_iter()
-                            .zip(&stoppers)
-                            .filter(|(_, stopper)| !stopper.reader_completed())
-                            .map(|(side, _)| side)
-                            .collect();
-                        let _ = expired_sides.set(waiting);
-                    }
-                    if late || interrupted() {
-                        stoppers.iter().for_each(StreamStopper::stop);
-                        return;
-                    }
-                }
-            });
-            for change in merge(source.by_ref(), target.by_ref()) {
-                let change = change.map_err(|error| match expired.get() {
-                    Some(sides) => no_answer(sides, route),
-                    None if interrupted() => "row_diff: interrupted".to_owned(),
-                    None => self.merge_failure(error, route),
-                })?;
-                summary.record(&change);
-            }
-            drop(done);
-            let elapsed = |timed: &Timed<'_, '_>| {
-                hash_seconds + timed.ended.unwrap_or(started).duration_since(started).as_secs_f64()
-            };
-            Ok((elapsed(&source), elapsed(&target)))
-        })?;
+        let (source_seconds, target_seconds) = merge_streams(
+            route,
+            |scope| {
+                (
+                    RowStream::connect(scope, source_endpoint, source_query, StreamOptions::default()),
+                    RowStream::connect(scope, target_endpoint, target_query, StreamOptions::default()),
+                )
+            },
+            progress,
+            &mut summary,
+            interrupted,
+            &|error| self.merge_failure(error, route),
+        )?;
+        let (source_seconds, target_seconds) = (hash_seconds + source_seconds, hash_seconds + target_seconds);
         Ok(self.outcome(summary, source_seconds, target_seconds))
     }
 
     /// The outcome of a comparison summarised in `summary`.
     fn outcome(&self, summary: Summary<Key>, source_seconds: f64, target_seconds: f64) -> RowDiffOutcome {
-        let counts = RowDiffCounts::from_summary(&summary);
-        tracing::info!(
-            source_rows = counts.source_rows,
-            target_rows = counts.target_rows,
-            missing = counts.missing,
-            extra = counts.extra,
-            changed = counts.changed,
-            source_seconds,
-            target_seconds,
-            "row_diff compared the window"
-        );
-        let differences = summary
-            .examples
-            .into_iter()
-            .map(|example| {
-                let mut key = Map::new();
-                key.insert(self.key_name.clone(), Json::String(example.key.to_string()));
-                Difference {
-                    check_type: ResultType::RowDiff,
-                    kind: example.kind,
-                    key: Json::Object(key),
-                    fields: example.fields,
-                }
-            })
-            .collect();
-        RowDiffOutcome { counts, differences, source_seconds, target_seconds }
+        outcome(&self.key_name, summary, source_seconds, target_seconds)
     }
 
     /// Chooses the strategy and, for segments, hashes both sides of `[start, end)` by key
@@ -427,7 +368,7 @@ impl RowDiffPlan {
             Ok(queries) => queries,
             Err(why) => return stream_because(why),
         };
-        let (source, target) = segment_both(
+        let (source, target) = segment::concurrently(
             || SideSession::open(&route.source, route.statement_timeout),
             || SideSession::open(&route.target, route.statement_timeout),
         );
@@ -449,7 +390,7 @@ impl RowDiffPlan {
                 .map_err(|error| format!("row_diff: {}", crate::error::chain(&error)))
                 .map(|facts| (facts, query.clone()))
             };
-        let (source_facts, target_facts) = segment_both(
+        let (source_facts, target_facts) = segment::concurrently(
             || facts(&mut source, &route.source, &source_query, &self.source.table, &self.source.key_column),
             || facts(&mut target, &route.target, &target_query, &self.target.table, &self.target.key_column),
         );
@@ -557,6 +498,101 @@ impl RowDiffPlan {
     }
 }
 
+/// Streams both sides through the merge into `summary`: `open` starts the two streams
+/// (source, target) on the scope's threads, the merge runs on this one, and a watcher thread
+/// stops both streams at their client-side deadline ([`answer_deadline`]: the reason then
+/// names the sides that had not answered in full) or when `interrupted` says so. Returns each
+/// side's seconds to its last row. The source's rows count on `progress`.
+pub(crate) fn merge_streams<Open>(
+    route: &Route,
+    open: Open,
+    progress: Option<StreamProgress<'_>>,
+    summary: &mut Summary<Key>,
+    interrupted: &(dyn Fn() -> bool + Sync),
+    merge_failure: &dyn Fn(MergeError<Box<Error>>) -> String,
+) -> Result<(f64, f64), String>
+where
+    Open: for<'scope, 'env> FnOnce(&'scope std::thread::Scope<'scope, 'env>) -> (RowStream<'scope>, RowStream<'scope>),
+{
+    let started = Instant::now();
+    let expired = std::sync::OnceLock::<Vec<Side>>::new();
+    std::thread::scope(|scope| -> Result<(f64, f64), String> {
+        let (source_rows, target_rows) = open(scope);
+        let mut source = Timed::new(source_rows, progress);
+        let mut target = Timed::new(target_rows, None);
+        let stoppers = [source.rows.stopper(), target.rows.stopper()];
+        let (done, finished) = crossbeam_channel::bounded::<()>(0);
+        let deadline = started + answer_deadline(route);
+        let expired_sides = &expired;
+        scope.spawn(move || {
+            // Ends when the merge is over (the sender is dropped) or after stopping both.
+            while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = finished.recv_timeout(INTERRUPT_POLL) {
+                let late = Instant::now() >= deadline;
+                if late {
+                    let waiting = [Side::Source, Side::Target]
+                        .into_iter()
+                        .zip(&stoppers)
+                        .filter(|(_, stopper)| !stopper.reader_completed())
+                        .map(|(side, _)| side)
+                        .collect();
+                    let _ = expired_sides.set(waiting);
+                }
+                if late || interrupted() {
+                    stoppers.iter().for_each(StreamStopper::stop);
+                    return;
+                }
+            }
+        });
+        for change in merge(source.by_ref(), target.by_ref()) {
+            let change = change.map_err(|error| match expired.get() {
+                Some(sides) => no_answer(sides, route),
+                None if interrupted() => "row_diff: interrupted".to_owned(),
+                None => merge_failure(error),
+            })?;
+            summary.record(&change);
+        }
+        drop(done);
+        let elapsed = |timed: &Timed<'_, '_>| timed.ended.unwrap_or(started).duration_since(started).as_secs_f64();
+        Ok((elapsed(&source), elapsed(&target)))
+    })
+}
+
+/// The outcome of a comparison summarised in `summary`: the counts, and the examples as
+/// differences keyed by the logical `key_name`.
+pub(crate) fn outcome(
+    key_name: &str,
+    summary: Summary<Key>,
+    source_seconds: f64,
+    target_seconds: f64,
+) -> RowDiffOutcome {
+    let counts = RowDiffCounts::from_summary(&summary);
+    tracing::info!(
+        source_rows = counts.source_rows,
+        target_rows = counts.target_rows,
+        missing = counts.missing,
+        extra = counts.extra,
+        changed = counts.changed,
+        source_seconds,
+        target_seconds,
+        "row_diff compared the window"
+    );
+    let differences = summary
+        .examples
+        .into_iter()
+        .map(|example| {
+            let mut key = Map::new();
+            key.insert(key_name.to_owned(), Json::String(example.key.to_string()));
+            Difference {
+                check_type: ResultType::RowDiff,
+                kind: example.kind,
+                key: Json::Object(key),
+                fields: example.fields,
+            }
+        })
+        .collect();
+    RowDiffOutcome { counts, differences, source_seconds, target_seconds }
+}
+
 /// What `row_diff` streams after the segment strategy had its say.
 enum Scan {
     /// Every row of the window.
@@ -567,27 +603,14 @@ enum Scan {
     Leaves { matched: u64, source_filter: String, target_filter: String },
 }
 
-/// Runs `source` on a scoped thread and `target` on this one.
-fn segment_both<A: Send, B>(source: impl FnOnce() -> A + Send, target: impl FnOnce() -> B) -> (A, B) {
-    std::thread::scope(|scope| {
-        let dispatch = tracing::dispatcher::get_default(Clone::clone);
-        let source = scope.spawn(move || tracing::dispatcher::with_default(&dispatch, source));
-        let target = target();
-        match source.join() {
-            Ok(source) => (source, target),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-    })
-}
-
 /// How long a stream may take to answer in full: the statement timeout (which the server
 /// enforces on the whole `COPY`, transfer included) plus the sessions' grace.
-pub(crate) fn answer_deadline(route: &Route) -> Duration {
+fn answer_deadline(route: &Route) -> Duration {
     route.statement_timeout.max(Duration::from_secs(1)) + ANSWER_GRACE
 }
 
 /// The reason of streams stopped at their deadline, naming the sides still waiting.
-pub(crate) fn no_answer(sides: &[Side], route: &Route) -> String {
+fn no_answer(sides: &[Side], route: &Route) -> String {
     let databases = match sides {
         [side] => format!("the {side} database"),
         _ => "the source and target databases".to_owned(),
@@ -679,14 +702,14 @@ pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Resu
 /// A row stream that notes when it ended and counts its rows on a progress meter when given
 /// one, its rare error boxed: the merge moves every row through a few layers, and a `Result`
 /// as small as the row saves about a tenth of its time.
-pub(crate) struct Timed<'scope, 'meter> {
-    pub(crate) rows: RowStream<'scope>,
-    pub(crate) ended: Option<Instant>,
+struct Timed<'scope, 'meter> {
+    rows: RowStream<'scope>,
+    ended: Option<Instant>,
     progress: Option<StreamProgress<'meter>>,
 }
 
 impl<'scope, 'meter> Timed<'scope, 'meter> {
-    pub(crate) fn new(rows: RowStream<'scope>, progress: Option<StreamProgress<'meter>>) -> Timed<'scope, 'meter> {
+    fn new(rows: RowStream<'scope>, progress: Option<StreamProgress<'meter>>) -> Timed<'scope, 'meter> {
         Timed { rows, ended: None, progress }
     }
 }

@@ -25,30 +25,24 @@
 //!   the source `SELECT` with `%s` for the two bounds (PyMySQL's placeholder, the form
 //!   upstream fingerprints its MySQL queries in).
 
-use std::time::Instant;
-
 use chrono::{DateTime, Utc};
 use datadiff_access::stream::{
     self, Coercions, Decoder, KeyDecoder, MySqlColumnType, MySqlRowQuery, RowQuery, RowStream, StreamOptions,
-    StreamStopper,
 };
 use datadiff_access::{Error, TableName};
-use datadiff_backend_store::Difference;
 use datadiff_diff_core::{
     Side,
-    attempt::{ResultType, RowDiffCounts},
     definition::CheckDefinition,
-    merge::{Key, MergeError, Summary, merge},
+    merge::{Key, MergeError, Summary},
     plan::{AggregatePlan, ColumnPair, quoted_ident},
     segment::Strategy,
 };
-use serde_json::{Map, Value as Json};
 
 use crate::connections::Route;
 use crate::progress::StreamProgress;
 use crate::row_diff::{
-    INTERRUPT_POLL, RowDiffOutcome, RowDiffPlan, SideCatalog, Timed, answer_deadline, endpoint, missing, no_answer,
-    prefixed, stream_failure, timestamp_literal,
+    RowDiffOutcome, RowDiffPlan, SideCatalog, endpoint, merge_streams, missing, outcome, prefixed, stream_failure,
+    timestamp_literal,
 };
 
 /// A planned `row_diff` of either route.
@@ -219,80 +213,22 @@ impl MySqlRowDiffPlan {
         let target_endpoint = endpoint(&route.target, route, self.target_encrypted)?;
         let target_query = self.target_query(start, end);
         let mut summary: Summary<Key> = Summary::new(max_examples, self.field_names.clone());
-        let started = Instant::now();
-        let expired = std::sync::OnceLock::<Vec<Side>>::new();
-        let (source_seconds, target_seconds) = std::thread::scope(|scope| -> Result<(f64, f64), String> {
-            let source_rows = RowStream::mysql(
-                scope,
-                mysql,
-                route.statement_timeout,
-                self.source.clone(),
-                (start, end),
-                StreamOptions::default(),
-            );
-            let mut source = Timed::new(source_rows, progress);
-            let mut target =
-                Timed::new(RowStream::connect(scope, target_endpoint, target_query, StreamOptions::default()), None);
-            let stoppers = [source.rows.stopper(), target.rows.stopper()];
-            let (done, finished) = crossbeam_channel::bounded::<()>(0);
-            let deadline = started + answer_deadline(route);
-            let expired_sides = &expired;
-            scope.spawn(move || {
-                while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = finished.recv_timeout(INTERRUPT_POLL) {
-                    let late = Instant::now() >= deadline;
-                    if late {
-                        let waiting = [Side::Source, Side::Target]
-                            .into_iter()
-                            .zip(&stoppers)
-                            .filter(|(_, stopper)| !stopper.reader_completed())
-                            .map(|(side, _)| side)
-                            .collect();
-                        let _ = expired_sides.set(waiting);
-                    }
-                    if late || interrupted() {
-                        stoppers.iter().for_each(StreamStopper::stop);
-                        return;
-                    }
-                }
-            });
-            for change in merge(source.by_ref(), target.by_ref()) {
-                let change = change.map_err(|error| match expired.get() {
-                    Some(sides) => no_answer(sides, route),
-                    None if interrupted() => "row_diff: interrupted".to_owned(),
-                    None => self.merge_failure(error, route),
-                })?;
-                summary.record(&change);
-            }
-            drop(done);
-            let elapsed = |timed: &Timed<'_, '_>| timed.ended.unwrap_or(started).duration_since(started).as_secs_f64();
-            Ok((elapsed(&source), elapsed(&target)))
-        })?;
-        let counts = RowDiffCounts::from_summary(&summary);
-        tracing::info!(
-            source_rows = counts.source_rows,
-            target_rows = counts.target_rows,
-            missing = counts.missing,
-            extra = counts.extra,
-            changed = counts.changed,
-            source_seconds,
-            target_seconds,
-            "row_diff compared the window (MySQL source)"
-        );
-        let differences = summary
-            .examples
-            .into_iter()
-            .map(|example| {
-                let mut key = Map::new();
-                key.insert(self.key_name.clone(), Json::String(example.key.to_string()));
-                Difference {
-                    check_type: ResultType::RowDiff,
-                    kind: example.kind,
-                    key: Json::Object(key),
-                    fields: example.fields,
-                }
-            })
-            .collect();
-        Ok(RowDiffOutcome { counts, differences, source_seconds, target_seconds })
+        let source = self.source.clone();
+        let statement_timeout = route.statement_timeout;
+        let (source_seconds, target_seconds) = merge_streams(
+            route,
+            |scope| {
+                (
+                    RowStream::mysql(scope, mysql, statement_timeout, source, (start, end), StreamOptions::default()),
+                    RowStream::connect(scope, target_endpoint, target_query, StreamOptions::default()),
+                )
+            },
+            progress,
+            &mut summary,
+            interrupted,
+            &|error| self.merge_failure(error, route),
+        )?;
+        Ok(outcome(&self.key_name, summary, source_seconds, target_seconds))
     }
 
     /// The one-line reason of a merge that stopped.
