@@ -1055,8 +1055,11 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
             let wall = median(&mut seconds);
             let mut bytes: Vec<f64> =
                 runs.iter().filter_map(|(measured, _)| measured.bytes).map(|b| b as f64).collect();
-            let moved =
-                if bytes.is_empty() { "—".to_owned() } else { format!("{:.1} MB", median(&mut bytes) / 1_000_000.0) };
+            let moved = match median(&mut bytes) / 1_000_000.0 {
+                _ if bytes.is_empty() => "—".to_owned(),
+                small if small < 10.0 => format!("{small:.2} MB"),
+                large => format!("{large:.1} MB"),
+            };
             let rss = runs.iter().filter_map(|(measured, _)| measured.rss_kib).max();
             let mut cpu: Vec<f64> = runs.iter().filter_map(|(measured, _)| measured.cpu_seconds).collect();
             let cpu = if cpu.is_empty() { "n/a".to_owned() } else { format!("{:.2} s", median(&mut cpu)) };
