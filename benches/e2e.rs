@@ -31,8 +31,9 @@
 //!     covers.
 //!   * **latency** 100 ms: the queue holds 100 ms of traffic before tbf drops, deep enough
 //!     that TCP on the shaped loopback sees no drops (checked: `dropped 0`), so the link is
-//!     a clean, bandwidth-limited path. No propagation delay is added: a round trip stays a
-//!     few microseconds (plus queueing), which favours chatty clients against a real WAN.
+//!     a clean, bandwidth-limited path. No propagation delay is added (the kernel this was
+//!     written on has no `netem`: `CONFIG_NET_SCH_NETEM` is not set): a round trip stays a
+//!     few microseconds plus queueing, which favours chatty clients against a real WAN.
 //! * `--drift 0,0.03` — which replica tables the contenders compare with the source:
 //!   `0.03` (the default) the drifted `public.events`, `0` an identical copy
 //!   `public.events_same` (built only when asked). Each contender but the COPY floors runs
