@@ -40,10 +40,10 @@
 //!   on every table listed; the floors run once per round, on the first table listed (the
 //!   bytes to stream do not depend on the drift).
 //! * `--strategies stream,segments,auto` — run each datadiff contender (`row_diff`, `audit`)
-//!   once per strategy, named `… [strategy]`. What a strategy changes is built by the one
-//!   function `strategy_arguments`: until the segment strategy is merged only `stream`
-//!   exists and changes nothing. Without the option the contenders run exactly as before,
-//!   with the default settings and no extra argument.
+//!   once per strategy, named `… [strategy]`: the audit with `--strategy NAME`, row_diff's
+//!   definition with `RowDiffSettings::with_strategy` (built by the one function
+//!   `strategy_arguments`). Without the option the contenders run with the defaults and no
+//!   extra argument (`auto`), as a user's would.
 //! * `--reladiff-threads 1,4` — one reladiff contender per thread count (`-j N`); without it,
 //!   one with reladiff's default (1 thread per database).
 //! * `--no-reladiff`; `--only NAME` — only the aggregate checks, audit and reladiff
@@ -113,6 +113,7 @@ use datadiff::config::{DbConn, Secret};
 use datadiff::core::{
     attempt::{ResultType, StartKind},
     definition::{CheckDefinition, CheckType, Extensions, RowDiffSettings, SourceType, TargetType},
+    segment::Strategy,
 };
 use datadiff::runner::{Clock, Connections, ExecutionOptions, execute};
 use datadiff::store::{BackendConfig, DefinitionFilter, MigrateOptions, SyncScope};
@@ -158,8 +159,8 @@ fn main() -> Result<(), Failure> {
 }
 
 // ---------------------------------------------------------------------------------------
-// STRATEGY WIRING — the one place to change when the segment strategy (`--strategy` of
-// `datadiff audit`, `RowDiffSettings::with_strategy`) is merged.
+// STRATEGY WIRING — the one place that says how a `--strategies` entry reaches the
+// datadiff contenders.
 
 /// What one `--strategies` entry changes in the datadiff contenders.
 struct StrategyArguments {
@@ -169,25 +170,14 @@ struct StrategyArguments {
     row_diff: Box<dyn Fn(RowDiffSettings) -> RowDiffSettings>,
 }
 
-/// The arguments of `strategy`. Until the segment strategy exists, only streaming does:
-/// `stream` changes nothing and every other name is refused. Once it is merged, the body
-/// becomes (names as the lead's API spells them):
-///
-/// ```text
-/// let parsed: RowDiffStrategy = strategy.parse()?;
-/// Ok(StrategyArguments {
-///     audit: vec!["--strategy".to_owned(), strategy.to_owned()],
-///     row_diff: Box::new(move |settings| settings.with_strategy(parsed)),
-/// })
-/// ```
+/// The arguments of `strategy` (`auto`, `stream` or `segments`): `audit --strategy NAME`, and
+/// `RowDiffSettings::with_strategy` (`row_diff: {strategy: NAME}` in `datadiff.yml`).
 fn strategy_arguments(strategy: &str) -> Result<StrategyArguments, Failure> {
-    match strategy {
-        "stream" => Ok(StrategyArguments { audit: Vec::new(), row_diff: Box::new(|settings| settings) }),
-        other => Err(format!(
-            "--strategies {other}: this build only streams (wire the strategy in strategy_arguments, benches/e2e.rs)"
-        )
-        .into()),
-    }
+    let parsed: Strategy = strategy.parse().map_err(|error| format!("--strategies: {error}"))?;
+    Ok(StrategyArguments {
+        audit: vec!["--strategy".to_owned(), parsed.as_str().to_owned()],
+        row_diff: Box::new(move |settings| settings.with_strategy(parsed)),
+    })
 }
 
 // ---------------------------------------------------------------------------------------
