@@ -1,13 +1,56 @@
 //! End-to-end benchmark (SPEC §11): on the same source and replica tables, in one run, the
-//! COPY floor, `row_diff`, the aggregate checks (sides concurrent and sequential) and
-//! `reladiff` hashdiff when it is installed — wall time and peak RSS of each.
+//! COPY floor, `row_diff`, `datadiff audit`, the aggregate checks (sides concurrent and
+//! sequential) and `reladiff` hashdiff when it is installed — wall time, bytes moved, peak
+//! RSS and client CPU of each, optionally over a rate-limited link.
 //!
 //! ```text
-//! cargo bench --bench e2e -- [--rows 1000000,5000000] [--runs 3] [--no-reladiff] [--only NAME]
+//! cargo bench --bench e2e -- [--rows 1000000,5000000] [--runs 3] [--link none|100mbit|1gbit]
+//!     [--drift 0,0.03] [--strategies stream,segments,auto] [--reladiff-threads 1,4]
+//!     [--no-reladiff] [--only NAME] [--skip NAME,NAME]
 //! ```
 //!
 //! Without `--rows` it runs one small size (100,000 rows, one run) so that a plain
 //! `cargo bench` stays short; CI only compiles it (`cargo bench --no-run`).
+//!
+//! # Options
+//!
+//! * `--rows N,M` — table sizes, one setup each; `--runs R` — measured rounds per size.
+//! * `--link RATE` — `none` (the default: the host's loopback, unshaped) or a rate such as
+//!   `100mbit` or `1gbit` (`<N>mbit`, `<N>gbit`). With a rate, the program re-executes itself
+//!   under `unshare -n` (root is needed): inside a private network namespace it brings `lo`
+//!   up and shapes it with `tc qdisc add dev lo root tbf rate RATE burst B latency 100ms`,
+//!   then runs the whole benchmark there — both clusters and every contender — so that every
+//!   byte between a client and a server, both directions, crosses that one qdisc. `ip` and
+//!   `tc` (iproute2) and `unshare` (util-linux) must be installed; the program says so when
+//!   one is missing. Everything a contender needs (psql, the reladiff virtualenv on `PATH`)
+//!   must be installed before: the namespace has no other network.
+//!   * **burst** `B` = the larger of 256 KiB (4 × the loopback's 64 KiB MTU) and 10 ms of
+//!     traffic at the rate (1.25 MB at 1 Gbit/s). tbf drops a packet larger than its bucket,
+//!     and loopback (GSO) hands it packets of up to 64 KiB, so the bucket must hold several;
+//!     at 1 Gbit/s it must also refill across a kernel timer tick, which 10 ms of traffic
+//!     covers.
+//!   * **latency** 100 ms: the queue holds 100 ms of traffic before tbf drops, deep enough
+//!     that TCP on the shaped loopback sees no drops (checked: `dropped 0`), so the link is
+//!     a clean, bandwidth-limited path. No propagation delay is added (the kernel this was
+//!     written on has no `netem`: `CONFIG_NET_SCH_NETEM` is not set): a round trip stays a
+//!     few microseconds plus queueing, which favours chatty clients against a real WAN.
+//! * `--drift 0,0.03` — which replica tables the contenders compare with the source:
+//!   `0.03` (the default) the drifted `public.events`, `0` an identical copy
+//!   `public.events_same` (built only when asked). Each contender but the COPY floors runs
+//!   on every table listed; the floors run once per round, on the first table listed (the
+//!   bytes to stream do not depend on the drift).
+//! * `--strategies stream,segments,auto` — run each datadiff contender (`row_diff`, `audit`)
+//!   once per strategy, named `… [strategy]`: the audit with `--strategy NAME`, row_diff's
+//!   definition with `RowDiffSettings::with_strategy` (built by the one function
+//!   `strategy_arguments`). Without the option the contenders run with the defaults and no
+//!   extra argument (`auto`), as a user's would.
+//! * `--reladiff-threads 1,4` — one reladiff contender per thread count (`-j N`); without it,
+//!   one with reladiff's default (1 thread per database).
+//! * `--no-reladiff`; `--only NAME` — only the aggregate checks, audit and reladiff
+//!   contenders whose name contains NAME (the floors and row_diff always run, as before);
+//!   `--skip NAME,NAME` — leave out every contender whose name contains one of them (one
+//!   COPY floor at least must remain), e.g. `--skip aggregate` on a slow link.
+//! * `DATADIFF_E2E_VERBOSE=1` copies each contender's stderr to ours.
 //!
 //! # What it builds
 //!
@@ -18,14 +61,23 @@
 //! preflight), filled by `INSERT … SELECT generate_series` into `UNLOGGED` tables (loading
 //! speed only: reads are the same as from logged tables), then `VACUUM ANALYZE`. Drift is
 //! 0.03 % of the keys, a third each: ids ≡ 1 (mod 10,000) are missing from the replica,
-//! ids ≡ 2 exist only there, ids ≡ 3 have a different `note`.
+//! ids ≡ 2 exist only there, ids ≡ 3 have a different `note`. With `--drift 0` the replica
+//! also gets `public.events_same`, row for row the source's table.
 //!
 //! # What it measures
 //!
-//! Every contender runs in a child process of its own (this program again, or `psql`,
-//! `reladiff`), under `/usr/bin/time` for its peak RSS (`ru_maxrss`, the kernel's VmHWM); the
-//! wall time is the parent's, from spawn to exit. Contenders are interleaved within each of
-//! `--runs` rounds, after one unmeasured warm-up round, and reported as medians.
+//! Every contender runs in a child process of its own (this program again, `datadiff`,
+//! `psql`, `reladiff`), under `/usr/bin/time` for its peak RSS (`ru_maxrss`, the kernel's
+//! VmHWM) and client CPU (user + system); the wall time is the parent's, from spawn to exit.
+//! With a link, the bytes moved are the qdisc's `Sent N bytes` counter (`tc -s qdisc show
+//! dev lo`) read before the spawn and after the exit: every packet on the namespace's
+//! loopback, both directions, headers included — only the contender talks then (the servers
+//! keep no other connection). Without a link they are not counted (shaping or counting the
+//! host's own loopback would touch everything else on the machine) and print as `—`.
+//! Contenders are interleaved within each of `--runs` rounds, after one unmeasured warm-up
+//! round (reladiff skips it), and reported as medians; `× floor` divides by the median floor,
+//! the notes give the median of the per-round ratios to that round's floor (steadier on a
+//! shared machine).
 //!
 //! * **COPY floor**: both sides' `COPY (<row_diff's SELECT>) TO STDOUT` drained to nowhere,
 //!   concurrently, by the fastest client available: tokio-postgres in one `block_on`
@@ -34,18 +86,24 @@
 //! * **row_diff**: one forced attempt of a definition whose only data check is `row_diff`
 //!   (compare columns `account, amount, kind, note`), through `datadiff::runner::execute`
 //!   with a migrated backend: connections, catalog, preflight, both streams, the merge, the
-//!   finish. Its counts are checked against the drift.
+//!   finish. Its counts are checked against the drift. One definition (its own tap id) per
+//!   table and strategy.
+//! * **datadiff audit**: the release binary the bench build made (`CARGO_BIN_EXE_datadiff`,
+//!   i.e. `target/release/datadiff`): `audit --source … --replica … --table public.events
+//!   [--replica-table public.events_same] --key id --columns account,amount,kind,note
+//!   --cutover-ready --max-rows 50000000`. Its verdict (BLOCK with the drift, PASS when
+//!   identical) and counts are checked.
 //! * **aggregate checks**: one forced attempt of all eight upstream checks, sides concurrent
 //!   (the default) and sequential.
-//! * **reladiff**: `reladiff <source> public.events <replica> public.events -k id -c account
-//!   -c amount -c kind -c note -w <the window> -a hashdiff --stats`, default threads and
-//!   bisection settings. Its counts are checked too.
+//! * **reladiff**: `reladiff <source> public.events <replica> <replica table> -k id -c account
+//!   -c amount -c kind -c note -w <the window> -a hashdiff --stats [-j N]`, default bisection
+//!   settings. Its counts are checked too (a mismatch is printed, not fatal).
 
 #![allow(clippy::print_stdout, reason = "a benchmark program prints its figures")]
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -55,6 +113,7 @@ use datadiff::config::{DbConn, Secret};
 use datadiff::core::{
     attempt::{ResultType, StartKind},
     definition::{CheckDefinition, CheckType, Extensions, RowDiffSettings, SourceType, TargetType},
+    segment::Strategy,
 };
 use datadiff::runner::{Clock, Connections, ExecutionOptions, execute};
 use datadiff::store::{BackendConfig, DefinitionFilter, MigrateOptions, SyncScope};
@@ -63,14 +122,20 @@ use futures_core::Stream;
 use serde_json::{Value as Json, json};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
+/// (missing, extra, changed) as a contender reported them.
+type Counts = (Option<u64>, Option<u64>, Option<u64>);
 
 /// The environment variable carrying a child's instructions (JSON).
 const SPEC: &str = "DATADIFF_E2E_SPEC";
+/// Set in the copy of this program that runs inside the private network namespace.
+const IN_NAMESPACE: &str = "DATADIFF_E2E_IN_NETNS";
 /// Window: `[SLOT - 200 days, SLOT)`, around every row.
 const WINDOW_DAYS: i64 = 200;
 const COMPARED: [&str; 4] = ["account", "amount", "kind", "note"];
 const ROW_DIFF_TAP: &str = "bench_row_diff";
 const AGGREGATE_TAP: &str = "bench_aggregates";
+/// The loopback's MTU: tbf's bucket must hold several such packets.
+const LOOPBACK_MTU: u64 = 65_536;
 
 fn slot() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).single().unwrap_or_default()
@@ -79,11 +144,44 @@ fn slot() -> DateTime<Utc> {
 fn main() -> Result<(), Failure> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("child") {
-        return child(args.get(1).map(String::as_str).unwrap_or_default());
+        return child(
+            args.get(1).map(String::as_str).unwrap_or_default(),
+            args.get(2).map(String::as_str).unwrap_or_default(),
+        );
     }
     let options = Options::parse(&args)?;
-    parent(&options)
+    let meter = match &options.link {
+        None => None,
+        Some(link) if std::env::var_os(IN_NAMESPACE).is_none() => return enter_namespace(link, &args),
+        Some(link) => Some(link.shape_loopback()?),
+    };
+    parent(&options, meter.as_ref())
 }
+
+// ---------------------------------------------------------------------------------------
+// STRATEGY WIRING — the one place that says how a `--strategies` entry reaches the
+// datadiff contenders.
+
+/// What one `--strategies` entry changes in the datadiff contenders.
+struct StrategyArguments {
+    /// Extra arguments for `datadiff audit`.
+    audit: Vec<String>,
+    /// Applied to the row_diff definition's settings before it is imported.
+    row_diff: Box<dyn Fn(RowDiffSettings) -> RowDiffSettings>,
+}
+
+/// The arguments of `strategy` (`auto`, `stream` or `segments`): `audit --strategy NAME`, and
+/// `RowDiffSettings::with_strategy` (`row_diff: {strategy: NAME}` in `datadiff.yml`).
+fn strategy_arguments(strategy: &str) -> Result<StrategyArguments, Failure> {
+    let parsed: Strategy = strategy.parse().map_err(|error| format!("--strategies: {error}"))?;
+    Ok(StrategyArguments {
+        audit: vec!["--strategy".to_owned(), parsed.as_str().to_owned()],
+        row_diff: Box::new(move |settings| settings.with_strategy(parsed)),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Options.
 
 /// Command-line options of the parent.
 struct Options {
@@ -92,56 +190,314 @@ struct Options {
     reladiff: bool,
     /// Only the contenders whose name contains this (the floors and row_diff always run).
     only: Option<String>,
+    /// Contenders whose name contains one of these are left out.
+    skip: Vec<String>,
+    link: Option<Link>,
+    /// The replica tables compared, in order (the first is the floors').
+    tables: Vec<Tables>,
+    /// `--strategies`; `None`: the datadiff contenders as they always ran.
+    strategies: Option<Vec<String>>,
+    /// `--reladiff-threads`; `None`: reladiff's default.
+    reladiff_threads: Option<Vec<u32>>,
 }
 
 impl Options {
     fn parse(args: &[String]) -> Result<Options, Failure> {
-        let mut options = Options { rows: vec![100_000], runs: 1, reladiff: true, only: None };
+        let mut options = Options {
+            rows: vec![100_000],
+            runs: 1,
+            reladiff: true,
+            only: None,
+            skip: Vec::new(),
+            link: None,
+            tables: vec![Tables::Drift],
+            strategies: None,
+            reladiff_threads: None,
+        };
+        let list = |value: Option<&String>, flag: &str| -> Result<Vec<String>, Failure> {
+            let value = value.ok_or(format!("{flag} needs a value"))?;
+            Ok(value.split(',').map(|item| item.trim().to_owned()).filter(|item| !item.is_empty()).collect())
+        };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--rows" => {
-                    let list = args.next().ok_or("--rows needs a value")?;
-                    options.rows =
-                        list.split(',').map(|n| n.trim().replace('_', "").parse()).collect::<Result<_, _>>()?;
+                    options.rows = list(args.next(), "--rows")?
+                        .iter()
+                        .map(|n| n.replace('_', "").parse())
+                        .collect::<Result<_, _>>()?;
                 }
                 "--runs" => options.runs = args.next().ok_or("--runs needs a value")?.parse()?,
                 "--no-reladiff" => options.reladiff = false,
                 "--only" => options.only = Some(args.next().ok_or("--only needs a value")?.clone()),
+                "--skip" => options.skip.extend(list(args.next(), "--skip")?),
+                "--link" => options.link = Link::parse(args.next().ok_or("--link needs a value")?)?,
+                "--drift" => {
+                    options.tables = list(args.next(), "--drift")?
+                        .iter()
+                        .map(|drift| match drift.trim_end_matches('%') {
+                            "0" => Ok(Tables::Identical),
+                            "0.03" => Ok(Tables::Drift),
+                            other => Err(format!("--drift {other}: the tables have 0 or 0.03 (%)")),
+                        })
+                        .collect::<Result<_, _>>()?;
+                }
+                "--strategies" => {
+                    let strategies = list(args.next(), "--strategies")?;
+                    for strategy in &strategies {
+                        strategy_arguments(strategy)?;
+                    }
+                    options.strategies = Some(strategies);
+                }
+                "--reladiff-threads" => {
+                    options.reladiff_threads = Some(
+                        list(args.next(), "--reladiff-threads")?.iter().map(|n| n.parse()).collect::<Result<_, _>>()?,
+                    );
+                }
                 // cargo bench passes --bench to harness = false targets.
                 "--bench" => {}
                 other => return Err(format!("unknown argument {other}").into()),
             }
         }
+        if options.tables.is_empty() || options.rows.is_empty() {
+            return Err("--rows and --drift need at least one value".into());
+        }
+        if FLOORS.iter().all(|floor| options.skipped(floor)) {
+            return Err("--skip leaves no COPY floor: keep one at least".into());
+        }
         Ok(options)
+    }
+
+    fn skipped(&self, name: &str) -> bool {
+        self.skip.iter().any(|skip| name.contains(skip.as_str()))
+    }
+
+    /// A contender that `--only` selects (when it applies) and `--skip` keeps.
+    fn wanted(&self, name: &str, only_applies: bool) -> bool {
+        let selected = !only_applies || self.only.as_deref().is_none_or(|only| name.contains(only));
+        selected && !self.skipped(name)
+    }
+
+    /// The datadiff strategies to run: `None` for the default, as before.
+    fn strategies(&self) -> Vec<Option<&str>> {
+        match &self.strategies {
+            None => vec![None],
+            Some(list) => list.iter().map(|strategy| Some(strategy.as_str())).collect(),
+        }
     }
 }
 
+/// Which replica table the contenders compare with the source's `public.events`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Tables {
+    /// `public.events`: 0.03 % of the keys differ.
+    Drift,
+    /// `public.events_same`: the source's rows.
+    Identical,
+}
+
+impl Tables {
+    fn label(self) -> &'static str {
+        match self {
+            Tables::Drift => "0.03 % drift",
+            Tables::Identical => "identical",
+        }
+    }
+
+    fn replica_table(self) -> &'static str {
+        match self {
+            Tables::Drift => "events",
+            Tables::Identical => "events_same",
+        }
+    }
+
+    /// Appended to tap ids.
+    fn suffix(self) -> &'static str {
+        match self {
+            Tables::Drift => "",
+            Tables::Identical => "_same",
+        }
+    }
+
+    /// (missing, extra, changed) for `rows`.
+    fn expected(self, rows: i64) -> (u64, u64, u64) {
+        match self {
+            Tables::Drift => (drift_count(rows, 1), drift_count(rows, 2), drift_count(rows, 3)),
+            Tables::Identical => (0, 0, 0),
+        }
+    }
+}
+
+/// The tap id of a definition: its kind, tables and strategy.
+fn tap_id(base: &str, tables: Tables, strategy: Option<&str>) -> String {
+    format!("{base}{}{}", tables.suffix(), strategy.map(|strategy| format!("_{strategy}")).unwrap_or_default())
+}
+
+/// The names of the contender for `strategy` (`None`: the plain name).
+fn with_strategy(name: &str, strategy: Option<&str>) -> String {
+    strategy.map_or_else(|| name.to_owned(), |strategy| format!("{name} [{strategy}]"))
+}
+
+// ---------------------------------------------------------------------------------------
+// The rate-limited link.
+
+/// `--link RATE`: the shaped loopback of a private network namespace.
+#[derive(Debug, Clone)]
+struct Link {
+    /// As given, in tc's units (`100mbit`).
+    rate: String,
+    bytes_per_second: u64,
+}
+
+impl Link {
+    /// `none` → no link; `<N>mbit` or `<N>gbit` → a link.
+    fn parse(text: &str) -> Result<Option<Link>, Failure> {
+        let text = text.trim().to_ascii_lowercase();
+        if text == "none" {
+            return Ok(None);
+        }
+        let (number, unit) = match (text.strip_suffix("mbit"), text.strip_suffix("gbit")) {
+            (Some(number), _) => (number, 1_000_000u64),
+            (_, Some(number)) => (number, 1_000_000_000u64),
+            _ => return Err(format!("--link {text}: none, or a rate such as 100mbit or 1gbit").into()),
+        };
+        let number: u64 = number.parse().map_err(|_| format!("--link {text}: the rate must be <N>mbit or <N>gbit"))?;
+        if number == 0 {
+            return Err(format!("--link {text}: the rate must be positive").into());
+        }
+        Ok(Some(Link { rate: text.clone(), bytes_per_second: number * unit / 8 }))
+    }
+
+    /// tbf's bucket: the larger of 4 loopback MTUs and 10 ms of traffic.
+    fn burst_bytes(&self) -> u64 {
+        (4 * LOOPBACK_MTU).max(self.bytes_per_second / 100)
+    }
+
+    fn qdisc(&self) -> Vec<String> {
+        ["qdisc", "add", "dev", "lo", "root", "tbf", "rate", &self.rate, "burst", &self.burst_bytes().to_string()]
+            .into_iter()
+            .chain(["latency", "100ms"])
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Inside the namespace: `lo` up and shaped; the meter of its qdisc.
+    fn shape_loopback(&self) -> Result<Meter, Failure> {
+        let ip = tool("ip")?;
+        let tc = tool("tc")?;
+        run(Command::new(&ip).args(["link", "set", "dev", "lo", "up"]))?;
+        run(Command::new(&tc).args(self.qdisc()))?;
+        let meter = Meter { tc };
+        let shown = meter.show()?;
+        let first = shown.lines().next().unwrap_or_default();
+        println!("link: {} (private network namespace; `tc {}`)", first.trim(), self.qdisc().join(" "));
+        Ok(meter)
+    }
+}
+
+/// Re-runs this program under `unshare -n`, where `main` shapes the loopback.
+fn enter_namespace(link: &Link, args: &[String]) -> Result<(), Failure> {
+    let unshare = tool("unshare")?;
+    tool("ip")?;
+    tool("tc")?;
+    eprintln!("--link {}: running the benchmark in a private network namespace (unshare -n)", link.rate);
+    let status = Command::new(unshare)
+        .arg("-n")
+        .arg("--")
+        .arg(std::env::current_exe()?)
+        .args(args)
+        .env(IN_NAMESPACE, "1")
+        .status()?;
+    if !status.success() {
+        return Err(format!(
+            "the benchmark in the network namespace failed ({status}); unshare -n needs root (CAP_SYS_ADMIN)"
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// A program on `PATH` or in the system directories root's `PATH` usually has.
+fn tool(name: &str) -> Result<PathBuf, Failure> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|directory| directory.join(name))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| {
+            let package = if name == "unshare" { "util-linux" } else { "iproute2" };
+            format!("--link needs `{name}`, which is not installed (apt-get install {package})").into()
+        })
+}
+
+/// Runs `command` to its end; its stderr in the error.
+fn run(command: &mut Command) -> Result<String, Failure> {
+    let output = command.output()?;
+    if !output.status.success() {
+        return Err(format!("{command:?} failed: {}", String::from_utf8_lossy(&output.stderr).trim()).into());
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The byte counter of the namespace's loopback qdisc.
+struct Meter {
+    tc: PathBuf,
+}
+
+impl Meter {
+    fn show(&self) -> Result<String, Failure> {
+        run(Command::new(&self.tc).args(["-s", "qdisc", "show", "dev", "lo"]))
+    }
+
+    /// `Sent N bytes` of the root qdisc.
+    fn sent_bytes(&self) -> Result<u64, Failure> {
+        let shown = self.show()?;
+        shown
+            .split_whitespace()
+            .skip_while(|word| *word != "Sent")
+            .nth(1)
+            .and_then(|number| number.parse().ok())
+            .ok_or_else(|| format!("no `Sent N bytes` in tc's output: {shown}").into())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tables and setup.
+
 /// The row_diff SELECT of one side, as `row_diff` writes it for these tables and window.
-fn select_sql() -> String {
+fn select_sql(table: &str) -> String {
     let literal = |instant: DateTime<Utc>| format!("'{}+00'::timestamptz", instant.format("%Y-%m-%d %H:%M:%S%.6f"));
     let start = slot() - Span::days(WINDOW_DAYS);
     format!(
-        "SELECT \"id\", \"updated_at\", \"account\", \"amount\", \"kind\", \"note\" FROM \"public\".\"events\" \
+        "SELECT \"id\", \"updated_at\", \"account\", \"amount\", \"kind\", \"note\" FROM \"public\".{} \
          WHERE \"updated_at\" >= {} AND \"updated_at\" < {} ORDER BY \"id\"",
+        quote_ident(table),
         literal(start),
         literal(slot())
     )
 }
 
-fn table_sql(rows: i64, replica: bool) -> String {
-    let (skip, note) = if replica {
-        (1, "CASE WHEN g % 10000 = 3 THEN 'changed note ' || g ELSE 'note for event number ' || g END")
-    } else {
-        (2, "'note for event number ' || g")
+/// Which rows a table holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Content {
+    Source,
+    DriftedReplica,
+}
+
+fn table_sql(rows: i64, table: &str, content: Content) -> String {
+    let (skip, note) = match content {
+        Content::DriftedReplica => {
+            (1, "CASE WHEN g % 10000 = 3 THEN 'changed note ' || g ELSE 'note for event number ' || g END")
+        }
+        Content::Source => (2, "'note for event number ' || g"),
     };
-    let index = if replica { "" } else { "CREATE INDEX events_updated_at_idx ON public.events (updated_at);" };
+    let quoted = quote_ident(table);
     format!(
-        "CREATE UNLOGGED TABLE public.events (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, \
+        "CREATE UNLOGGED TABLE public.{quoted} (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, \
          account integer NOT NULL, amount numeric(12,2) NOT NULL, kind text NOT NULL, note varchar(80)); \
-         INSERT INTO public.events SELECT g, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', \
+         INSERT INTO public.{quoted} SELECT g, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', \
          g % 1000, (g % 100000) / 100.0, 'kind-' || (g % 7), {note} \
-         FROM generate_series(1, {rows}) g WHERE g % 10000 <> {skip}; {index}"
+         FROM generate_series(1, {rows}) g WHERE g % 10000 <> {skip}"
     )
 }
 
@@ -159,7 +515,7 @@ struct Setup {
 }
 
 impl Setup {
-    fn build(rows: i64) -> Result<Setup, Failure> {
+    fn build(rows: i64, tables: &[Tables]) -> Result<Setup, Failure> {
         let source_cluster = Cluster::start()?;
         let replica_cluster = Cluster::start()?;
         let started = Instant::now();
@@ -167,21 +523,35 @@ impl Setup {
             let source = source_cluster.fresh_database()?;
             let replica = replica_cluster.fresh_database()?;
             let backend = source_cluster.fresh_database()?;
-            let build = |database: &Database<'_>, replica: bool| -> Result<(), Failure> {
+            // One statement at a time: VACUUM refuses to run in a multi-statement string.
+            let build = |database: &Database<'_>, statements: Vec<String>| -> Result<(), Failure> {
                 let mut client = database.client()?;
-                client.batch_execute(&table_sql(rows, replica))?;
-                client.batch_execute("VACUUM ANALYZE public.events")?;
+                for statement in statements {
+                    client.batch_execute(&statement)?;
+                }
                 Ok(())
             };
+            let vacuum = |table: &str| format!("VACUUM ANALYZE public.{}", quote_ident(table));
+            let mut replica_statements = Vec::new();
+            for &table in tables {
+                let content = if table == Tables::Drift { Content::DriftedReplica } else { Content::Source };
+                replica_statements.push(table_sql(rows, table.replica_table(), content));
+                replica_statements.push(vacuum(table.replica_table()));
+            }
             std::thread::scope(|scope| -> Result<(), Failure> {
-                let replica_build = scope.spawn(|| build(&replica, true));
-                build(&source, false)?;
+                let replica_build = scope.spawn(|| build(&replica, replica_statements));
+                let source_statements = vec![
+                    table_sql(rows, "events", Content::Source),
+                    "CREATE INDEX events_updated_at_idx ON public.events (updated_at)".to_owned(),
+                    vacuum("events"),
+                ];
+                build(&source, source_statements)?;
                 replica_build.join().map_err(|_| "the replica build panicked")??;
                 Ok(())
             })?;
             [source.name().to_owned(), replica.name().to_owned(), backend.name().to_owned()]
         };
-        eprintln!("built 2 x {rows} rows in {:.1} s", started.elapsed().as_secs_f64());
+        eprintln!("built {rows} rows per table in {:.1} s", started.elapsed().as_secs_f64());
         let (ddl, app) = ("bench_ddl", "bench_app");
         source_cluster.create_role(ddl, "bench-ddl-pw")?;
         source_cluster.create_role(app, "bench-app-pw")?;
@@ -227,11 +597,17 @@ impl Setup {
         })
     }
 
-    fn definition(&self, tap: &str, checks: Vec<CheckType>, row_diff: bool) -> CheckDefinition {
+    fn definition(
+        &self,
+        tap: String,
+        tables: Tables,
+        checks: Vec<CheckType>,
+        row_diff: Option<RowDiffSettings>,
+    ) -> CheckDefinition {
         CheckDefinition {
-            full_check_name: CheckDefinition::full_check_name_of("postgres", tap, "public", "events"),
+            full_check_name: CheckDefinition::full_check_name_of("postgres", &tap, "public", "events"),
             target_id: "postgres".into(),
-            tap_id: tap.into(),
+            tap_id: tap,
             source_type: SourceType::TapPostgres,
             target_type: TargetType::TargetPostgres,
             source_database: self.names[0].clone(),
@@ -239,7 +615,7 @@ impl Setup {
             source_schema: "public".into(),
             source_table: "events".into(),
             target_schema: "public".into(),
-            target_table: "events".into(),
+            target_table: tables.replica_table().into(),
             source_key_column: "id".into(),
             target_key_column: "id".into(),
             source_timestamp_column: "updated_at".into(),
@@ -252,11 +628,12 @@ impl Setup {
             window_end_seconds: 0,
             statement_timeout_seconds: 3600,
             initial_full_scan: false,
-            extensions: Extensions { row_diff: row_diff.then(RowDiffSettings::default), exclude_soft_deleted: false },
+            extensions: Extensions { row_diff, exclude_soft_deleted: false },
         }
     }
 
-    fn import(&self) -> Result<(), Failure> {
+    /// One row_diff definition per table and strategy, one aggregate definition per table.
+    fn import(&self, options: &Options) -> Result<(), Failure> {
         let store = datadiff::runner::open_backend(self.backend.clone())?;
         let all = vec![
             CheckType::SchemaCompatibility,
@@ -268,14 +645,25 @@ impl Setup {
             CheckType::MaxKey,
             CheckType::RowChecksum,
         ];
-        let definitions = [
-            self.definition(ROW_DIFF_TAP, vec![CheckType::SchemaCompatibility], true),
-            self.definition(AGGREGATE_TAP, all, false),
-        ];
+        let mut definitions = Vec::new();
+        for &tables in &options.tables {
+            for strategy in options.strategies() {
+                let settings = match strategy {
+                    None => RowDiffSettings::default(),
+                    Some(strategy) => (strategy_arguments(strategy)?.row_diff)(RowDiffSettings::default()),
+                };
+                let tap = tap_id(ROW_DIFF_TAP, tables, strategy);
+                definitions.push(self.definition(tap, tables, vec![CheckType::SchemaCompatibility], Some(settings)));
+            }
+            definitions.push(self.definition(tap_id(AGGREGATE_TAP, tables, None), tables, all.clone(), None));
+        }
         store.sync_definitions(&definitions, &SyncScope::all(), slot() - Span::days(1))?;
         Ok(())
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Measuring.
 
 /// A finished contender.
 #[derive(Debug, Clone)]
@@ -284,14 +672,18 @@ struct Measured {
     rss_kib: Option<u64>,
     /// User + system CPU seconds of the client process(es), when `/usr/bin/time` is there.
     cpu_seconds: Option<f64>,
+    /// Bytes through the shaped loopback, with a link.
+    bytes: Option<u64>,
     stdout: String,
 }
 
 /// Runs `commands` concurrently, each under `/usr/bin/time` when it exists; the wall time
-/// until the last exits, the largest peak RSS.
-fn measure(commands: Vec<Command>) -> Result<Measured, Failure> {
+/// until the last exits, the largest peak RSS, the summed CPU, the bytes the meter counted.
+/// A command exiting with a code outside `accepted` fails the benchmark.
+fn measure(meter: Option<&Meter>, commands: Vec<Command>, accepted: &[i32]) -> Result<Measured, Failure> {
     let time = Path::new("/usr/bin/time").exists();
     let directory = tempfile::tempdir()?;
+    let sent_before = meter.map(Meter::sent_bytes).transpose()?;
     let started = Instant::now();
     let mut children = Vec::new();
     for (index, command) in commands.into_iter().enumerate() {
@@ -321,16 +713,23 @@ fn measure(commands: Vec<Command>) -> Result<Measured, Failure> {
     for (child, report) in children {
         let output = child.wait_with_output()?;
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
-        if !output.status.success() {
-            return Err(format!("a contender failed: {text}\n{}", String::from_utf8_lossy(&output.stderr)).into());
+        if !output.status.code().is_some_and(|code| accepted.contains(&code)) {
+            return Err(format!(
+                "a contender failed ({}): {text}\n{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            )
+            .into());
         }
         stdout.push_str(&text);
         if std::env::var_os("DATADIFF_E2E_VERBOSE").is_some() {
             eprint!("{}", String::from_utf8_lossy(&output.stderr));
         }
         let own = text.lines().find_map(|line| line.strip_prefix("peak_rss_kib=")).and_then(|kib| kib.parse().ok());
+        // GNU time writes "Command exited with non-zero status N" before the format's line.
         let report = std::fs::read_to_string(&report).unwrap_or_default();
-        let mut words = report.split_whitespace();
+        let mut words =
+            report.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or_default().split_whitespace();
         let timed = words.next().and_then(|kib| kib.parse::<u64>().ok());
         let cpu: Option<f64> = words.map(|seconds| seconds.parse::<f64>().ok()).sum();
         if let Some(cpu) = cpu {
@@ -340,22 +739,61 @@ fn measure(commands: Vec<Command>) -> Result<Measured, Failure> {
             rss_kib = Some(rss_kib.map_or(kib, |max: u64| max.max(kib)));
         }
     }
-    Ok(Measured { seconds: started.elapsed().as_secs_f64(), rss_kib, cpu_seconds, stdout })
+    let seconds = started.elapsed().as_secs_f64();
+    let bytes = match (meter, sent_before) {
+        (Some(meter), Some(before)) => Some(meter.sent_bytes()?.saturating_sub(before)),
+        _ => None,
+    };
+    Ok(Measured { seconds, rss_kib, cpu_seconds, bytes, stdout })
 }
 
-fn this_program(child: &str, spec: &Json) -> Result<Command, Failure> {
+fn this_program(child: &str, argument: &str, spec: &Json) -> Result<Command, Failure> {
     let mut command = Command::new(std::env::current_exe()?);
-    command.args(["child", child]).env(SPEC, spec.to_string());
+    command.args(["child", child, argument]).env(SPEC, spec.to_string());
     Ok(command)
 }
 
-fn psql_floor(url: &str) -> Command {
+fn psql_floor(url: &str, table: &str) -> Command {
     let mut command = Command::new("psql");
-    command.args([url, "-X", "-q", "-c", &format!("\\copy ({}) to '/dev/null' (format binary)", select_sql())]);
+    command.args([url, "-X", "-q", "-c", &format!("\\copy ({}) to '/dev/null' (format binary)", select_sql(table))]);
     command
 }
 
-fn reladiff(setup: &Setup) -> Command {
+/// The `datadiff` binary of this build (`cargo bench` builds it beside this program).
+fn datadiff_binary() -> Result<PathBuf, Failure> {
+    let path = match option_env!("CARGO_BIN_EXE_datadiff") {
+        Some(path) => PathBuf::from(path),
+        None => {
+            let exe = std::env::current_exe()?;
+            exe.parent().and_then(Path::parent).map(|directory| directory.join("datadiff")).unwrap_or_default()
+        }
+    };
+    if !path.is_file() {
+        return Err(format!("the datadiff binary is not at {} (cargo build --release)", path.display()).into());
+    }
+    Ok(path)
+}
+
+fn audit(binary: &Path, setup: &Setup, tables: Tables, extra: &[String]) -> Command {
+    let mut command = Command::new(binary);
+    command.args(["audit", "--source", &setup.source_url(), "--replica", &setup.replica_url()]);
+    command.args(["--table", "public.events"]);
+    if tables != Tables::Drift {
+        command.args(["--replica-table", &format!("public.{}", tables.replica_table())]);
+    }
+    command.args(["--key", "id", "--columns", &COMPARED.join(","), "--cutover-ready", "--max-rows", "50000000"]);
+    command.args(extra);
+    command
+}
+
+/// The audit report's verdict and (missing, extra, changed).
+fn audit_counts(text: &str) -> Result<(String, Counts), Failure> {
+    let report: Json = serde_json::from_str(text).map_err(|error| format!("the audit's report: {error}"))?;
+    let count = |name: &str| report[name].as_u64();
+    Ok((report["status"].as_str().unwrap_or("?").to_owned(), (count("missing"), count("extra"), count("changed"))))
+}
+
+fn reladiff(setup: &Setup, tables: Tables, threads: Option<u32>) -> Command {
     let start = slot() - Span::days(WINDOW_DAYS);
     let window = format!(
         "updated_at >= '{}+00' AND updated_at < '{}+00'",
@@ -363,11 +801,15 @@ fn reladiff(setup: &Setup) -> Command {
         slot().format("%Y-%m-%d %H:%M:%S")
     );
     let mut command = Command::new("reladiff");
-    command.args([&setup.source_url(), "public.events", &setup.replica_url(), "public.events", "-k", "id"]);
+    let replica_table = format!("public.{}", tables.replica_table());
+    command.args([&setup.source_url(), "public.events", &setup.replica_url(), &replica_table, "-k", "id"]);
     for column in COMPARED {
         command.args(["-c", column]);
     }
     command.args(["-w", &window, "-a", "hashdiff", "--stats"]);
+    if let Some(threads) = threads {
+        command.args(["-j", &threads.to_string()]);
+    }
     command
 }
 
@@ -389,7 +831,7 @@ fn numbers(text: &str) -> BTreeMap<String, String> {
 }
 
 /// reladiff's `--stats` lines: `<n> rows exclusive to table A …`, `<n> rows updated`…
-fn reladiff_counts(text: &str) -> (Option<u64>, Option<u64>, Option<u64>) {
+fn reladiff_counts(text: &str) -> Counts {
     let mut found = (None, None, None);
     for line in text.lines() {
         let number = line.split_whitespace().next().and_then(|word| word.replace(',', "").parse::<u64>().ok());
@@ -407,23 +849,85 @@ fn reladiff_counts(text: &str) -> (Option<u64>, Option<u64>, Option<u64>) {
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     let middle = values.len() / 2;
-    if values.len().is_multiple_of(2) { (values[middle - 1] + values[middle]) / 2.0 } else { values[middle] }
+    if values.is_empty() {
+        f64::NAN
+    } else if values.len().is_multiple_of(2) {
+        (values[middle - 1] + values[middle]) / 2.0
+    } else {
+        values[middle]
+    }
 }
 
-fn parent(options: &Options) -> Result<(), Failure> {
+/// The COPY floors, in the order they run; the first three are children of this program.
+const FLOORS: [&str; 4] = [
+    "floor: tokio-postgres binary",
+    "floor: tokio-postgres text",
+    "floor: rust-postgres sync binary",
+    "floor: psql \\copy binary (2 processes)",
+];
+const FLOOR_CHILDREN: [&str; 3] = ["floor-async-binary", "floor-async-text", "floor-sync-binary"];
+
+/// The measured rounds of one size, contenders in the order they first ran.
+#[derive(Default)]
+struct Results {
+    order: Vec<(Tables, String)>,
+    /// Each run with the floor of its round (NaN for the floors themselves).
+    runs: BTreeMap<(Tables, String), Vec<(Measured, f64)>>,
+    /// The fastest floor of each measured round.
+    round_floors: Vec<f64>,
+}
+
+impl Results {
+    /// Logs a run and keeps it unless it is the warm-up's.
+    fn record(
+        &mut self,
+        rows: i64,
+        round: usize,
+        tables: Tables,
+        name: &str,
+        measured: Measured,
+        floor: f64,
+    ) -> Measured {
+        eprintln!(
+            "{rows} rows, {}, {}: {name} {:.2} s, {}, {} KiB, client CPU {:.2} s",
+            if round == 0 { "warm-up".to_owned() } else { format!("round {round}") },
+            tables.label(),
+            measured.seconds,
+            measured.bytes.map_or("— bytes".to_owned(), |bytes| format!("{bytes} bytes")),
+            measured.rss_kib.unwrap_or(0),
+            measured.cpu_seconds.unwrap_or(f64::NAN),
+        );
+        if round > 0 {
+            let key = (tables, name.to_owned());
+            if !self.runs.contains_key(&key) {
+                self.order.push(key.clone());
+            }
+            self.runs.entry(key).or_default().push((measured.clone(), floor));
+        }
+        measured
+    }
+}
+
+fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
     let reladiff_here = options.reladiff && reladiff_installed();
     if options.reladiff && !reladiff_here {
         eprintln!("reladiff is not installed (pip install reladiff psycopg2-binary): skipped");
     }
+    let binary = datadiff_binary();
+    let floor_tables = options.tables[0];
     let mut described = false;
-    println!("select: COPY ({}) TO STDOUT", select_sql());
+    println!("select: COPY ({}) TO STDOUT", select_sql(floor_tables.replica_table()));
+    if meter.is_none() {
+        println!("link: none (the host's loopback, not shaped; bytes moved not counted)");
+    }
     let mut table = vec![
-        "| rows | contender | wall (median) | × floor | peak RSS (max) | client CPU (median) | notes |".to_owned(),
-        "|---:|---|---:|---:|---:|---:|---|".to_owned(),
+        "| rows | tables | contender | wall (median) | × floor | moved (median) | peak RSS (max) | client CPU (median) | notes |"
+            .to_owned(),
+        "|---:|---|---|---:|---:|---:|---:|---:|---|".to_owned(),
     ];
     for &rows in &options.rows {
-        let setup = Setup::build(rows)?;
-        setup.import()?;
+        let setup = Setup::build(rows, &options.tables)?;
+        setup.import(options)?;
         if !described {
             let version: String =
                 setup.source_cluster.connect(&setup.names[0])?.query_one("SELECT version()", &[])?.get(0);
@@ -431,100 +935,138 @@ fn parent(options: &Options) -> Result<(), Failure> {
             described = true;
         }
         let spec = setup.spec();
-        let expected = (drift_count(rows, 1), drift_count(rows, 2), drift_count(rows, 3));
-        let mut contenders: BTreeMap<&str, Vec<Measured>> = BTreeMap::new();
-        let mut ratios = Vec::new();
+        let mut results = Results::default();
         for round in 0..=options.runs {
             let warm_up = round == 0;
-            let mut record = |name: &'static str, measured: Measured| {
-                eprintln!(
-                    "{rows} rows, {}: {name} {:.2} s, {} KiB, client CPU {:.2} s",
-                    if warm_up { "warm-up".to_owned() } else { format!("round {round}") },
-                    measured.seconds,
-                    measured.rss_kib.unwrap_or(0),
-                    measured.cpu_seconds.unwrap_or(f64::NAN),
-                );
-                if !warm_up {
-                    contenders.entry(name).or_default().push(measured.clone());
+            let mut floors = Vec::new();
+            for (name, child) in FLOORS.iter().zip(FLOOR_CHILDREN) {
+                if !options.skipped(name) {
+                    let command = this_program(child, floor_tables.replica_table(), &spec)?;
+                    let measured = measure(meter, vec![command], &[0])?;
+                    floors.push(results.record(rows, round, floor_tables, name, measured, f64::NAN).seconds);
                 }
-                measured
-            };
-            let floors = [
-                record("floor: tokio-postgres binary", measure(vec![this_program("floor-async-binary", &spec)?])?),
-                record("floor: tokio-postgres text", measure(vec![this_program("floor-async-text", &spec)?])?),
-                record("floor: rust-postgres sync binary", measure(vec![this_program("floor-sync-binary", &spec)?])?),
-                record(
-                    "floor: psql \\copy binary (2 processes)",
-                    measure(vec![psql_floor(&setup.source_url()), psql_floor(&setup.replica_url())])?,
-                ),
-            ];
-            let floor = floors.iter().map(|measured| measured.seconds).fold(f64::INFINITY, f64::min);
-            let row_diff = record("row_diff (attempt)", measure(vec![this_program("row-diff", &spec)?])?);
-            let counts = numbers(&row_diff.stdout);
-            let got = |name: &str| counts.get(name).and_then(|value| value.parse::<u64>().ok());
-            if (got("missing"), got("extra"), got("changed")) != (Some(expected.0), Some(expected.1), Some(expected.2))
-            {
-                return Err(format!("row_diff found {counts:?}, expected {expected:?}").into());
             }
+            if !options.skipped(FLOORS[3]) {
+                let commands = vec![
+                    psql_floor(&setup.source_url(), "events"),
+                    psql_floor(&setup.replica_url(), floor_tables.replica_table()),
+                ];
+                let measured = measure(meter, commands, &[0])?;
+                floors.push(results.record(rows, round, floor_tables, FLOORS[3], measured, f64::NAN).seconds);
+            }
+            let floor = floors.iter().copied().fold(f64::INFINITY, f64::min);
             if !warm_up {
-                ratios.push(row_diff.seconds / floor);
+                results.round_floors.push(floor);
             }
-            let wanted = |name: &str| options.only.as_deref().is_none_or(|only| name.contains(only));
-            if wanted("aggregate checks, sides concurrent") {
-                let measured = measure(vec![this_program("aggregates-concurrent", &spec)?])?;
-                record("aggregate checks, sides concurrent", measured);
-            }
-            if wanted("aggregate checks, sides sequential") {
-                let measured = measure(vec![this_program("aggregates-sequential", &spec)?])?;
-                record("aggregate checks, sides sequential", measured);
-            }
-            if reladiff_here && !warm_up && wanted("reladiff hashdiff") {
-                let measured = record("reladiff hashdiff", measure(vec![reladiff(&setup)])?);
-                let found = reladiff_counts(&measured.stdout);
-                if found != (Some(expected.0), Some(expected.1), Some(expected.2)) {
-                    eprintln!("reladiff reported {found:?}, expected {expected:?}:\n{}", measured.stdout);
+            for &tables in &options.tables {
+                let expected = tables.expected(rows);
+                let expected_some = (Some(expected.0), Some(expected.1), Some(expected.2));
+                for strategy in options.strategies() {
+                    let name = with_strategy("row_diff (attempt)", strategy);
+                    if !options.wanted(&name, false) {
+                        continue;
+                    }
+                    let command = this_program("row-diff", &tap_id(ROW_DIFF_TAP, tables, strategy), &spec)?;
+                    let measured = measure(meter, vec![command], &[0])?;
+                    let counts = numbers(&measured.stdout);
+                    let got = |name: &str| counts.get(name).and_then(|value| value.parse::<u64>().ok());
+                    if (got("missing"), got("extra"), got("changed")) != expected_some {
+                        return Err(
+                            format!("{name} on {} found {counts:?}, expected {expected:?}", tables.label()).into()
+                        );
+                    }
+                    results.record(rows, round, tables, &name, measured, floor);
+                }
+                for strategy in options.strategies() {
+                    let name = with_strategy("datadiff audit", strategy);
+                    if !options.wanted(&name, true) {
+                        continue;
+                    }
+                    let binary = binary.as_ref().map_err(|error| error.to_string())?;
+                    let extra = match strategy {
+                        None => Vec::new(),
+                        Some(strategy) => strategy_arguments(strategy)?.audit,
+                    };
+                    let measured = measure(meter, vec![audit(binary, &setup, tables, &extra)], &[0, 1])?;
+                    let (status, found) = audit_counts(&measured.stdout)?;
+                    let verdict = if tables == Tables::Drift { "BLOCK" } else { "PASS" };
+                    if status != verdict || found != expected_some {
+                        return Err(format!(
+                            "{name} on {}: {status} {found:?}, expected {verdict} {expected:?}",
+                            tables.label()
+                        )
+                        .into());
+                    }
+                    results.record(rows, round, tables, &name, measured, floor);
+                }
+                let aggregates = tap_id(AGGREGATE_TAP, tables, None);
+                for (name, child) in [
+                    ("aggregate checks, sides concurrent", "aggregates-concurrent"),
+                    ("aggregate checks, sides sequential", "aggregates-sequential"),
+                ] {
+                    if options.wanted(name, true) {
+                        let measured = measure(meter, vec![this_program(child, &aggregates, &spec)?], &[0])?;
+                        results.record(rows, round, tables, name, measured, floor);
+                    }
+                }
+                if reladiff_here && !warm_up {
+                    let threads: Vec<Option<u32>> = match &options.reladiff_threads {
+                        None => vec![None],
+                        Some(list) => list.iter().copied().map(Some).collect(),
+                    };
+                    for threads in threads {
+                        let name = threads
+                            .map_or_else(|| "reladiff hashdiff".to_owned(), |n| format!("reladiff hashdiff -j{n}"));
+                        if !options.wanted(&name, true) {
+                            continue;
+                        }
+                        let measured = measure(meter, vec![reladiff(&setup, tables, threads)], &[0])?;
+                        let found = reladiff_counts(&measured.stdout);
+                        if found != expected_some {
+                            eprintln!(
+                                "{name} on {} reported {found:?}, expected {expected:?}:\n{}",
+                                tables.label(),
+                                measured.stdout
+                            );
+                        }
+                        results.record(rows, round, tables, &name, measured, floor);
+                    }
                 }
             }
         }
-        let floor_median = {
-            let mut best: Vec<f64> = (0..options.runs)
-                .map(|round| {
-                    contenders
-                        .iter()
-                        .filter(|(name, _)| name.starts_with("floor"))
-                        .map(|(_, runs)| runs[round].seconds)
-                        .fold(f64::INFINITY, f64::min)
-                })
-                .collect();
-            median(&mut best)
-        };
+        let floor_median = median(&mut results.round_floors.clone());
         table.push(format!(
-            "| {rows} | **COPY floor** (fastest client per round) | {floor_median:.2} s | 1.00 | | | the reference |"
+            "| {rows} | {} | **COPY floor** (fastest client per round) | {floor_median:.2} s | 1.00 | | | | the reference |",
+            floor_tables.label()
         ));
-        let order = [
-            "floor: tokio-postgres binary",
-            "floor: tokio-postgres text",
-            "floor: rust-postgres sync binary",
-            "floor: psql \\copy binary (2 processes)",
-            "row_diff (attempt)",
-            "aggregate checks, sides concurrent",
-            "aggregate checks, sides sequential",
-            "reladiff hashdiff",
-        ];
-        for name in order {
-            let Some(runs) = contenders.get(name) else { continue };
-            let mut seconds: Vec<f64> = runs.iter().map(|measured| measured.seconds).collect();
+        for key in &results.order {
+            let runs = &results.runs[key];
+            let (tables, name) = key;
+            let mut seconds: Vec<f64> = runs.iter().map(|(measured, _)| measured.seconds).collect();
             let wall = median(&mut seconds);
-            let rss = runs.iter().filter_map(|measured| measured.rss_kib).max();
-            let mut cpu: Vec<f64> = runs.iter().filter_map(|measured| measured.cpu_seconds).collect();
+            let mut bytes: Vec<f64> =
+                runs.iter().filter_map(|(measured, _)| measured.bytes).map(|b| b as f64).collect();
+            let moved = match median(&mut bytes) / 1_000_000.0 {
+                _ if bytes.is_empty() => "—".to_owned(),
+                small if small < 10.0 => format!("{small:.2} MB"),
+                large => format!("{large:.1} MB"),
+            };
+            let rss = runs.iter().filter_map(|(measured, _)| measured.rss_kib).max();
+            let mut cpu: Vec<f64> = runs.iter().filter_map(|(measured, _)| measured.cpu_seconds).collect();
             let cpu = if cpu.is_empty() { "n/a".to_owned() } else { format!("{:.2} s", median(&mut cpu)) };
-            let note = if name == "row_diff (attempt)" {
-                format!("per-round row_diff / floor: median {:.2}×", median(&mut ratios.clone()))
-            } else {
+            let mut ratios: Vec<f64> = runs
+                .iter()
+                .filter(|(_, floor)| floor.is_finite())
+                .map(|(measured, floor)| measured.seconds / floor)
+                .collect();
+            let note = if ratios.is_empty() {
                 String::new()
+            } else {
+                format!("per round / floor: {:.2}×", median(&mut ratios))
             };
             table.push(format!(
-                "| {rows} | {name} | {wall:.2} s | {:.2} | {} | {cpu} | {note} |",
+                "| {rows} | {} | {name} | {wall:.2} s | {:.2} | {moved} | {} | {cpu} | {note} |",
+                tables.label(),
                 wall / floor_median,
                 rss.map_or("n/a".to_owned(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0)),
             ));
@@ -569,19 +1111,21 @@ fn machine() -> String {
 // ---------------------------------------------------------------------------------------
 // Children.
 
-fn child(kind: &str) -> Result<(), Failure> {
+/// A child: `kind` and its argument (the floors' replica table, the others' tap id).
+fn child(kind: &str, argument: &str) -> Result<(), Failure> {
     let started = Instant::now();
     let spec: Json = serde_json::from_str(&std::env::var(SPEC)?)?;
     let text = |value: &Json| value.as_str().unwrap_or_default().to_owned();
     match kind {
         "floor-async-binary" | "floor-async-text" | "floor-sync-binary" => {
             let format = if kind.ends_with("text") { "text" } else { "binary" };
-            let sql = format!("COPY ({}) TO STDOUT (FORMAT {format})", select_sql());
-            let urls = [text(&spec["source_url"]), text(&spec["replica_url"])];
+            // The source's table, and the replica's named by `argument`.
+            let copy = |table: &str| format!("COPY ({}) TO STDOUT (FORMAT {format})", select_sql(table));
+            let sides = [(text(&spec["source_url"]), copy("events")), (text(&spec["replica_url"]), copy(argument))];
             let bytes = std::thread::scope(|scope| -> Result<u64, Failure> {
-                let drains: Vec<_> = urls
+                let drains: Vec<_> = sides
                     .iter()
-                    .map(|url| {
+                    .map(|(url, sql)| {
                         let sql = sql.as_str();
                         scope.spawn(move || {
                             if kind.starts_with("floor-async") { drain_async(url, sql) } else { drain_sync(url, sql) }
@@ -618,11 +1162,10 @@ fn child(kind: &str) -> Result<(), Failure> {
                 dbname: Some(text(&side["dbname"])),
                 ..DbConn::default()
             };
+            let tap = argument;
             let connections = Connections::new(Environment::default())
-                .with_tap(ROW_DIFF_TAP, db_conn(&spec["source"]))
-                .with_tap(AGGREGATE_TAP, db_conn(&spec["source"]))
+                .with_tap(tap, db_conn(&spec["source"]))
                 .with_target("postgres", db_conn(&spec["replica"]));
-            let tap = if kind == "row-diff" { ROW_DIFF_TAP } else { AGGREGATE_TAP };
             let filter = DefinitionFilter {
                 check: Some(CheckDefinition::full_check_name_of("postgres", tap, "public", "events")),
                 ..DefinitionFilter::default()
