@@ -233,21 +233,23 @@ impl SegmentQuery {
         })))
     }
 
-    /// A level's `SELECT`, with the splits as four bound arrays (`unnest` of several arrays
-    /// is only the `FROM`-clause form when unqualified: sessions pin `search_path` to
-    /// `pg_catalog`, so it resolves there): `$1` first positions, `$2`
-    /// widths, `$3` lowest keys and `$4` highest keys (as text).
+    /// A level's `SELECT` over several splits, bound: `$1` first positions, `$2` widths, `$3`
+    /// lowest keys and `$4` highest keys (text arrays, ascending: splits are disjoint and in
+    /// key order), `$5` and `$6` the lowest and highest key of all. One pass over the rows
+    /// from `$5` to `$6`: `width_bucket` finds a row's split by binary search among the
+    /// lowest keys, and only rows inside their split are hashed. (A join of the splits to the
+    /// table leaves the plan to the server, which may scan the table once per split.)
     pub fn level_sql(&self) -> String {
         let key_type = match self.position {
             Position::Integer => "bigint",
             Position::Uuid => "uuid",
         };
+        let split = format!("pg_catalog.width_bucket({key}, $3::text[]::{key_type}[])", key = self.key);
         format!(
-            "SELECT (p.n - 1)::bigint, (r.position - p.first) / p.width, count(*), sum(r.hash)::text \
-             FROM unnest($1::bigint[], $2::bigint[], $3::text[]::{key_type}[], $4::text[]::{key_type}[]) \
-             WITH ORDINALITY AS p(first, width, low, high, n) \
-             JOIN LATERAL (SELECT {position} AS position, {hash} AS hash FROM {table} \
-             WHERE {key} BETWEEN p.low AND p.high{and_filter}) AS r ON true \
+            "SELECT ({split} - 1)::bigint, ({position} - ($1::bigint[])[{split}]) / ($2::bigint[])[{split}], \
+             count(*), sum({hash})::text FROM {table} \
+             WHERE {key} BETWEEN $5::text::{key_type} AND $6::text::{key_type}{and_filter} \
+             AND {key} <= ($4::text[]::{key_type}[])[{split}] \
              GROUP BY 1, 2",
             position = self.position.sql(&self.key),
             hash = self.row_hash,
@@ -289,7 +291,10 @@ impl SegmentQuery {
                         (unquote_literal(&low), unquote_literal(&high))
                     })
                     .unzip();
-                client.query(self.level_sql().as_str(), &[&firsts, &widths, &lows, &highs])
+                let (Some(lowest), Some(highest)) = (lows.first(), highs.last()) else {
+                    return Ok(Vec::new());
+                };
+                client.query(self.level_sql().as_str(), &[&firsts, &widths, &lows, &highs, lowest, highest])
             }
         }
         .map_err(Error::query(&self.role, "segment hashes"))?;

@@ -174,7 +174,8 @@ pub struct UnknownChild {
 /// What the search needs next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step<'a> {
-    /// Both sides' digests of every child of these splits ([`Search::record`]).
+    /// Both sides' digests of every child of these splits ([`Search::record`]); they are
+    /// disjoint and in ascending key order.
     Hash(&'a [Split]),
     /// Stream these segments (ascending, disjoint, adjacent ones joined) through the merge
     /// core; the search is then over.

@@ -77,6 +77,10 @@ fn segmented(source: &Table, target: &Table, examples: usize, settings: SearchSe
         match search.step() {
             Step::Hash(splits) => {
                 let splits = splits.to_vec();
+                assert!(
+                    splits.windows(2).all(|pair| pair[0].segment.last < pair[1].segment.first),
+                    "splits ascend and are disjoint (SQL finds a row's split by binary search)"
+                );
                 search.record(&digests(source, &splits), &digests(target, &splits)).unwrap();
                 levels += 1;
                 assert!(levels <= 64, "the search must end");
