@@ -18,7 +18,9 @@
 //! * `--link RATE` — `none` (the default: the host's loopback, unshaped) or a rate such as
 //!   `100mbit` or `1gbit` (`<N>mbit`, `<N>gbit`). With a rate, the program re-executes itself
 //!   under `unshare -n` (root is needed): inside a private network namespace it brings `lo`
-//!   up and shapes it with `tc qdisc add dev lo root tbf rate RATE burst B latency 100ms`,
+//!   up, gives it a second address (192.0.2.10, which the servers listen on, so that clients
+//!   see a remote address as they would a remote server) and shapes it with
+//!   `tc qdisc add dev lo root tbf rate RATE burst B latency 100ms`,
 //!   then runs the whole benchmark there — both clusters and every contender — so that every
 //!   byte between a client and a server, both directions, crosses that one qdisc. `ip` and
 //!   `tc` (iproute2) and `unshare` (util-linux) must be installed; the program says so when
@@ -117,7 +119,7 @@ use datadiff::core::{
 };
 use datadiff::runner::{Clock, Connections, ExecutionOptions, execute};
 use datadiff::store::{BackendConfig, DefinitionFilter, MigrateOptions, SyncScope};
-use datadiff_testkit::{Cluster, Database, SUPERUSER, quote_ident};
+use datadiff_testkit::{Cluster, ClusterOptions, Database, SUPERUSER, quote_ident};
 use futures_core::Stream;
 use serde_json::{Value as Json, json};
 
@@ -386,6 +388,10 @@ impl Link {
         let ip = tool("ip")?;
         let tc = tool("tc")?;
         run(Command::new(&ip).args(["link", "set", "dev", "lo", "up"]))?;
+        // The servers listen on an address that is not a loopback one, as remote servers do,
+        // so that `auto` probes the link instead of taking a loopback for this machine (its
+        // traffic still crosses `lo`, and the qdisc).
+        run(Command::new(&ip).args(["addr", "add", &format!("{SHAPED_ADDRESS}/32"), "dev", "lo"]))?;
         run(Command::new(&tc).args(self.qdisc()))?;
         let meter = Meter { tc };
         let shown = meter.show()?;
@@ -394,6 +400,9 @@ impl Link {
         Ok(meter)
     }
 }
+
+/// The servers' address inside the shaped namespace (TEST-NET-1, on `lo`).
+const SHAPED_ADDRESS: std::net::Ipv4Addr = std::net::Ipv4Addr::new(192, 0, 2, 10);
 
 /// Re-runs this program under `unshare -n`, where `main` shapes the loopback.
 fn enter_namespace(link: &Link, args: &[String]) -> Result<(), Failure> {
@@ -515,9 +524,13 @@ struct Setup {
 }
 
 impl Setup {
-    fn build(rows: i64, tables: &[Tables]) -> Result<Setup, Failure> {
-        let source_cluster = Cluster::start()?;
-        let replica_cluster = Cluster::start()?;
+    fn build(rows: i64, tables: &[Tables], shaped: bool) -> Result<Setup, Failure> {
+        let options = match shaped {
+            true => ClusterOptions::new().listen_on(SHAPED_ADDRESS),
+            false => ClusterOptions::new(),
+        };
+        let source_cluster = Cluster::start_with(options.clone())?;
+        let replica_cluster = Cluster::start_with(options)?;
         let started = Instant::now();
         let names = {
             let source = source_cluster.fresh_database()?;
@@ -926,7 +939,7 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
         "|---:|---|---|---:|---:|---:|---:|---:|---|".to_owned(),
     ];
     for &rows in &options.rows {
-        let setup = Setup::build(rows, &options.tables)?;
+        let setup = Setup::build(rows, &options.tables, meter.is_some())?;
         setup.import(options)?;
         if !described {
             let version: String =

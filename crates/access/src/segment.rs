@@ -541,27 +541,38 @@ pub fn has_unique_key(client: &mut Client, role: &str, table: &TableName, column
     row.try_get(0).map_err(Error::query(role, "reading the key's indexes"))
 }
 
-/// The bytes of the link probe ([`probe_link`]).
-pub const PROBE_BYTES: usize = 256 * 1024;
+/// The bytes of each answer of the link probe ([`probe_link`]).
+pub const PROBE_BYTES: usize = 192 * 1024;
 
-/// What `auto` needs to know of a side's link ([`datadiff_diff_core::segment::streams`]): a
-/// Unix socket when every host `config` may connect to is one, else a probe
-/// ([`probe_link`]).
+/// What `auto` needs to know of a side's link ([`datadiff_diff_core::segment::streams`]):
+/// [`Link::Local`] when every host `config` may connect to is a Unix-domain socket or a
+/// loopback address (`localhost`, 127.0.0.0/8, `::1`), else a probe ([`probe_link`]).
 pub fn link(client: &mut Client, config: &postgres::Config, role: &str) -> Result<Link, Error> {
-    if unix_sockets_only(config) {
-        return Ok(Link::UnixSocket);
+    if local_only(config) {
+        return Ok(Link::Local);
     }
     probe_link(client, role).map(Link::Measured)
 }
 
-/// Whether every host of `config` is a Unix-domain socket.
-pub fn unix_sockets_only(config: &postgres::Config) -> bool {
+/// Whether every host of `config` is on this machine: a Unix-domain socket, `localhost` or
+/// a loopback address (and every `hostaddr` a loopback address).
+pub fn local_only(config: &postgres::Config) -> bool {
     let hosts = config.get_hosts();
-    !hosts.is_empty() && hosts.iter().all(|host| matches!(host, postgres::config::Host::Unix(_)))
+    let local_host = |host: &postgres::config::Host| match host {
+        postgres::config::Host::Unix(_) => true,
+        postgres::config::Host::Tcp(name) => {
+            name.eq_ignore_ascii_case("localhost")
+                || name.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|address| address.is_loopback())
+        }
+    };
+    !hosts.is_empty()
+        && hosts.iter().all(local_host)
+        && config.get_hostaddrs().iter().all(std::net::IpAddr::is_loopback)
 }
 
-/// Measures how fast a server's answers reach this client: the time of a [`PROBE_BYTES`]
-/// answer less a one-byte round trip. Bytes per second.
+/// Measures how fast a server's answers reach this client: two answers of [`PROBE_BYTES`]
+/// each, the second timed less a one-byte round trip (the first empties whatever burst a
+/// shaping link allows). Bytes per second.
 pub fn probe_link(client: &mut Client, role: &str) -> Result<f64, Error> {
     let timed = |client: &mut Client, bytes: usize| -> Result<Duration, Error> {
         let started = Instant::now();
@@ -570,6 +581,7 @@ pub fn probe_link(client: &mut Client, role: &str) -> Result<f64, Error> {
             .map_err(Error::query(role, "probing the link"))?;
         Ok(started.elapsed())
     };
+    timed(client, PROBE_BYTES)?;
     let round_trip = timed(client, 1)?;
     let answer = timed(client, PROBE_BYTES)?;
     let transfer = answer.saturating_sub(round_trip).max(Duration::from_micros(1));
@@ -598,6 +610,17 @@ mod tests {
         assert_eq!(hash_expression(Decoder::FloatAtScale(2), "amount"), None);
         assert_eq!(hash_expression(Decoder::TextAsUuid, "ref"), None);
         assert_eq!(hash_expression(Decoder::DateAsTimestamp, "day"), None);
+    }
+
+    #[test]
+    fn sockets_and_loopback_addresses_are_local_and_other_hosts_are_probed() {
+        let config = |text: &str| text.parse::<postgres::Config>().unwrap();
+        assert!(local_only(&config("host=/run/postgresql dbname=app")));
+        assert!(local_only(&config("host=localhost,127.0.0.2 dbname=app")));
+        assert!(local_only(&config("postgresql://app@[::1]:5433/app")));
+        assert!(!local_only(&config("host=db.internal dbname=app")));
+        assert!(!local_only(&config("host=localhost,10.0.0.7 dbname=app")));
+        assert!(!local_only(&config("host=localhost hostaddr=10.0.0.7 dbname=app")));
     }
 
     #[test]

@@ -350,16 +350,15 @@ impl std::str::FromStr for Strategy {
 /// What `auto` knows of one side's link.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Link {
-    /// A Unix-domain socket: the server is on this machine.
-    UnixSocket,
+    /// A Unix-domain socket or a loopback address: the server is on this machine.
+    Local,
     /// A TCP connection whose answers arrived at this many bytes per second (a probe).
     Measured(f64),
 }
 
-/// The link speed from which `auto` streams: 400 MB/s (3.2 Gbit/s). On this machine's
-/// loopback a probe reads 0.8–2 GB/s and both sides' `COPY` is bounded by the servers, so
-/// streaming is at the floor; behind 1 Gbit/s the 181 MB of a 1 M-row comparison alone take
-/// 1.5 s, longer than hashing it in the databases.
+/// The link speed from which `auto` streams over a network: 400 MB/s (3.2 Gbit/s). Behind
+/// 1 Gbit/s the 181 MB of a 1 M-row comparison alone take 1.5 s, longer than hashing it in
+/// the databases; a 10 Gbit/s link streams at the servers' own pace.
 pub const STREAM_FROM_BYTES_PER_SECOND: f64 = 400e6;
 
 /// The most rows `auto` streams without looking at the links: 10,000 rows are about 2 MB, a
@@ -367,10 +366,10 @@ pub const STREAM_FROM_BYTES_PER_SECOND: f64 = 400e6;
 pub const AUTO_STREAM_ROWS: u64 = 10_000;
 
 /// Whether `strategy` streams over these links: `stream` always, `segments` never, `auto`
-/// when both sides are Unix sockets or measured at [`STREAM_FROM_BYTES_PER_SECOND`] or more.
+/// when both sides are local or measured at [`STREAM_FROM_BYTES_PER_SECOND`] or more.
 pub fn streams(strategy: Strategy, source: Link, target: Link) -> bool {
     let fast = |link| match link {
-        Link::UnixSocket => true,
+        Link::Local => true,
         Link::Measured(bytes_per_second) => bytes_per_second >= STREAM_FROM_BYTES_PER_SECOND,
     };
     match strategy {
@@ -400,7 +399,7 @@ mod tests {
 
     #[test]
     fn auto_streams_only_when_both_links_are_fast() {
-        let (socket, fast, slow) = (Link::UnixSocket, Link::Measured(900e6), Link::Measured(12.5e6));
+        let (socket, fast, slow) = (Link::Local, Link::Measured(900e6), Link::Measured(12.5e6));
         assert!(streams(Strategy::Auto, socket, fast));
         assert!(!streams(Strategy::Auto, fast, slow));
         assert!(!streams(Strategy::Auto, Link::Measured(125e6), socket), "1 Gbit/s hashes");

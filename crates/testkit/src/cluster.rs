@@ -26,6 +26,8 @@ pub const DIR_PREFIX: &str = "datadiff-testkit-";
 #[derive(Debug, Clone, Default)]
 pub struct ClusterOptions {
     tls: Option<TlsOptions>,
+    /// The IPv4 address the server listens on instead of 127.0.0.1.
+    address: Option<std::net::Ipv4Addr>,
 }
 
 #[derive(Debug, Clone)]
@@ -39,6 +41,13 @@ impl ClusterOptions {
     /// Plain TCP (no TLS) with password authentication.
     pub fn new() -> Self {
         ClusterOptions::default()
+    }
+
+    /// Listen on `address` (an address of this machine) instead of 127.0.0.1, and connect
+    /// there: for a benchmark whose clients must not see a loopback address.
+    pub fn listen_on(mut self, address: std::net::Ipv4Addr) -> Self {
+        self.address = Some(address);
+        self
     }
 
     /// Serve TLS with a server certificate, made at start by a fresh CA, that is valid for
@@ -77,6 +86,7 @@ impl ClusterOptions {
 pub struct Cluster {
     bindir: PathBuf,
     dir: PathBuf,
+    host: String,
     port: u16,
     password: String,
     run_as: Option<RunAs>,
@@ -115,6 +125,7 @@ impl Cluster {
         let mut cluster = Cluster {
             bindir,
             dir,
+            host: options.address.map_or_else(|| "127.0.0.1".to_owned(), |address| address.to_string()),
             port: 0,
             password: random_hex(16)?,
             run_as: None,
@@ -131,9 +142,9 @@ impl Cluster {
         Ok(cluster)
     }
 
-    /// The host to connect to over TCP: `127.0.0.1`.
+    /// The host to connect to over TCP: `127.0.0.1` (or [`ClusterOptions::listen_on`]'s).
     pub fn host(&self) -> &str {
-        "127.0.0.1"
+        &self.host
     }
 
     /// The TCP port the server listens on (never 5432).
@@ -330,9 +341,10 @@ fi
         std::fs::remove_file(&password_file).map_err(Error::io("removing the initdb password file"))?;
 
         let mut settings = format!(
-            "\n# datadiff testkit\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\n\
+            "\n# datadiff testkit\nlisten_addresses = '{}'\nunix_socket_directories = '{}'\n\
              fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 200\n\
              password_encryption = 'scram-sha-256'\n",
+            self.host,
             self.dir.display()
         );
         if let Some(tls) = &options.tls {
@@ -367,8 +379,11 @@ fi
                  hostssl all all 127.0.0.1/32 scram-sha-256 clientcert=verify-full\n"
             )
         } else {
-            "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n"
-                .to_owned()
+            format!(
+                "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n\
+                 host all all {}/32 scram-sha-256\n",
+                self.host
+            )
         };
         let hba_path = self.data_dir().join("pg_hba.conf");
         std::fs::write(&hba_path, hba).map_err(Error::io("writing pg_hba.conf"))?;
