@@ -66,8 +66,9 @@ pub(crate) struct AuditArgs {
     empty_string_as_null: bool,
     /// How the scan reads the rows: `stream` every row through the comparison, or hash
     /// `segments` of keys in both databases and stream only the segments that differ (far
-    /// fewer bytes over a slow link); `auto` streams when both links are fast (Unix sockets,
-    /// or a probe of 400 MB/s or more) and hashes otherwise. The answer is the same.
+    /// fewer bytes over a slow link); `auto` streams small tables, servers on this machine
+    /// (Unix sockets, loopback addresses) and fast links (a probe of 400 MB/s or more), and
+    /// hashes otherwise. The answer is the same.
     #[arg(long, value_name = "STRATEGY", default_value = "auto", value_parser = strategy)]
     strategy: datadiff_diff_core::segment::Strategy,
     /// Write the JSON report to FILE instead of stdout.
