@@ -97,3 +97,61 @@ fn doctor_opens_a_mariadb_tap_and_resolves_its_columns() {
     assert_eq!(finding(&check, "preflight").0, "SKIP");
     assert!(!fixture.run(&["doctor"]).stdout.contains(PASSWORD_TAG), "no password");
 }
+
+#[test]
+fn a_mariadb_failure_is_retried_then_remediated_and_the_watermark_recovers() {
+    let fixture = Fixture::new();
+    let (source, tap) = mariadb_tap();
+    let mut files = fixture.files();
+    files.tap = tap;
+    fixture.write(&files);
+    fixture.import();
+    let _ = source;
+    fixture.replica_sql("UPDATE payments.transfers SET note = 'changed' WHERE id = 7");
+    fixture.run(&["run", "--all", "--at", RUN_AT]).expect(1);
+    let failed_run = fixture.newest_run_id();
+
+    // The next interval retries the failed slot (RETRY, attempt 2) before its own slot.
+    fixture.run(&["run", "--all", "--at", "2026-07-22T14:05:00Z"]).expect(1);
+    let retry = fixture
+        .backend_sql()
+        .query_one(
+            "SELECT status, attempt FROM public.dd_run_attempts \
+              WHERE trigger_type = 'RETRY' AND window_end = '2026-07-22T13:00:00Z'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!((retry.get::<_, String>(0), retry.get::<_, i32>(1)), ("FAIL".to_owned(), 2));
+    let status: String =
+        fixture.backend_sql().query_one("SELECT verified_status FROM public.dd_watermark_state", &[]).unwrap().get(0);
+    assert_eq!(status, "BLOCKED");
+
+    // Repaired, the failed run is remediated: PASS, linked, and the coverage recovers.
+    fixture.replica_sql(&format!("UPDATE payments.transfers SET note = 'note {MARKER} 7' WHERE id = 7"));
+    fixture
+        .run(&[
+            "rerun_data_diff_check",
+            "--run-id",
+            &failed_run,
+            "--remediation-ref",
+            "INC-7",
+            "--at",
+            "2026-07-22T14:30:00Z",
+        ])
+        .expect(0)
+        .stdout_has("PASS");
+    let remediation = fixture
+        .backend_sql()
+        .query_one(
+            "SELECT status, rerun_of_run_id::text, remediation_reference FROM public.dd_run_attempts \
+              WHERE trigger_type = 'REMEDIATION'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(remediation.get::<_, String>(0), "PASS");
+    assert_eq!(remediation.get::<_, String>(1), failed_run);
+    assert_eq!(remediation.get::<_, String>(2), "INC-7");
+    let status: String =
+        fixture.backend_sql().query_one("SELECT verified_status FROM public.dd_watermark_state", &[]).unwrap().get(0);
+    assert_eq!(status, "CONTIGUOUS", "the remediation repaired the coverage");
+}
