@@ -315,8 +315,8 @@ impl RowDiffPlan {
                 (source, target)
             }
         };
-        let hash_seconds = hashing.elapsed().as_secs_f64();
-        let (source_seconds, target_seconds) = merge_streams(
+        let hashed = hashing.elapsed();
+        let (source_time, target_time) = merge_streams(
             route,
             |scope| {
                 (
@@ -329,8 +329,8 @@ impl RowDiffPlan {
             interrupted,
             &|error| self.merge_failure(error, route),
         )?;
-        let (source_seconds, target_seconds) = (hash_seconds + source_seconds, hash_seconds + target_seconds);
-        Ok(self.outcome(summary, source_seconds, target_seconds))
+        // Durations added, then converted once: seconds with at most nine decimals, as stored.
+        Ok(self.outcome(summary, (hashed + source_time).as_secs_f64(), (hashed + target_time).as_secs_f64()))
     }
 
     /// The outcome of a comparison summarised in `summary`.
@@ -502,7 +502,7 @@ impl RowDiffPlan {
 /// (source, target) on the scope's threads, the merge runs on this one, and a watcher thread
 /// stops both streams at their client-side deadline ([`answer_deadline`]: the reason then
 /// names the sides that had not answered in full) or when `interrupted` says so. Returns each
-/// side's seconds to its last row. The source's rows count on `progress`.
+/// side's time to its last row. The source's rows count on `progress`.
 pub(crate) fn merge_streams<Open>(
     route: &Route,
     open: Open,
@@ -510,13 +510,13 @@ pub(crate) fn merge_streams<Open>(
     summary: &mut Summary<Key>,
     interrupted: &(dyn Fn() -> bool + Sync),
     merge_failure: &dyn Fn(MergeError<Box<Error>>) -> String,
-) -> Result<(f64, f64), String>
+) -> Result<(Duration, Duration), String>
 where
     Open: for<'scope, 'env> FnOnce(&'scope std::thread::Scope<'scope, 'env>) -> (RowStream<'scope>, RowStream<'scope>),
 {
     let started = Instant::now();
     let expired = std::sync::OnceLock::<Vec<Side>>::new();
-    std::thread::scope(|scope| -> Result<(f64, f64), String> {
+    std::thread::scope(|scope| -> Result<(Duration, Duration), String> {
         let (source_rows, target_rows) = open(scope);
         let mut source = Timed::new(source_rows, progress);
         let mut target = Timed::new(target_rows, None);
@@ -552,7 +552,7 @@ where
             summary.record(&change);
         }
         drop(done);
-        let elapsed = |timed: &Timed<'_, '_>| timed.ended.unwrap_or(started).duration_since(started).as_secs_f64();
+        let elapsed = |timed: &Timed<'_, '_>| timed.ended.unwrap_or(started).duration_since(started);
         Ok((elapsed(&source), elapsed(&target)))
     })
 }

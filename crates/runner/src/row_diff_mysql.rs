@@ -228,7 +228,7 @@ impl MySqlRowDiffPlan {
             interrupted,
             &|error| self.merge_failure(error, route),
         )?;
-        Ok(outcome(&self.key_name, summary, source_seconds, target_seconds))
+        Ok(outcome(&self.key_name, summary, source_seconds.as_secs_f64(), target_seconds.as_secs_f64()))
     }
 
     /// The one-line reason of a merge that stopped.
