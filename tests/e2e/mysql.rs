@@ -40,13 +40,19 @@ fn mariadb_tap() -> (MariaDbDatabase<'static>, String) {
     (source, tap)
 }
 
-#[test]
-fn a_mariadb_tap_runs_every_check_and_fails_on_drift() {
+/// A project directory whose tap is [`mariadb_tap`]'s (the MariaDB database kept alive).
+fn mariadb_project() -> (Fixture, MariaDbDatabase<'static>) {
     let fixture = Fixture::new();
     let (source, tap) = mariadb_tap();
     let mut files = fixture.files();
     files.tap = tap;
     fixture.write(&files);
+    (fixture, source)
+}
+
+#[test]
+fn a_mariadb_tap_runs_every_check_and_fails_on_drift() {
+    let (fixture, source) = mariadb_project();
     fixture.import();
     let check = format!("postgres/payments/{}/transfers", source.name());
 
@@ -71,11 +77,7 @@ fn a_mariadb_tap_runs_every_check_and_fails_on_drift() {
 
 #[test]
 fn doctor_opens_a_mariadb_tap_and_resolves_its_columns() {
-    let fixture = Fixture::new();
-    let (source, tap) = mariadb_tap();
-    let mut files = fixture.files();
-    files.tap = tap;
-    fixture.write(&files);
+    let (fixture, source) = mariadb_project();
     fixture.run(&["migrate"]).expect(0);
     let json = fixture.run(&["doctor", "--output-format", "json"]).expect(0).json();
     let findings = json["findings"].as_array().unwrap();
@@ -100,13 +102,8 @@ fn doctor_opens_a_mariadb_tap_and_resolves_its_columns() {
 
 #[test]
 fn a_mariadb_failure_is_retried_then_remediated_and_the_watermark_recovers() {
-    let fixture = Fixture::new();
-    let (source, tap) = mariadb_tap();
-    let mut files = fixture.files();
-    files.tap = tap;
-    fixture.write(&files);
+    let (fixture, _source) = mariadb_project();
     fixture.import();
-    let _ = source;
     fixture.replica_sql("UPDATE payments.transfers SET note = 'changed' WHERE id = 7");
     fixture.run(&["run", "--all", "--at", RUN_AT]).expect(1);
     let failed_run = fixture.newest_run_id();
