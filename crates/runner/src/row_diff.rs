@@ -368,6 +368,13 @@ impl RowDiffPlan {
             Ok(queries) => queries,
             Err(why) => return stream_because(why),
         };
+        // Servers on this machine stream: no sessions to open for the hashes.
+        if self.strategy == Strategy::Auto
+            && segment::local_only(&route.source.config)
+            && segment::local_only(&route.target.config)
+        {
+            return stream_because("both servers are on this machine".to_owned());
+        }
         let (source, target) = segment::concurrently(
             || SideSession::open(&route.source, route.statement_timeout),
             || SideSession::open(&route.target, route.statement_timeout),
