@@ -21,5 +21,6 @@ mod report;
 mod rerun;
 mod run;
 mod secrecy;
+mod shared_backend;
 mod signals;
 mod support;
