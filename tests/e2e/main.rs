@@ -24,3 +24,4 @@ mod secrecy;
 mod shared_backend;
 mod signals;
 mod support;
+mod tables;
