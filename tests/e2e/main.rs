@@ -21,6 +21,7 @@ mod report;
 mod rerun;
 mod run;
 mod secrecy;
+mod services;
 mod shared_backend;
 mod signals;
 mod support;
