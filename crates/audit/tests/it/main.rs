@@ -2,7 +2,9 @@
 
 mod audit;
 mod deadline;
+mod differential;
 mod memory;
 mod replicas;
 mod segments;
 mod support;
+mod verdicts;
