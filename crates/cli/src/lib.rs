@@ -47,7 +47,7 @@
 //! | `migrate` | `--status` \| `--to base\|001…004 [--drop-extensions]` | the schema, or the steps applied | 0, 2 |
 //! | `doctor` | `--output-format table\|json` | findings: scope, check, OK/WARN/FAIL/SKIP, detail | 0; 1 a FAIL finding; 2 |
 //! | `report` | `watermarks [--max-lag DURATION]`, `daily`, `failures`, `remediations`, `differences --run-id ID`, `run --run-id ID` (one attempt's whole record; see `report.rs`), `metrics [--output FILE]` (Prometheus text format; see `report.rs`); `--output-format table\|json\|csv`, `--at TIME` | the report | 0; 1 `--max-lag` failed; 2 |
-//! | `audit` | see the README | the JSON report | 0 PASS, 1 BLOCK, 2 |
+//! | `audit` | see `docs/cli.md` | the JSON report | 0 PASS, 1 BLOCK, 2 |
 //! | `demo` | `--keep` | the story on a throwaway cluster: each command and its output, the watermark events; with `--keep`, how to connect | 0; 2 no server binaries (one line saying what to install) or a step that did not end as the story expects |
 //!
 //! `--version` prints the version and the backend schema it needs
