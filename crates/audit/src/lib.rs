@@ -620,23 +620,10 @@ fn segments(
             plan.source_key_name
         ));
     };
-    let mut source_fields = Vec::with_capacity(plan.decoders.len());
-    let mut replica_fields = Vec::with_capacity(plan.decoders.len());
-    for (index, (source_decoder, replica_decoder)) in plan.decoders.iter().enumerate() {
-        match segment::hash_pair((*source_decoder, &plan.names[index]), (*replica_decoder, &plan.replica_names[index]))
-        {
-            Some((source, replica)) => {
-                source_fields.push(source);
-                replica_fields.push(replica);
-            }
-            None => {
-                return stream_because(format!(
-                    "column {} is compared across types in a way SQL cannot hash",
-                    plan.names[index]
-                ));
-            }
-        }
-    }
+    let (source_fields, replica_fields) = match &plan.hashes {
+        Ok(fields) => fields,
+        Err(why) => return stream_because(why.clone()),
+    };
     let probing = watch.busy("probing the links", &BOTH);
     for (session, role) in [(&mut *source, "source"), (&mut *replica, "replica")] {
         if !segment::server_supports_segments(session.client(), role)? {
@@ -657,13 +644,13 @@ fn segments(
         segment::has_unique_key(replica.client(), "replica", options.replica_table(), &plan.replica_key_name)?;
     drop(probing);
     let source_query =
-        SegmentQuery::new("source", &options.table, &plan.source_key_name, source_position, &source_fields, None);
+        SegmentQuery::new("source", &options.table, &plan.source_key_name, source_position, source_fields, None);
     let replica_query = SegmentQuery::new(
         "replica",
         options.replica_table(),
         &plan.replica_key_name,
         replica_position,
-        &replica_fields,
+        replica_fields,
         live,
     );
     let hashing = watch.busy("hashing segments", &BOTH);
@@ -721,6 +708,9 @@ struct Plan {
     marker: Option<DeletedMarker>,
     /// Source columns left out on request (see [`columns`]).
     excluded: Vec<String>,
+    /// Each side's segment hash fields of the compared columns, or why the pairs cannot be
+    /// hashed ([`datadiff_access::segment::hash_pair`]).
+    hashes: Result<(Vec<String>, Vec<String>), String>,
 }
 
 impl Plan {
@@ -766,10 +756,29 @@ impl Plan {
         let (source_key, replica_key) = stream::plan_key(&matched.key.source, &matched.key.replica, "replica")?;
         let mut decoders = Vec::with_capacity(matched.columns.len());
         let coercions = stream::Coercions::NONE.empty_string_as_null(options.empty_string_as_null);
+        let mut hashes = Ok((Vec::new(), Vec::new()));
         for column in &matched.columns {
             let (source_decoder, replica_decoder) =
                 stream::plan_pair_with(&column.source, &column.replica, "replica", coercions)?;
             decoders.push((source_decoder, replica_decoder));
+            if let Ok((source_fields, replica_fields)) = &mut hashes {
+                let pair = datadiff_access::segment::hash_pair(
+                    (&column.source, source_decoder),
+                    (&column.replica, replica_decoder),
+                );
+                match pair {
+                    Some((source, replica)) => {
+                        source_fields.push(source);
+                        replica_fields.push(replica);
+                    }
+                    None => {
+                        hashes = Err(format!(
+                            "column {} is compared across types in a way SQL cannot hash",
+                            column.source.name
+                        ))
+                    }
+                }
+            }
         }
         Ok(Plan {
             names: matched.columns.iter().map(|column| column.source.name.clone()).collect(),
@@ -781,6 +790,7 @@ impl Plan {
             decoders,
             marker,
             excluded: matched.excluded,
+            hashes,
         })
     }
 

@@ -144,6 +144,9 @@ pub(crate) struct RowDiffPlan {
     field_names: Vec<String>,
     /// How the rows are read (see [`datadiff_access::segment`]).
     strategy: Strategy,
+    /// Each side's segment hash fields of the compared columns, or why the pairs cannot be
+    /// hashed ([`segment::hash_pair`]).
+    hashes: Result<(Vec<String>, Vec<String>), String>,
 }
 
 impl RowDiffPlan {
@@ -187,10 +190,23 @@ impl RowDiffPlan {
         let mut source_columns = Vec::with_capacity(pairs.len() - 1);
         let mut target_columns = Vec::with_capacity(pairs.len() - 1);
         let mut field_names = Vec::with_capacity(pairs.len() - 1);
+        let mut hashes = Ok((Vec::new(), Vec::new()));
         for pair in &pairs[1..] {
             let (source, target) = resolve(pair)?;
             let (source_decoder, target_decoder) =
                 stream::plan_pair_with(&source, &target, "target", coercions).map_err(|error| prefixed(&error))?;
+            if let Ok((source_fields, target_fields)) = &mut hashes {
+                match segment::hash_pair((&source, source_decoder), (&target, target_decoder)) {
+                    Some((source_field, target_field)) => {
+                        source_fields.push(source_field);
+                        target_fields.push(target_field);
+                    }
+                    None => {
+                        hashes =
+                            Err(format!("column {} is compared across types in a way SQL cannot hash", source.name))
+                    }
+                }
+            }
             source_columns.push((source.name, source_decoder));
             target_columns.push((target.name, target_decoder));
             field_names.push(pair.logical_name.clone());
@@ -218,6 +234,7 @@ impl RowDiffPlan {
             },
             key_name: pairs[0].logical_name.clone(),
             field_names,
+            hashes,
             strategy: definition.extensions.row_diff.map(|settings| settings.strategy()).unwrap_or_default(),
         })
     }
@@ -345,23 +362,13 @@ impl RowDiffPlan {
                 self.source.key_column
             ));
         };
-        let mut source_fields = Vec::with_capacity(self.source.columns.len());
-        let mut target_fields = Vec::with_capacity(self.target.columns.len());
-        for ((source_name, source_decoder), (target_name, target_decoder)) in
-            self.source.columns.iter().zip(&self.target.columns)
-        {
-            let (source, target) =
-                segment::hash_pair((*source_decoder, source_name), (*target_decoder, target_name))
-                    .ok_or_else(|| format!("column {source_name} is compared across types in a way SQL cannot hash"))?;
-            source_fields.push(source);
-            target_fields.push(target);
-        }
+        let (source_fields, target_fields) = self.hashes.as_ref().map_err(String::clone)?;
         let query = |role, side: &SidePlan, position, fields: &[String], filter| {
             SegmentQuery::new(role, &side.table, &side.key_column, position, fields, Some(filter))
         };
         Ok((
-            query("source", &self.source, source_position, &source_fields, source_filter),
-            query("target", &self.target, target_position, &target_fields, target_filter),
+            query("source", &self.source, source_position, source_fields, source_filter),
+            query("target", &self.target, target_position, target_fields, target_filter),
         ))
     }
 

@@ -1,6 +1,7 @@
 //! Integration tests of the parity audit against throwaway PostgreSQL clusters.
 
 mod audit;
+mod cases;
 mod deadline;
 mod differential;
 mod memory;

@@ -303,6 +303,36 @@ fn text_keys_in_mixed_case_and_accents_meet_in_bytewise_order() {
 }
 
 #[test]
+fn varchar_keys_keep_their_trailing_blanks_and_only_char_keys_are_trimmed() {
+    // Trailing blanks of a varchar key used to be trimmed: a replica 'k1' for a source
+    // 'k1  ' passed, and a faithful 'a ' was reported missing and extra.
+    let mariadb = "CREATE TABLE `Codes` (`Code` varchar(10) NOT NULL PRIMARY KEY, `UpdatedAt` datetime NULL, `Note` varchar(10) NULL);
+                   INSERT INTO `Codes` VALUES ('k1  ', '2026-07-22 12:00:00', 'one'), ('a ', '2026-07-22 12:00:00', 'two'),
+                   ('b', '2026-07-22 12:00:00', 'three');
+                   CREATE TABLE `Padded` (`Code` char(6) NOT NULL PRIMARY KEY, `UpdatedAt` datetime NULL, `Note` varchar(10) NULL);
+                   INSERT INTO `Padded` VALUES ('p1', '2026-07-22 12:00:00', 'one');";
+    let replica = "CREATE SCHEMA shop;
+                   CREATE TABLE shop.codes (code character varying, updatedat timestamp, note character varying);
+                   INSERT INTO shop.codes VALUES ('k1', '2026-07-22 12:00:00', 'one'), ('a ', '2026-07-22 12:00:00', 'two'),
+                   ('b', '2026-07-22 12:00:00', 'three');
+                   CREATE TABLE shop.padded (code character varying, updatedat timestamp, note character varying);
+                   INSERT INTO shop.padded VALUES ('p1    ', '2026-07-22 12:00:00', 'one');";
+    let mysql = MySqlRowDiff::new(mariadb, replica);
+    let context = &mysql.context;
+    let run_id = context.run(&mysql.definition("Codes", "Code", &["Note"])).run_id.unwrap();
+    assert_eq!(
+        differences(context, run_id),
+        vec![
+            difference(1, "EXTRA_IN_TARGET", json!({"Code": "k1"}), &[]),
+            difference(2, "MISSING_IN_TARGET", json!({"Code": "k1  "}), &[]),
+        ]
+    );
+    // A char(n) key pads: its blanks carry nothing, on either side.
+    let summary = context.run(&mysql.definition("Padded", "Code", &["Note"]));
+    assert_eq!(summary.status, datadiff_runner::SummaryStatus::Pass, "{summary:?}");
+}
+
+#[test]
 fn a_row_diff_only_definition_fingerprints_its_mysql_select() {
     let mysql = MySqlRowDiff::new(
         "CREATE TABLE `Words` (`Word` varchar(20) NOT NULL, `UpdatedAt` datetime NULL, `Note` varchar(20) NULL,
