@@ -358,3 +358,191 @@ fn without_the_environment_file_the_error_names_the_unset_variables() {
     );
     assert_eq!(outcome.stderr.lines().filter(|line| line.starts_with("error:")).count(), 1, "{}", outcome.stderr);
 }
+
+/// The Dockerfile's instructions: `(INSTRUCTION, arguments)`, continuation lines joined,
+/// comments and blank lines skipped (no parser directives or heredocs are used).
+fn dockerfile_instructions(text: &str) -> Vec<(String, String)> {
+    let mut instructions = Vec::new();
+    let mut pending = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if pending.is_empty() && (trimmed.is_empty() || trimmed.starts_with('#')) {
+            continue;
+        }
+        if let Some(continued) = trimmed.strip_suffix('\\') {
+            pending.push_str(continued);
+            pending.push(' ');
+            continue;
+        }
+        pending.push_str(trimmed);
+        let (instruction, arguments) = pending.split_once(' ').unwrap_or_else(|| panic!("no arguments: {pending}"));
+        assert!(
+            ["FROM", "COPY", "RUN", "USER", "WORKDIR", "ENTRYPOINT", "CMD"].contains(&instruction),
+            "an instruction this image uses: {pending}"
+        );
+        instructions.push((instruction.to_owned(), arguments.trim().to_owned()));
+        pending.clear();
+    }
+    assert!(pending.is_empty(), "a continuation at the end: {pending}");
+    instructions
+}
+
+/// What can be checked of the image without a container engine: the Dockerfile's
+/// instructions (a Debian slim base, the Debian package `cargo deb` writes, a numeric
+/// non-root user, datadiff as the entrypoint), the build context `.dockerignore` leaves, and
+/// the CronJob and the Kestra flow naming this version's image and running as that user.
+/// `.ci/run` builds and runs the image where a container engine can.
+#[test]
+fn the_dockerfile_installs_the_package_as_a_non_root_user_and_the_examples_use_its_image() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).unwrap();
+    let instructions = dockerfile_instructions(&dockerfile);
+    let get = |name: &str| -> Vec<&str> {
+        instructions.iter().filter(|(i, _)| i == name).map(|(_, arguments)| arguments.as_str()).collect()
+    };
+    assert_eq!(instructions[0].0, "FROM", "the base first");
+    assert_eq!(get("FROM"), ["debian:bookworm-slim"], "one stage, Debian's slim base");
+    let copy = get("COPY");
+    assert_eq!(copy, ["target/debian/datadiff_*.deb /tmp/"], "the package cargo deb writes");
+    // The pattern matches cargo deb's file name, datadiff_<version>-1_<arch>.deb, and not its
+    // debug symbols' datadiff-dbgsym_<version>-1_<arch>.ddeb.
+    let pattern = copy[0].split_whitespace().next().unwrap().trim_start_matches("target/debian/");
+    let (prefix, suffix) = pattern.split_once('*').unwrap();
+    let matches = |name: &str| name.starts_with(prefix) && name.ends_with(suffix);
+    assert!(matches(&format!("datadiff_{}-1_amd64.deb", env!("CARGO_PKG_VERSION"))), "{pattern}");
+    assert!(!matches(&format!("datadiff-dbgsym_{}-1_amd64.ddeb", env!("CARGO_PKG_VERSION"))), "{pattern}");
+    let run = get("RUN").join(" ");
+    assert!(run.contains("apt-get install -y --no-install-recommends ca-certificates /tmp/datadiff_*.deb"), "{run}");
+    assert!(run.contains("rm -rf /var/lib/apt/lists/*"), "no apt lists left: {run}");
+    let user = get("USER");
+    assert_eq!(user.len(), 1, "{user:?}");
+    let (uid, gid) = user[0].split_once(':').expect("USER uid:gid");
+    let uid: u32 = uid.parse().expect("a numeric user, which runAsNonRoot can check");
+    assert!(uid > 0 && gid.parse::<u32>().unwrap() > 0, "not root: {}", user[0]);
+    assert!(run.contains(&format!("useradd --uid {uid} --user-group")), "the user exists: {run}");
+    assert_eq!(get("ENTRYPOINT"), [r#"["datadiff"]"#]);
+
+    let ignore = std::fs::read_to_string(root.join(".dockerignore")).unwrap();
+    let patterns: Vec<&str> = ignore.lines().filter(|line| !line.is_empty() && !line.starts_with('#')).collect();
+    assert_eq!(patterns, ["*", "!target/debian/datadiff_*.deb"], "the context is the package alone");
+
+    let image = format!("registry.example.com/datadiff:{}", env!("CARGO_PKG_VERSION"));
+    let manifest: Json = serde_saphyr::from_str(&deploy_file("cronjob.yaml")).unwrap();
+    let pod = &manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["containers"][0]["image"], image.as_str());
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(pod["securityContext"]["runAsUser"], u64::from(uid), "the image's user");
+    let flow: Json = serde_saphyr::from_str(&deploy_file("kestra-cutover-audit.yml")).unwrap();
+    let audit = flow["tasks"].as_array().unwrap().iter().find(|task| task["id"] == "parity_audit").unwrap();
+    assert_eq!(audit["containerImage"], image.as_str());
+}
+
+/// The Kestra flow's `{{ … }}` expressions this test can evaluate: the inputs' defaults.
+fn kestra_render(text: &str, flow: &Json) -> String {
+    let mut rendered = text.to_owned();
+    for input in flow["inputs"].as_array().unwrap() {
+        let id = input["id"].as_str().unwrap();
+        let value = match &input["defaults"] {
+            Json::Bool(value) => value.to_string(),
+            Json::Number(value) => value.to_string(),
+            other => panic!("input {id}: {other}"),
+        };
+        rendered = rendered.replace(&format!("{{{{ inputs.{id} }}}}"), &value);
+    }
+    assert!(!rendered.contains("{{"), "an expression left: {rendered}");
+    rendered
+}
+
+/// The Kestra flow: it refuses to start without `cutover_ready`, its audit command (run as
+/// written through `/bin/sh`, the DSN secrets pointed at two throwaway databases laid out as
+/// the flow's tables) passes on equal tables and fails the task on a changed row, and the
+/// cutover task comes after the audit.
+#[test]
+fn the_kestra_flow_audits_before_the_cutover_and_fails_on_a_difference() {
+    let flow: Json = serde_saphyr::from_str(&deploy_file("kestra-cutover-audit.yml")).expect("the flow is YAML");
+    assert!(flow["id"].is_string() && flow["namespace"].is_string());
+    let tasks = flow["tasks"].as_array().unwrap();
+    let ids: Vec<&str> = tasks.iter().map(|task| task["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["require_cutover_window", "parity_audit", "cutover"], "the audit gates the cutover");
+    let gate = &tasks[0];
+    assert_eq!(gate["type"], "io.kestra.plugin.core.flow.If");
+    assert_eq!(gate["condition"], "{{ not inputs.cutover_ready }}");
+    assert_eq!(gate["then"][0]["type"], "io.kestra.plugin.core.execution.Fail");
+    let cutover_ready = flow["inputs"].as_array().unwrap().iter().find(|input| input["id"] == "cutover_ready");
+    assert_eq!(cutover_ready.unwrap()["defaults"], false, "the operator confirms, never the default");
+    let audit = &tasks[1];
+    assert_eq!(audit["type"], "io.kestra.plugin.scripts.shell.Commands");
+    assert_eq!(audit["outputFiles"][0], "cdc-parity-report.json");
+    let commands = audit["commands"].as_array().unwrap();
+    assert_eq!(commands.len(), 1);
+    let command = kestra_render(commands[0].as_str().unwrap(), &flow);
+    assert!(command.starts_with("datadiff audit ") && command.contains("--cutover-ready"), "{command}");
+
+    // The flow's tables: a source, and a Debezium-style replica with its metadata table.
+    let cluster = datadiff_testkit::shared_cluster();
+    let source = cluster.fresh_database().unwrap();
+    let replica = cluster.fresh_database().unwrap();
+    source
+        .client()
+        .unwrap()
+        .batch_execute(
+            "CREATE TABLE public.customers (id bigint PRIMARY KEY, email text, full_name text, plan text, notes text, \
+                 updated_at timestamptz);
+             INSERT INTO public.customers SELECT g, 'c' || g || '@example.com', 'Customer ' || g, 'basic', NULL, \
+                 '2026-07-01 00:00:00+00'::timestamptz + g * interval '1 minute' FROM generate_series(1, 300) g;",
+        )
+        .unwrap();
+    let mut replica_sql = replica.client().unwrap();
+    replica_sql
+        .batch_execute(
+            "CREATE SCHEMA cdc;
+             CREATE TABLE cdc.customers (id bigint PRIMARY KEY, email text, full_name text, plan text, notes text, \
+                 updated_at timestamptz, _cdc_lsn bigint NOT NULL, _cdc_deleted boolean NOT NULL);
+             INSERT INTO cdc.customers SELECT g, 'c' || g || '@example.com', 'Customer ' || g, 'basic', NULL, \
+                 '2026-07-01 00:00:00+00'::timestamptz + g * interval '1 minute', g * 10, false \
+                 FROM generate_series(1, 300) g;
+             INSERT INTO cdc.customers VALUES (301, 'gone@example.com', 'Gone', 'basic', NULL, now(), 3010, true);
+             CREATE VIEW cdc.customers_live AS SELECT id, email, full_name, plan, notes, updated_at \
+                 FROM cdc.customers WHERE NOT _cdc_deleted;",
+        )
+        .unwrap();
+    let password = cluster.superuser_password();
+    let mut env = BTreeMap::new();
+    env.insert("SOURCE_DSN".to_owned(), source.url(datadiff_testkit::SUPERUSER, password));
+    env.insert("REPLICA_DSN".to_owned(), replica.url(datadiff_testkit::SUPERUSER, password));
+    let secrets = audit["env"].as_object().unwrap();
+    assert_eq!(secrets["SOURCE_DSN"], "{{ secret('CDC_SOURCE_DSN') }}");
+    assert_eq!(secrets["REPLICA_DSN"], "{{ secret('CDC_REPLICA_DSN') }}");
+
+    let working_dir = tempfile::tempdir().unwrap();
+    let report_path = working_dir.path().join("cdc-parity-report.json");
+    let bin_dir = Path::new(BINARY).parent().unwrap();
+    let run = || {
+        let output = Command::new("/bin/sh")
+            .args(["-c", &command])
+            .current_dir(working_dir.path())
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+            .envs(&env)
+            .output()
+            .unwrap();
+        Outcome {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    let report = || -> Json { serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap() };
+    run().expect(0);
+    let passed = report();
+    assert_eq!((passed["status"].as_str(), passed["reason"].as_str()), (Some("PASS"), Some("PARITY_VERIFIED")));
+    assert_eq!((passed["source_rows"].as_u64(), passed["replica_rows"].as_u64()), (Some(300), Some(300)));
+
+    replica_sql.batch_execute("UPDATE cdc.customers SET plan = 'platinum-tier' WHERE id = 17").unwrap();
+    run().expect(1);
+    let blocked = report();
+    assert_eq!(blocked["status"], "BLOCK");
+    assert_eq!(blocked["examples"][0]["id"], 17);
+    assert_eq!(blocked["examples"][0]["fields"][0], "plan");
+    assert!(!std::fs::read_to_string(&report_path).unwrap().contains("platinum-tier"), "no row value in the report");
+}

@@ -1,4 +1,5 @@
-//! The README's tour and the operator guide's commands, run as written.
+//! The PipelineWise guide's tour (`docs/pipelinewise.md`) and the operator guide's commands, run
+//! as written.
 //!
 //! The tour's YAML blocks (info string `yaml file=NAME`) become the project directory, with
 //! only `host: *.internal` and `port: 5432` pointed at a dedicated throwaway cluster (its own,
@@ -37,7 +38,7 @@ struct Block {
 
 /// The fenced blocks of `markdown` between the heading `from` and the next `## ` heading.
 fn blocks(markdown: &str, from: &str) -> Vec<Block> {
-    let start = markdown.find(from).unwrap_or_else(|| panic!("no {from:?} in the README"));
+    let start = markdown.find(from).unwrap_or_else(|| panic!("no {from:?} in the guide"));
     let section = &markdown[start + from.len()..];
     let section = &section[..section.find("\n## ").unwrap_or(section.len())];
     let mut found = Vec::new();
@@ -198,7 +199,7 @@ fn first_uuid(text: &str) -> Option<String> {
 
 #[test]
 fn the_readme_tour_runs_as_written() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/pipelinewise.md")).unwrap();
     let blocks = blocks(&readme, "## A 10-minute tour");
     let world = World::new();
     let mut files = Vec::new();
@@ -402,7 +403,7 @@ fn the_readme_tap_mysql_example_loads_with_its_engine_and_tls_keys() {
     use datadiff::config::{LoadOptions, Pem};
     use datadiff::core::mysql::MySqlEngine;
 
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/pipelinewise.md")).unwrap();
     let blocks = blocks(&readme, "## A 10-minute tour");
     let block = |wanted: &dyn Fn(&Block) -> bool, what: &str| {
         blocks.iter().find(|block| wanted(block)).unwrap_or_else(|| panic!("no {what} block in the tour")).text.clone()

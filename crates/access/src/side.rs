@@ -117,7 +117,9 @@ impl SideSession {
         let cannot_connect =
             |reason: String| format!("cannot connect to the {side} database {}: {reason}", config.address);
         let tls = config.tls.lazy();
-        let client = connect_within(&config.config, tls.clone(), config.connect_timeout).map_err(cannot_connect)?;
+        // A rejected server certificate is named as psql names it ([`ClientTls::explain`]).
+        let client = connect_within(&config.config, tls.clone(), config.connect_timeout)
+            .map_err(|reason| cannot_connect(config.tls.explain(&reason)))?;
         let canceller = SideCanceller { token: client.cancel_token(), tls };
         let statement_timeout = Duration::from_secs(statement_timeout.as_secs().max(1));
         let mut session = SideSession { side, client: Some(client), canceller, statement_timeout };

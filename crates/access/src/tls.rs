@@ -19,9 +19,18 @@
 //!
 //! `allow` (plaintext first) is refused: rust-postgres cannot retry a refused plaintext
 //! login over TLS, and an audit should not silently downgrade.
+//!
+//! **Why a verification failed.** OpenSSL reports every rejected server certificate as the
+//! same internal error (`error:0A000086:SSL routines:…:certificate verify failed`). A
+//! verifying [`ClientTls`] records what its verification found, and [`ClientTls::explain`]
+//! names the cause as psql does: `server certificate for "localhost" does not match host
+//! name "127.0.0.1"`; `certificate verify failed: unable to get local issuer certificate`
+//! with which root certificates were used (a file, the system's store, or none configured);
+//! and a root certificate file that does not exist is `root certificate file "…" does not
+//! exist`.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use datadiff_diff_core::definition::SslMode;
 use openssl::error::ErrorStack;
@@ -106,7 +115,8 @@ impl TlsSettings {
             return Ok(ClientTls::unverified());
         }
         let context = tls_context(&self.roots, verify, self.client.as_ref())?;
-        Ok(ClientTls { context: Some(context), check_host: verify == Some(Verify::ChainAndHost) })
+        let diagnosis = verify.map(|_| Arc::new(Diagnosis { roots: self.roots.clone(), failure: Mutex::new(None) }));
+        Ok(ClientTls { context: Some(context), check_host: verify == Some(Verify::ChainAndHost), diagnosis })
     }
 
     /// The connector for these settings; `None` for `disable`.
@@ -175,6 +185,32 @@ pub struct ClientTls {
     context: Option<SslConnector>,
     /// Whether the host name is checked (`verify-full`).
     check_host: bool,
+    /// For a verifying context: the roots it trusts and the last verification failure.
+    diagnosis: Option<Arc<Diagnosis>>,
+}
+
+/// What a verifying [`ClientTls`] keeps to explain a rejected certificate.
+#[derive(Debug)]
+struct Diagnosis {
+    /// The root certificates the context trusts.
+    roots: RootCertificates,
+    /// The last certificate a connection rejected (connections of one side rarely fail at
+    /// once; the newest failure is the one explained).
+    failure: Mutex<Option<VerifyFailure>>,
+}
+
+/// A certificate a connection rejected: OpenSSL's verification result and what it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct VerifyFailure {
+    /// `X509_V_ERR_*`.
+    code: i32,
+    /// OpenSSL's text for it (`unable to get local issuer certificate`).
+    reason: String,
+    /// The host connected to.
+    host: String,
+    /// The names of the server's certificate: DNS and IP subject alternative names, else
+    /// the subject's common name.
+    names: Vec<String>,
 }
 
 impl std::fmt::Debug for ClientTls {
@@ -192,11 +228,65 @@ impl Default for ClientTls {
     }
 }
 
+/// OpenSSL's verification results meaning "no trusted root signed this chain".
+const UNKNOWN_ISSUER: [i32; 5] = [
+    2,  // X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT
+    18, // X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT
+    19, // X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN
+    20, // X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY
+    21, // X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE
+];
+
+impl VerifyFailure {
+    /// The cause in psql's words, with the roots that were used.
+    fn explain(&self, roots: &RootCertificates) -> String {
+        if NAME_MISMATCHES.contains(&self.code) {
+            let first = self.names.first().map_or("", String::as_str);
+            let others = match self.names.len().saturating_sub(1) {
+                0 => String::new(),
+                1 => " (and 1 other name)".to_owned(),
+                n => format!(" (and {n} other names)"),
+            };
+            return format!("server certificate for \"{first}\"{others} does not match host name \"{}\"", self.host);
+        }
+        if UNKNOWN_ISSUER.contains(&self.code) {
+            let roots = match roots {
+                RootCertificates::File(path) => {
+                    format!("no root certificate in {} signed the server's certificate", path.display())
+                }
+                RootCertificates::System => {
+                    "no CA of the system's trust store (sslrootcert=system) signed the server's certificate".to_owned()
+                }
+                RootCertificates::Unset => "no root certificate is configured (sslrootcert), and no CA of the \
+                     system's trust store signed the server's certificate: set sslrootcert to the CA that signed it, \
+                     or use sslmode=require to encrypt without verifying"
+                    .to_owned(),
+            };
+            return format!("certificate verify failed: {}: {roots}", self.reason);
+        }
+        format!("certificate verify failed: {}", self.reason)
+    }
+}
+
 impl ClientTls {
     /// libpq's `prefer` and `require` without root or client certificates: encrypted, the
     /// certificate not verified, the context built once per process when first needed.
     pub fn unverified() -> ClientTls {
-        ClientTls { context: None, check_host: false }
+        ClientTls { context: None, check_host: false, diagnosis: None }
+    }
+
+    /// `reason` (a failed connection's one-line text) with a rejected server certificate's
+    /// cause in psql's words, when this context recorded one; `reason` unchanged otherwise.
+    pub fn explain(&self, reason: &str) -> String {
+        let Some(diagnosis) = &self.diagnosis else { return reason.to_owned() };
+        if !reason.contains("certificate verify failed") {
+            return reason.to_owned();
+        }
+        let failure = diagnosis.failure.lock().unwrap_or_else(PoisonError::into_inner).take();
+        match failure {
+            Some(failure) => format!("TLS handshake failed: {}", failure.explain(&diagnosis.roots)),
+            None => reason.to_owned(),
+        }
     }
 
     /// Whether the server's certificate is verified or a client certificate is presented.
@@ -216,7 +306,7 @@ impl ClientTls {
 
     /// The driver's connector.
     pub fn connector(&self) -> Result<MakeTlsConnector, ErrorStack> {
-        Ok(make_connector(self.ssl_connector()?, self.check_host))
+        Ok(make_connector(self.ssl_connector()?, self.check_host, self.diagnosis.clone()))
     }
 
     /// The driver's connector, built only when a server accepts TLS for the shared unverified
@@ -224,7 +314,7 @@ impl ClientTls {
     pub fn lazy(&self) -> LazyTls {
         match &self.context {
             None => LazyTls::new(unverified_connector),
-            Some(context) => LazyTls::ready(make_connector(context.clone(), self.check_host)),
+            Some(context) => LazyTls::ready(make_connector(context.clone(), self.check_host, self.diagnosis.clone())),
         }
     }
 }
@@ -254,7 +344,19 @@ pub fn tls_context(
                     path: path.clone(),
                     source,
                 };
-                let pem = std::fs::read(path).map_err(|error| roots_error(Box::new(error)))?;
+                let pem = std::fs::read(path).map_err(|error| match error.kind() {
+                    // psql's words.
+                    std::io::ErrorKind::NotFound => roots_error(
+                        format!(
+                            "root certificate file \"{}\" does not exist; either provide the file, use the system's \
+                             trusted roots with sslrootcert=system, or change sslmode to disable server certificate \
+                             verification",
+                            path.display()
+                        )
+                        .into(),
+                    ),
+                    _ => roots_error(Box::new(error)),
+                })?;
                 let certificates = X509::stack_from_pem(&pem).map_err(|error| roots_error(Box::new(error)))?;
                 if certificates.is_empty() {
                     return Err(roots_error("the file holds no PEM certificate".into()));
@@ -301,21 +403,70 @@ fn load_client_certificate(
     Ok(())
 }
 
-fn make_connector(context: SslConnector, check_host: bool) -> MakeTlsConnector {
+fn make_connector(context: SslConnector, check_host: bool, diagnosis: Option<Arc<Diagnosis>>) -> MakeTlsConnector {
     let mut connector = MakeTlsConnector::new(context);
     // postgres-openssl checks the host name by default: only verify-full wants it.
-    connector.set_callback(move |configuration, _domain| {
+    connector.set_callback(move |configuration, domain| {
         configuration.set_verify_hostname(check_host);
+        if let Some(diagnosis) = &diagnosis {
+            // The context's policy again (a chain-only context tolerates a name mismatch),
+            // recording why a certificate is rejected.
+            let diagnosis = Arc::clone(diagnosis);
+            let host = domain.to_owned();
+            configuration.set_verify_callback(SslVerifyMode::PEER, move |verified, context| {
+                let code = context.error().as_raw();
+                let accepted = verified || (!check_host && NAME_MISMATCHES.contains(&code));
+                if !accepted {
+                    let names = context.current_cert().map(certificate_names).unwrap_or_default();
+                    let failure = VerifyFailure {
+                        code,
+                        reason: context.error().error_string().to_owned(),
+                        host: host.clone(),
+                        names,
+                    };
+                    *diagnosis.failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(failure);
+                }
+                accepted
+            });
+        }
         Ok(())
     });
     connector
+}
+
+/// A certificate's names as libpq reads them for its message: the DNS and IP subject
+/// alternative names, else the subject's common name.
+fn certificate_names(certificate: &openssl::x509::X509Ref) -> Vec<String> {
+    let mut names = Vec::new();
+    if let Some(alternatives) = certificate.subject_alt_names() {
+        for name in &alternatives {
+            if let Some(dns) = name.dnsname() {
+                names.push(dns.to_owned());
+            } else if let Some(ip) = name.ipaddress() {
+                let address = match ip.len() {
+                    4 => <[u8; 4]>::try_from(ip).map(|octets| std::net::IpAddr::from(octets).to_string()).ok(),
+                    16 => <[u8; 16]>::try_from(ip).map(|octets| std::net::IpAddr::from(octets).to_string()).ok(),
+                    _ => None,
+                };
+                names.extend(address);
+            }
+        }
+    }
+    if names.is_empty() {
+        for entry in certificate.subject_name().entries_by_nid(openssl::nid::Nid::COMMONNAME) {
+            if let Ok(text) = entry.data().to_string() {
+                names.push(text);
+            }
+        }
+    }
+    names
 }
 
 /// The verifying connector every verifying connection without a client certificate uses: it
 /// trusts exactly the certificates of a root file ([`RootCertificates::File`]), else the
 /// system's trust store, and checks the host name only for [`Verify::ChainAndHost`].
 pub fn verifying_tls(roots: &RootCertificates, verify: Verify) -> Result<MakeTlsConnector, TlsSetupError> {
-    Ok(make_connector(tls_context(roots, Some(verify), None)?, verify == Verify::ChainAndHost))
+    Ok(make_connector(tls_context(roots, Some(verify), None)?, verify == Verify::ChainAndHost, None))
 }
 
 /// The TLS context of libpq's `prefer` and `require` without a root file (encrypted, the

@@ -73,7 +73,8 @@ impl TapSelection {
     }
 }
 
-/// The scope of an import: the selected taps minus the taps whose import failed.
+/// The scope of an import: the selected taps minus the taps whose import failed, within the
+/// project's targets.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SyncScope {
     /// The selected taps.
@@ -81,6 +82,11 @@ pub struct SyncScope {
     /// Taps left alone: their incoming definitions are dropped and their stored ones kept
     /// (upstream passes the taps whose discovery failed).
     pub excluded: BTreeSet<String>,
+    /// The importing project's targets: only current definitions of these targets may be
+    /// deactivated, so a backend shared by several projects keeps the others' definitions.
+    /// `None` is upstream's rule: the backend belongs to one project, and every current
+    /// definition in the tap scope that the import lacks is deactivated.
+    pub targets: Option<BTreeSet<String>>,
 }
 
 impl SyncScope {
@@ -100,17 +106,45 @@ impl SyncScope {
         self
     }
 
-    /// Whether stored definitions of `tap_id` may be deactivated by this import.
+    /// The same scope limited to the definitions of these targets: the targets a project
+    /// defines own the definitions whose `target_id` they are.
+    pub fn within_targets<I: IntoIterator<Item = S>, S: Into<String>>(mut self, targets: I) -> SyncScope {
+        self.targets = Some(targets.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Whether stored definitions of `tap_id` may be deactivated by this import (whatever
+    /// their target).
     pub fn includes(&self, tap_id: &str) -> bool {
         if self.excluded.contains(tap_id) {
             return false;
         }
         self.selection.contains(tap_id)
     }
+
+    /// Whether a stored definition of `target_id` and `tap_id` may be deactivated by this
+    /// import: its tap is in scope and its target is the project's.
+    pub fn owns(&self, target_id: &str, tap_id: &str) -> bool {
+        self.includes(tap_id) && self.targets.as_ref().is_none_or(|targets| targets.contains(target_id))
+    }
 }
 
-/// What an import changed (upstream's statistics).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// A current definition an import deactivated: in the tap scope and the project's targets,
+/// and no longer among the incoming definitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deactivated {
+    /// Its `full_check_name`.
+    pub full_check_name: String,
+    /// Its target.
+    pub target_id: String,
+    /// Its tap.
+    pub tap_id: String,
+    /// The revision that is no longer current.
+    pub revision: i32,
+}
+
+/// What an import changed (upstream's statistics, and the definitions it deactivated).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SyncReport {
     /// New revisions inserted (new names, changed definitions and re-added ones).
     pub created: u64,
@@ -120,6 +154,11 @@ pub struct SyncReport {
     pub superseded: u64,
     /// Current revisions of in-scope taps no longer in the import.
     pub deactivated: u64,
+    /// Those revisions, by name.
+    pub deactivated_definitions: Vec<Deactivated>,
+    /// Current definitions the scope left alone because their target is not the project's
+    /// ([`SyncScope::targets`]): other projects' definitions on a shared backend.
+    pub other_targets: BTreeSet<String>,
     /// Current revisions among the incoming ones whose first run will compare all history
     /// and has not happened yet (`Initial data-diff scans pending`).
     pub historical_scans_pending: u64,
@@ -137,6 +176,32 @@ pub struct DefinitionFilter {
     pub check: Option<String>,
     /// Superseded and deactivated revisions too (`--include-versioned`).
     pub include_versioned: bool,
+    /// Only definitions whose `(target_id, tap_id)` is one of these: a project's taps, so
+    /// that a run on a shared backend leaves other projects' definitions alone. `None`: any.
+    pub taps: Option<BTreeSet<(String, String)>>,
+}
+
+impl DefinitionFilter {
+    /// The `(target_id, tap_id)` restriction as the two arrays the SQL predicates bind
+    /// (`None` when there is none).
+    pub(crate) fn tap_arrays(&self) -> (Option<Vec<&str>>, Option<Vec<&str>>) {
+        match &self.taps {
+            None => (None, None),
+            Some(taps) => (
+                Some(taps.iter().map(|(target, _)| target.as_str()).collect()),
+                Some(taps.iter().map(|(_, tap)| tap.as_str()).collect()),
+            ),
+        }
+    }
+}
+
+/// The predicate of [`DefinitionFilter::taps`] over alias `d`, binding two arrays: `${t}`
+/// the targets, `${p}` their taps, pairwise.
+pub(crate) fn taps_predicate(targets: usize, taps: usize) -> String {
+    format!(
+        "(${targets}::text[] IS NULL OR EXISTS (SELECT 1 FROM unnest(${targets}::text[], ${taps}::text[]) \
+         AS pair(target_id, tap_id) WHERE pair.target_id = d.target_id AND pair.tap_id = d.tap_id))"
+    )
 }
 
 /// A row of `list_data_diff_checks`: a revision, whether its historical first run is still
@@ -158,9 +223,15 @@ pub struct CheckListing {
 const HAS_COUNTING_RUN: &str = "EXISTS (SELECT 1 FROM public.dd_run_attempts counted \
      WHERE counted.check_id = d.check_id AND counted.trigger_type <> 'REMEDIATION' AND counted.status <> 'DEFERRED')";
 
-/// The filter's predicate over alias `d`, binding `$1`–`$4`.
-const FILTER: &str = "($1::text IS NULL OR d.target_id = $1) AND ($2::text IS NULL OR d.tap_id = $2) \
-     AND ($3::text IS NULL OR d.check_id::text = $3 OR d.full_check_name = $3) AND (d.is_current OR $4)";
+/// The filter's predicate over alias `d`, binding `$1`–`$6` (`$5` and `$6`:
+/// [`taps_predicate`]).
+fn filter_predicate() -> String {
+    format!(
+        "($1::text IS NULL OR d.target_id = $1) AND ($2::text IS NULL OR d.tap_id = $2) \
+         AND ($3::text IS NULL OR d.check_id::text = $3 OR d.full_check_name = $3) AND (d.is_current OR $4) AND {}",
+        taps_predicate(5, 6)
+    )
+}
 
 fn qualified(columns: &str, alias: &str) -> String {
     columns.split(", ").map(|column| format!("{alias}.{column}")).collect::<Vec<_>>().join(", ")
@@ -193,17 +264,20 @@ impl Store {
         AdvisoryLock::DefinitionSync.acquire(&mut tx)?;
         let current_rows = tx
             .query(
-                "SELECT check_id, full_check_name, tap_id, config_hash FROM public.dd_check_definitions \
-                 WHERE is_current FOR UPDATE",
+                "SELECT check_id, full_check_name, target_id, tap_id, revision, config_hash \
+                 FROM public.dd_check_definitions WHERE is_current FOR UPDATE",
                 &[],
             )
             .map_err(Error::query("reading the current definitions"))?;
         struct Current {
             check_id: Uuid,
+            target_id: String,
             tap_id: String,
+            revision: i32,
             config_hash: String,
         }
-        let mut current: HashMap<String, Current> = HashMap::with_capacity(current_rows.len());
+        // By name, so the deactivated definitions are reported in name order.
+        let mut current: BTreeMap<String, Current> = BTreeMap::new();
         for row in &current_rows {
             let name: String = get(row, "full_check_name")?;
             let config_hash: String = get(row, "config_hash")?;
@@ -211,7 +285,9 @@ impl Store {
                 name,
                 Current {
                     check_id: get(row, "check_id")?,
+                    target_id: get(row, "target_id")?,
                     tap_id: get(row, "tap_id")?,
+                    revision: get(row, "revision")?,
                     config_hash: config_hash.trim_end().to_owned(),
                 },
             );
@@ -287,10 +363,21 @@ impl Store {
         }
 
         for (name, existing) in &current {
-            if !incoming.contains_key(name.as_str()) && scope.includes(&existing.tap_id) {
+            if incoming.contains_key(name.as_str()) {
+                continue;
+            }
+            if scope.owns(&existing.target_id, &existing.tap_id) {
                 tx.execute(&supersede, &[&existing.check_id, &now])
                     .map_err(Error::query("deactivating a definition"))?;
                 report.deactivated += 1;
+                report.deactivated_definitions.push(Deactivated {
+                    full_check_name: name.clone(),
+                    target_id: existing.target_id.clone(),
+                    tap_id: existing.tap_id.clone(),
+                    revision: existing.revision,
+                });
+            } else if scope.includes(&existing.tap_id) {
+                report.other_targets.insert(existing.target_id.clone());
             }
         }
 
@@ -354,14 +441,16 @@ impl Store {
 
     fn listings(&self, filter: &DefinitionFilter, with_watermarks: bool) -> Result<Vec<CheckListing>, Error> {
         let mut client = self.connection()?;
+        let (targets, taps) = filter.tap_arrays();
         let rows = client
             .query(
                 &format!(
                     "SELECT {}, {HAS_COUNTING_RUN} AS has_counting_run FROM public.dd_check_definitions d \
-                     WHERE {FILTER} ORDER BY d.target_id, d.tap_id, d.full_check_name, d.revision",
-                    qualified(DEFINITION_COLUMNS, "d")
+                     WHERE {} ORDER BY d.target_id, d.tap_id, d.full_check_name, d.revision",
+                    qualified(DEFINITION_COLUMNS, "d"),
+                    filter_predicate()
                 ),
-                &[&filter.target, &filter.tap, &filter.check, &filter.include_versioned],
+                &[&filter.target, &filter.tap, &filter.check, &filter.include_versioned, &targets, &taps],
             )
             .map_err(Error::query("listing definitions"))?;
         let mut listings = Vec::with_capacity(rows.len());

@@ -286,7 +286,9 @@ pub use catalog::{Catalog, CatalogDifference, CatalogScope};
 pub use completion::{Completion, Finished};
 pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT};
 pub use connection::{APPLICATION_NAME, Role};
-pub use definition::{CheckListing, DefinitionFilter, StoredDefinition, SyncReport, SyncScope, TapSelection};
+pub use definition::{
+    CheckListing, Deactivated, DefinitionFilter, StoredDefinition, SyncReport, SyncScope, TapSelection,
+};
 pub use error::Error;
 pub use evidence::{RunEvidence, StoredPreflight};
 pub use grants::GrantGap;

@@ -40,20 +40,25 @@ impl Store {
     }
 
     /// [`Store::sweep_stale`] for every superseded or deactivated revision in `filter`'s
-    /// target, tap and check (its `include_versioned` is ignored) that has a RUNNING
-    /// attempt, each with its own statement timeout and in its own transaction.
+    /// target, tap, check and project taps (its `include_versioned` is ignored) that has a
+    /// RUNNING attempt, each with its own statement timeout and in its own transaction.
     pub fn sweep_superseded(&self, filter: &DefinitionFilter, now: DateTime<Utc>) -> Result<Vec<SweptRun>, Error> {
+        let (targets, taps) = filter.tap_arrays();
         let rows = self
             .connection()?
             .query(
-                "SELECT d.check_id, d.statement_timeout_seconds FROM public.dd_check_definitions d \
-                 WHERE NOT d.is_current AND ($1::text IS NULL OR d.target_id = $1) \
-                   AND ($2::text IS NULL OR d.tap_id = $2) \
-                   AND ($3::text IS NULL OR d.check_id::text = $3 OR d.full_check_name = $3) \
-                   AND EXISTS (SELECT 1 FROM public.dd_run_attempts a \
-                               WHERE a.check_id = d.check_id AND a.status = 'RUNNING') \
-                 ORDER BY d.full_check_name, d.revision",
-                &[&filter.target, &filter.tap, &filter.check],
+                &format!(
+                    "SELECT d.check_id, d.statement_timeout_seconds FROM public.dd_check_definitions d \
+                     WHERE NOT d.is_current AND ($1::text IS NULL OR d.target_id = $1) \
+                       AND ($2::text IS NULL OR d.tap_id = $2) \
+                       AND ($3::text IS NULL OR d.check_id::text = $3 OR d.full_check_name = $3) \
+                       AND {} \
+                       AND EXISTS (SELECT 1 FROM public.dd_run_attempts a \
+                                   WHERE a.check_id = d.check_id AND a.status = 'RUNNING') \
+                     ORDER BY d.full_check_name, d.revision",
+                    crate::definition::taps_predicate(4, 5)
+                ),
+                &[&filter.target, &filter.tap, &filter.check, &targets, &taps],
             )
             .map_err(Error::query("listing superseded revisions with running attempts"))?;
         let mut swept = Vec::new();

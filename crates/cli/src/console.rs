@@ -142,6 +142,11 @@ impl Console {
         self.stdout_width
     }
 
+    /// Tables at full width, one line per row, even on a terminal (`--wide`).
+    pub(crate) fn use_full_width(&mut self) {
+        self.stdout_width = None;
+    }
+
     /// Whether stderr is a terminal (progress bars are drawn only then).
     pub(crate) fn stderr_is_terminal(&self) -> bool {
         self.stderr_is_terminal

@@ -133,7 +133,7 @@ pub(crate) fn run(args: &DemoArgs, console: &mut Console) -> anyhow::Result<Exit
     outcome?;
     story.say(&format!(
         "Stopped the server and removed {dir} (the cluster and the project).\n\
-         Next: the README's tour takes your own PipelineWise project through the same steps."
+         Next: the tour of docs/pipelinewise.md takes your own PipelineWise project through the same steps."
     ))?;
     Ok(Exit::Success)
 }

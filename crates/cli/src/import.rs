@@ -84,12 +84,19 @@ fn summary(report: &ImportReport, runtime: std::time::Duration) -> String {
         lines.push(format!("    Taps not found in project YAML : {}", report.missing_taps.join(", ")));
     }
     match &report.sync {
-        Some(report) => {
-            lines.push(format!("    Data-diff definitions created  : {}", report.created));
-            lines.push(format!("    Data-diff definitions unchanged: {}", report.unchanged));
-            lines.push(format!("    Data-diff definitions superseded: {}", report.superseded));
-            lines.push(format!("    Data-diff definitions deactivated: {}", report.deactivated));
-            lines.push(format!("    Initial data-diff scans pending: {}", report.historical_scans_pending));
+        Some(sync) => {
+            lines.push(format!("    Data-diff definitions created  : {}", sync.created));
+            lines.push(format!("    Data-diff definitions unchanged: {}", sync.unchanged));
+            lines.push(format!("    Data-diff definitions superseded: {}", sync.superseded));
+            lines.push(format!("    Data-diff definitions deactivated: {}", sync.deactivated));
+            for deactivation in &report.deactivations {
+                lines.push(format!("      - {}: {}", deactivation.full_check_name, deactivation.reason));
+            }
+            if !sync.other_targets.is_empty() {
+                let targets: Vec<&str> = sync.other_targets.iter().map(String::as_str).collect();
+                lines.push(format!("    Left alone (targets of other projects): {}", targets.join(", ")));
+            }
+            lines.push(format!("    Initial data-diff scans pending: {}", sync.historical_scans_pending));
         }
         None => lines.push("    Initial data-diff scans pending: not configured".to_owned()),
     }
@@ -122,8 +129,14 @@ mod tests {
 
     #[test]
     fn the_summary_says_not_configured_without_a_backend() {
-        let report =
-            |sync, missing_taps| ImportReport { targets: 1, taps: 2, missing_taps, migration_steps: Vec::new(), sync };
+        let report = |sync, missing_taps| ImportReport {
+            targets: 1,
+            taps: 2,
+            missing_taps,
+            migration_steps: Vec::new(),
+            sync,
+            deactivations: Vec::new(),
+        };
         let text = summary(&report(None, Vec::new()), Duration::from_secs(1));
         assert!(text.contains("IMPORTING YAML CONFIGS FINISHED"));
         assert!(text.contains("Total targets to import        : 1"));
@@ -136,6 +149,7 @@ mod tests {
             superseded: 1,
             deactivated: 2,
             historical_scans_pending: 1,
+            ..Default::default()
         };
         let text = summary(&report(Some(sync), vec!["gone".to_owned()]), Duration::from_secs(1));
         for line in [

@@ -47,7 +47,7 @@
 //! | `migrate` | `--status` \| `--to base\|001…004 [--drop-extensions]` | the schema, or the steps applied | 0, 2 |
 //! | `doctor` | `--output-format table\|json` | findings: scope, check, OK/WARN/FAIL/SKIP, detail | 0; 1 a FAIL finding; 2 |
 //! | `report` | `watermarks [--max-lag DURATION]`, `daily`, `failures`, `remediations`, `differences --run-id ID`, `run --run-id ID` (one attempt's whole record; see `report.rs`), `metrics [--output FILE]` (Prometheus text format; see `report.rs`); `--output-format table\|json\|csv`, `--at TIME` | the report | 0; 1 `--max-lag` failed; 2 |
-//! | `audit` | see the README | the JSON report | 0 PASS, 1 BLOCK, 2 |
+//! | `audit` | see `docs/cli.md` | the JSON report | 0 PASS, 1 BLOCK, 2 |
 //! | `demo` | `--keep` | the story on a throwaway cluster: each command and its output, the watermark events; with `--keep`, how to connect | 0; 2 no server binaries (one line saying what to install) or a step that did not end as the story expects |
 //!
 //! `--version` prints the version and the backend schema it needs
@@ -70,6 +70,10 @@
 //! 3339 with `Z` (`2026-07-22T13:00:00Z`) and `null`; every JSON document is an object. CSV
 //! (reports) has a header row of the JSON field names, the JSON values as fields (times RFC
 //! 3339 with `Z`, lists as compact JSON, `null` empty), CRLF line ends, RFC 4180 quoting.
+//! On a terminal (stdout), a table wider than the window wraps its text columns at blanks,
+//! or prints each row as a record (`Header  value` lines) when even that does not fit; an id,
+//! a name or a timestamp is never cut (`listing.rs`). `--wide`, and any pipe or file, get
+//! the full table, one line per row.
 //! On a terminal (stderr), `run_data_diff_checks` and `rerun_data_diff_check` show the
 //! checks done and, once a `row_diff` streams, a bar of its source rows with rows/s and an
 //! ETA (the expected rows are the window's exact `row_count` when the check ran, else the
@@ -194,6 +198,12 @@ pub use exit::Exit;
 struct Cli {
     #[command(flatten)]
     verbosity: logging::Verbosity,
+    /// Print tables at full width, one line per row, even on a terminal (as in a pipe). On a
+    /// terminal a table wider than the window otherwise wraps its text columns at blanks or,
+    /// when even that is too wide, prints each row as a record; ids, names and timestamps are
+    /// never cut.
+    #[arg(long, global = true)]
+    wide: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -314,6 +324,9 @@ where
             return Exit::Success;
         }
     };
+    if cli.wide {
+        console.use_full_width();
+    }
     let rust_log = console.environment().get("RUST_LOG").map(str::to_owned);
     let verbose = cli.verbose();
     // The demo narrates the commands it runs in-process: no invocation lines in its story.

@@ -100,6 +100,7 @@ pub(crate) fn run(args: &ListArgs, console: &mut Console) -> anyhow::Result<Exit
         tap: args.tap.clone(),
         check: None,
         include_versioned: args.include_versioned,
+        taps: None,
     };
     let listings = store.list_checks(&filter)?;
     let mut listing = Listing::new(COLUMNS);

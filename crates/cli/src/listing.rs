@@ -166,11 +166,18 @@ impl Listing {
     }
 
     /// [`Listing::table`] fitted to `width` characters when it is given (a terminal's width)
-    /// and the table is wider: text columns are narrowed, widest first, and their cells
-    /// wrapped at blanks onto continuation lines (a word longer than its column is cut);
-    /// integer columns and headers are never wrapped, and no column is narrowed below
-    /// [`MIN_WRAPPED_WIDTH`] or its header, so a very narrow terminal still gets a wider
-    /// table. Without a width (a pipe or a file), every row stays one line, as `tabulate`
+    /// and the table is wider. No id, name, timestamp or other word is ever cut:
+    ///
+    /// 1. text columns holding blanks (reasons, errors) are narrowed, widest first, and their
+    ///    cells wrapped at blanks onto continuation lines — never narrower than their longest
+    ///    word, their header or [`MIN_WRAPPED_WIDTH`]; a column without blanks (an id, a check
+    ///    name, a timestamp, a number) keeps its width;
+    /// 2. when even that is wider than `width`, each row is printed as a record instead: one
+    ///    `Header  value` line per column, text wrapped at blanks to the width, a blank line
+    ///    between records (psql's expanded display), so every value stays whole and
+    ///    copyable.
+    ///
+    /// Without a width (a pipe, a file, or `--wide`), every row stays one line, as `tabulate`
     /// prints it.
     pub(crate) fn table_within(&self, width: Option<usize>) -> String {
         let shown: Vec<usize> = (0..self.columns.len()).filter(|&i| self.columns[i].in_table).collect();
@@ -194,13 +201,21 @@ impl Listing {
         if let Some(width) = width {
             let floors: Vec<usize> = headers
                 .iter()
+                .enumerate()
                 .zip(&columns)
-                .map(
-                    |(header, &(natural, numeric))| {
-                        if numeric { natural } else { natural.min(MIN_WRAPPED_WIDTH.max(chars(header) + 2)) }
-                    },
-                )
+                .map(|((at, header), &(natural, numeric))| {
+                    let longest_word = rows.iter().flat_map(|row| row[at].split(' ')).map(chars).max().unwrap_or(0);
+                    if numeric {
+                        natural
+                    } else {
+                        natural.min(MIN_WRAPPED_WIDTH.max(chars(header) + 2).max(longest_word))
+                    }
+                })
                 .collect();
+            let gaps = 2 * columns.len().saturating_sub(1);
+            if floors.iter().sum::<usize>() + gaps > width {
+                return records(&headers, &rows, width);
+            }
             let natural: Vec<usize> = columns.iter().map(|&(natural, _)| natural).collect();
             for (column, fitted) in columns.iter_mut().zip(fit_widths(&natural, &floors, width)) {
                 column.0 = fitted;
@@ -291,8 +306,31 @@ fn fit_widths(natural: &[usize], floors: &[usize], width: usize) -> Vec<usize> {
     (0..=widest).rev().map(capped).find(|widths| total(widths) <= width).unwrap_or_else(|| floors.to_vec())
 }
 
-/// `text` in lines of at most `width` characters, broken at blanks (a word longer than
-/// `width` is cut); one line when it fits, and one empty line for an empty text.
+/// `rows` as records, for a terminal `width` too narrow for their table: per row, one line
+/// per column — its header padded to the longest header plus two, then the value, wrapped at
+/// blanks to what the width leaves (a word is never cut: one longer than the room gets a
+/// line of its own) — and a blank line between rows.
+fn records(headers: &[&str], rows: &[Vec<String>], width: usize) -> String {
+    let label = headers.iter().map(|header| chars(header)).max().unwrap_or(0) + 2;
+    let room = width.saturating_sub(label).max(MIN_WRAPPED_WIDTH);
+    let mut text = String::new();
+    for (at, row) in rows.iter().enumerate() {
+        if at > 0 {
+            text.push('\n');
+        }
+        for (header, cell) in headers.iter().zip(row) {
+            for (line_at, line) in wrap(cell, room).iter().enumerate() {
+                let header = if line_at == 0 { *header } else { "" };
+                let _ = writeln!(text, "{}", format!("{header:<label$}{line}").trim_end());
+            }
+        }
+    }
+    text
+}
+
+/// `text` in lines of at most `width` characters, broken at blanks; a word longer than
+/// `width` is never cut but gets a line of its own (ids, names and timestamps stay whole and
+/// copyable). One line when it fits, and one empty line for an empty text.
 pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     if chars(text) <= width || width == 0 {
         return vec![text.to_owned()];
@@ -300,29 +338,14 @@ pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut current = String::new();
     for word in text.split(' ').filter(|word| !word.is_empty()) {
-        let mut word: Vec<char> = word.chars().collect();
-        loop {
-            let used = chars(&current);
-            let room = if used == 0 { width } else { width.saturating_sub(used + 1) };
-            if word.len() <= room {
-                if used > 0 {
-                    current.push(' ');
-                }
-                current.extend(&word);
-                break;
-            }
-            if used > 0 {
-                lines.push(std::mem::take(&mut current));
-                continue;
-            }
-            // A word longer than the column: cut it.
-            let rest = word.split_off(width);
-            lines.push(word.into_iter().collect());
-            word = rest;
-            if word.is_empty() {
-                break;
-            }
+        let used = chars(&current);
+        if used > 0 && used + 1 + chars(word) > width {
+            lines.push(std::mem::take(&mut current));
         }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(word);
     }
     if !current.is_empty() || lines.is_empty() {
         lines.push(current);
@@ -431,20 +454,38 @@ mod tests {
         let words: Vec<&str> = fitted.lines().skip(2).take(4).flat_map(|line| line[36..].split_whitespace()).collect();
         assert_eq!(words.join(" "), reason);
 
-        // Narrower than the floors: columns stop at their floors (headers never wrap) and a
-        // long word is cut.
-        let narrow = listing.table_within(Some(10));
-        assert!(narrow.starts_with(&format!("Check{}Attempt  Reason", " ".repeat(11))), "{narrow}");
-        assert!(narrow.lines().any(|line| line.starts_with("pg/pay/publi")), "{narrow}");
-        assert!(narrow.lines().any(|line| line.starts_with("c/transfers ")), "{narrow}");
+        // Narrower than the check name and the header words allow: one record per row, each
+        // value whole.
+        let narrow = listing.table_within(Some(30));
+        assert_eq!(
+            narrow,
+            "Check    pg/pay/public/transfers\n\
+             Attempt  12\n\
+             Reason   row_diff FAIL: 2\n\
+             \x20        missing, 1 extra, 3\n\
+             \x20        changed; see datadiff\n\
+             \x20        report differences\n\
+             \n\
+             Check    pg/pay/public/t\n\
+             Attempt  3\n\
+             Reason   row_count FAIL\n"
+        );
+        // A value longer than the room is never cut: it overflows on a line of its own.
+        let tiny = listing.table_within(Some(10));
+        assert!(tiny.lines().any(|line| line == "Check    pg/pay/public/transfers"), "{tiny}");
+        assert!(tiny.lines().any(|line| line.trim() == "differences"), "{tiny}");
     }
 
     #[test]
-    fn wrapping_breaks_at_blanks_and_cuts_long_words() {
+    fn wrapping_breaks_at_blanks_and_never_cuts_a_word() {
         assert_eq!(wrap("", 5), [""]);
         assert_eq!(wrap("short", 5), ["short"]);
         assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
-        assert_eq!(wrap("abcdefghij k", 4), ["abcd", "efgh", "ij k"]);
+        assert_eq!(wrap("abcdefghij k", 4), ["abcdefghij", "k"], "a long word is never cut");
+        assert_eq!(
+            wrap("run 5e3ee102-2b57-4dfa-8192-27f3a639212c now", 12),
+            ["run", "5e3ee102-2b57-4dfa-8192-27f3a639212c", "now"]
+        );
         assert_eq!(fit_widths(&[10, 30, 5], &[8, 12, 5], 100), [10, 30, 5], "fits: unchanged");
         assert_eq!(fit_widths(&[10, 30, 5], &[8, 12, 5], 35), [10, 16, 5], "the widest narrows first");
         assert_eq!(fit_widths(&[20, 30, 5], &[8, 12, 5], 30), [9, 12, 5], "then the others, to one cap");

@@ -688,9 +688,15 @@ fn run_text(evidence: &RunEvidence, results: &Listing, width: Option<usize>) -> 
     }
     if let Some(totals) = RowDiffTotals::of(&evidence.results) {
         text.push('\n');
-        text.push_str(&format!("row_diff: {}\n", totals.text()));
+        let mut lines = vec![format!("row_diff: {}", totals.text())];
         if totals.missing + totals.extra + totals.changed > 0 {
-            text.push_str(&format!("The rows: {}\n", crate::summary::differences_command(attempt.run_id)));
+            lines.push(format!("The rows: {}", crate::summary::differences_command(attempt.run_id)));
+        }
+        for line in lines {
+            for part in width.map_or_else(|| vec![line.clone()], |width| wrap(&line, width)) {
+                text.push_str(&part);
+                text.push('\n');
+            }
         }
     }
     text
@@ -1031,7 +1037,12 @@ mod tests {
         assert_eq!(lines[at_error], "Error             row_diff FAIL: 2");
         assert_eq!(lines[at_error + 1], format!("{}missing, 1 extra, 3", " ".repeat(18)));
         assert_eq!(lines[at_error + 2], format!("{}changed", " ".repeat(18)));
-        assert!(lines[..at_error + 3].iter().all(|line| line.chars().count() <= 40), "{narrow}");
+        // Only a value that is one word longer than the room (the run id) overflows: whole.
+        assert!(
+            lines[..at_error + 3].iter().all(|line| line.chars().count() <= 40 || !line[18..].contains(' ')),
+            "{narrow}"
+        );
+        assert!(lines.contains(&"Run ID            00000000-0000-0000-0000-000000000012"), "{narrow}");
 
         // JSON: the totals with the matched rows, the attempt's fields.
         let json = run_json(&evidence);

@@ -89,6 +89,8 @@ impl RunArgs {
 pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit> {
     let selection = args.selection()?;
     let project = args.project.load_with_backend(console)?;
+    // Only this project's definitions: a backend may be shared by several projects.
+    let selection = selection.within(&project);
     let jobs = u32::try_from(args.jobs.get()).unwrap_or(u32::MAX);
     let store = open_gated(&project, jobs)?;
     store.gate_for_attempts(&project.dir)?;
@@ -96,6 +98,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
         anyhow::bail!(problem);
     }
     warn_changed_definitions(&project, &store, &selection, console);
+    warn_removed_taps(&project, &store, &selection, console);
 
     let now = args.at.unwrap_or_else(Utc::now);
     let invocation =
@@ -177,6 +180,41 @@ pub(crate) fn log_warnings(report: &WarningReport) {
 
 /// SPEC §2: `run` executes the stored current revision; a definition whose YAML now hashes
 /// differently gets a warning (the import has not been run since it changed).
+/// Warns about the current definitions of the project's targets (in the selection) whose tap
+/// the YAML no longer defines: the run leaves them alone, and `import_config` deactivates them.
+fn warn_removed_taps(
+    project: &Project,
+    store: &datadiff_backend_store::Store,
+    selection: &Selection,
+    console: &Console,
+) {
+    if selection.tap.is_some() || selection.check.is_some() {
+        return;
+    }
+    let taps = datadiff_runner::project_taps(project);
+    for target in &project.targets {
+        if selection.target.as_ref().is_some_and(|selected| selected != &target.id) {
+            continue;
+        }
+        let filter = datadiff_backend_store::DefinitionFilter { target: Some(target.id.clone()), ..Default::default() };
+        match store.definitions(&filter) {
+            Ok(definitions) => {
+                for stored in definitions {
+                    let definition = &stored.definition;
+                    if !taps.contains(&(definition.target_id.clone(), definition.tap_id.clone())) {
+                        console.stderr().line(&format!(
+                            "warning: {}: not run: tap '{}' of target '{}' is not in the project YAML; \
+                             run import_config to deactivate it",
+                            definition.full_check_name, definition.tap_id, definition.target_id
+                        ));
+                    }
+                }
+            }
+            Err(error) => tracing::debug!(error = %error, "could not read the target's definitions"),
+        }
+    }
+}
+
 fn warn_changed_definitions(
     project: &Project,
     store: &datadiff_backend_store::Store,

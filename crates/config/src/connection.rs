@@ -16,16 +16,99 @@
 //!   path or PEM text, only together, and only read under verified TLS (`ssl: true` or an
 //!   `ssl_ca`), as upstream; otherwise they are ignored with a warning.
 //!
+//! A PostgreSQL side's `db_conn` (a `tap-postgres` tap, a `target-postgres` target) also
+//! takes libpq's per-connection keys ([`LIBPQ_KEYS`]), with libpq's meanings:
+//!
+//! * `service`: a connection service of `pg_service.conf`, whose values fill what the
+//!   `db_conn` leaves out (libpq: a parameter written in the connection wins). Each side
+//!   names its own; `PGSERVICE` is not read for project connections (one variable cannot
+//!   describe a source and a target, which are different servers).
+//! * `sslmode` (`disable`, `prefer`, `require`, `verify-ca`, `verify-full`), `sslrootcert`
+//!   (a file, or `system`), `sslcert` and `sslkey` (together), `passfile`: files relative to
+//!   the project directory, which must exist. `datadiff.yml`'s `tls` entry for the side wins
+//!   over these, key by key.
+//! * `hostaddr`, `connect_timeout`, `options`, `keepalives`, `keepalives_idle`,
+//!   `tcp_user_timeout`, `target_session_attrs`, `channel_binding`: passed to the driver
+//!   (values checked when the side connects).
+//!
+//! Any other libpq keyword (`sslcrl`, `gssencmode`, `application_name`, …) is an error naming
+//! it rather than silently ignored; keys no libpq knows are PipelineWise's and are ignored.
+//!
 //! None of these keys enters a definition's hash: only the `data_diff` blocks and the
 //! databases' names do.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use datadiff_diff_core::definition::SslMode;
 use datadiff_diff_core::mysql::MySqlEngine;
 
 use crate::Secret;
 use crate::document::{Document, join};
+use crate::tls::{SideTls, certificate_file, client_certificate};
 use crate::yaml::Node;
+
+/// The libpq keys a PostgreSQL side's `db_conn` takes besides `host`, `port`, `user`,
+/// `password` and `dbname` (see the module docs).
+pub const LIBPQ_KEYS: [&str; 14] = [
+    "service",
+    "sslmode",
+    "sslrootcert",
+    "sslcert",
+    "sslkey",
+    "passfile",
+    "hostaddr",
+    "connect_timeout",
+    "options",
+    "keepalives",
+    "keepalives_idle",
+    "tcp_user_timeout",
+    "target_session_attrs",
+    "channel_binding",
+];
+
+/// The libpq keys passed to the driver as they are.
+pub const DRIVER_KEYS: [&str; 8] = [
+    "hostaddr",
+    "connect_timeout",
+    "options",
+    "keepalives",
+    "keepalives_idle",
+    "tcp_user_timeout",
+    "target_session_attrs",
+    "channel_binding",
+];
+
+/// libpq's other connection keywords: in a `db_conn` they are an error, not ignored.
+const UNSUPPORTED_LIBPQ_KEYS: [&str; 28] = [
+    "client_encoding",
+    "application_name",
+    "fallback_application_name",
+    "keepalives_interval",
+    "keepalives_count",
+    "replication",
+    "gssencmode",
+    "sslnegotiation",
+    "sslcompression",
+    "sslpassword",
+    "sslcertmode",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "requirepeer",
+    "require_auth",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "krbsrvname",
+    "gsslib",
+    "gssdelegation",
+    "load_balance_hosts",
+    "authtype",
+    "tty",
+    "scram_client_key",
+    "scram_server_key",
+    "min_protocol_version",
+    "max_protocol_version",
+];
 
 /// A `db_conn` block. Keys datadiff does not use are ignored (PipelineWise's connectors have
 /// many); values are read as text whatever their YAML type (`port: 5432` and `port: "5432"`).
@@ -62,6 +145,21 @@ pub struct DbConn {
     /// `ssl_key` of a `tap-mysql` tap: the client certificate's private key. A secret: PEM
     /// text is never printed (`Debug` redacts it, as for passwords).
     pub ssl_key: Option<Pem>,
+    /// libpq's keys of a PostgreSQL side ([`LibpqKeys`]); empty for MySQL taps.
+    pub libpq: LibpqKeys,
+}
+
+/// libpq's per-connection keys of a PostgreSQL side's `db_conn` (module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LibpqKeys {
+    /// `service`: the connection service whose values fill what the `db_conn` leaves out.
+    pub service: Option<String>,
+    /// `sslmode`, `sslrootcert`, `sslcert`, `sslkey` (files made absolute).
+    pub tls: SideTls,
+    /// `passfile` (made absolute).
+    pub passfile: Option<PathBuf>,
+    /// [`DRIVER_KEYS`] given, in [`DRIVER_KEYS`]' order, as text.
+    pub driver: Vec<(String, String)>,
 }
 
 /// A PEM value of a `db_conn` TLS key: a file or the text itself, as upstream accepts both.
@@ -117,6 +215,8 @@ pub struct Endpoint {
     pub dbname: Option<String>,
     /// Whether TLS is required.
     pub ssl: bool,
+    /// libpq's keys of the side (the same for a source's `replica_*` connection).
+    pub libpq: LibpqKeys,
 }
 
 impl DbConn {
@@ -129,6 +229,7 @@ impl DbConn {
             password: self.replica_password.clone().or_else(|| self.password.clone()),
             dbname: self.dbname.clone(),
             ssl: self.ssl,
+            libpq: self.libpq.clone(),
         }
     }
 
@@ -141,12 +242,20 @@ impl DbConn {
             password: self.password.clone(),
             dbname: self.dbname.clone(),
             ssl: self.ssl,
+            libpq: self.libpq.clone(),
         }
     }
 
     /// Reads `db_conn` at `path` of `node`; with `mysql` (a `tap-mysql` tap) also its
-    /// `engine` and TLS keys, relative paths resolved against `dir`.
-    pub(crate) fn read(document: &mut Document, node: &Node, path: &str, mysql: Option<&Path>) -> Option<DbConn> {
+    /// `engine` and TLS keys, with `postgres` (a PostgreSQL side) libpq's keys, relative paths
+    /// resolved against the directory given.
+    pub(crate) fn read(
+        document: &mut Document,
+        node: &Node,
+        path: &str,
+        mysql: Option<&Path>,
+        postgres: Option<&Path>,
+    ) -> Option<DbConn> {
         let conn = node.get("db_conn")?;
         let path = join(path, "db_conn");
         document.mapping(conn, &path)?;
@@ -166,6 +275,10 @@ impl DbConn {
             Some(dir) => MySqlKeys::read(document, conn, &path, dir, ssl),
             None => MySqlKeys::default(),
         };
+        let libpq = match postgres {
+            Some(dir) => LibpqKeys::read(document, conn, &path, dir, ssl),
+            None => LibpqKeys::default(),
+        };
         Some(DbConn {
             host: document.optional_text(conn, &path, "host"),
             port: port_value,
@@ -181,7 +294,65 @@ impl DbConn {
             ssl_ca: mysql.ssl_ca,
             ssl_cert: mysql.ssl_cert,
             ssl_key: mysql.ssl_key,
+            libpq,
         })
+    }
+}
+
+impl LibpqKeys {
+    /// Reads and checks them; every problem names its key path.
+    fn read(document: &mut Document, conn: &Node, path: &str, dir: &Path, ssl: bool) -> LibpqKeys {
+        let line = |key: &str| conn.get(key).map(|node| node.line);
+        for key in UNSUPPORTED_LIBPQ_KEYS {
+            if conn.get(key).is_some() {
+                let message = if key == "application_name" {
+                    "datadiff names its sessions pipelinewise-data-diff-source and -target, as PipelineWise's \
+                     data-diff does: remove application_name"
+                        .to_owned()
+                } else {
+                    format!("the libpq parameter {key} is not applied by datadiff: remove it (it would be ignored)")
+                };
+                document.problem(&join(path, key), line(key), message);
+            }
+        }
+        let service = document.optional_str(conn, path, "service");
+        if service.as_deref().is_some_and(|name| name.trim().is_empty()) {
+            document.problem(&join(path, "service"), line("service"), "service must name a connection service");
+        }
+        let sslmode = document.optional_str(conn, path, "sslmode").and_then(|text| {
+            let key_path = join(path, "sslmode");
+            match text.parse::<SslMode>() {
+                Ok(SslMode::Allow) => {
+                    document.problem(
+                        &key_path,
+                        line("sslmode"),
+                        "sslmode allow is not supported: use disable, prefer, require, verify-ca or verify-full",
+                    );
+                    None
+                }
+                Ok(mode @ (SslMode::Disable | SslMode::Prefer)) if ssl => {
+                    document.problem(
+                        &key_path,
+                        line("sslmode"),
+                        format!("sslmode {} contradicts ssl: true (which requires TLS)", mode.as_str()),
+                    );
+                    None
+                }
+                Ok(mode) => Some(mode),
+                Err(error) => {
+                    document.problem(&key_path, line("sslmode"), error.to_string());
+                    None
+                }
+            }
+        });
+        let sslrootcert = certificate_file(document, conn, path, "sslrootcert", dir, true);
+        let (sslcert, sslkey) = client_certificate(document, conn, path, dir);
+        let passfile = certificate_file(document, conn, path, "passfile", dir, false);
+        let driver = DRIVER_KEYS
+            .iter()
+            .filter_map(|key| document.optional_text(conn, path, key).map(|value| ((*key).to_owned(), value)))
+            .collect();
+        LibpqKeys { service, tls: SideTls { sslmode, sslrootcert, sslcert, sslkey }, passfile, driver }
     }
 }
 

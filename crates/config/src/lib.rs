@@ -106,7 +106,7 @@ mod yaml;
 
 pub use alerts::{AlertSettings, LogSettings, SlackSettings, VictorOpsSettings, WebhookSettings};
 pub use backend::BackendSettings;
-pub use connection::{DbConn, Endpoint, Pem};
+pub use connection::{DRIVER_KEYS, DbConn, Endpoint, LIBPQ_KEYS, LibpqKeys, Pem};
 pub use error::{Error, Problem};
 pub use project::{LoadOptions, Project, Tap, Target, load, load_with};
 pub use secret::Secret;

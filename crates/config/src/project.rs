@@ -250,7 +250,7 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
     for (_, name) in files.iter().filter(|(kind, _)| *kind == FileKind::Target) {
         let ReadFile { mut document, root } = read_file(&dir.join(name), name, &env, secret, &mut warnings);
         if let Some(root) = root {
-            let target = read_target(&mut document, &root, name);
+            let target = read_target(&mut document, &root, name, &dir);
             unreadable_target |= target.is_none();
             if let Some(target) = target {
                 match targets.iter().find(|t| t.id == target.id) {
@@ -415,11 +415,12 @@ fn root_string(document: &mut Document, root: &Node, key: &str) -> Option<String
     }
 }
 
-fn read_target(document: &mut Document, root: &Node, file: &str) -> Option<Target> {
+fn read_target(document: &mut Document, root: &Node, file: &str, dir: &Path) -> Option<Target> {
     document.mapping(root, "")?;
     let id = root_string(document, root, "id");
     let type_name = root_string(document, root, "type");
-    let db_conn = DbConn::read(document, root, "", None);
+    let postgres = (type_name.as_deref() == Some("target-postgres")).then_some(dir);
+    let db_conn = DbConn::read(document, root, "", None, postgres);
     Some(Target {
         target_type: type_name.as_deref().and_then(|t| t.parse().ok()),
         id: id?,
@@ -435,7 +436,8 @@ fn read_tap(document: &mut Document, root: &Node, file: &str, dir: &Path) -> Opt
     let type_name = root_string(document, root, "type");
     let target_id = root_string(document, root, "target");
     let mysql = (type_name.as_deref() == Some("tap-mysql")).then_some(dir);
-    let db_conn = DbConn::read(document, root, "", mysql);
+    let postgres = (type_name.as_deref() == Some("tap-postgres")).then_some(dir);
+    let db_conn = DbConn::read(document, root, "", mysql, postgres);
     let send_alert = match root.get("send_alert") {
         None => true,
         Some(value) => value.as_bool().unwrap_or_else(|| {

@@ -81,9 +81,11 @@ impl fmt::Display for ChecksumKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum UnsupportedComparison {
-    /// The families are not compatible (a missing column included).
+    /// The families are not compatible (a missing column included). The text starts with
+    /// PipelineWise's; datadiff adds `detail`: both sides' types (or which side lacks the
+    /// column) and what to do.
     #[error(
-        "row_checksum column '{column}' has incompatible source and target types ({source_family}, {target_family})"
+        "row_checksum column '{column}' has incompatible source and target types ({source_family}, {target_family}){detail}"
     )]
     Incompatible {
         /// The logical name.
@@ -92,12 +94,24 @@ pub enum UnsupportedComparison {
         source_family: TypeFamily,
         /// The target family.
         target_family: TypeFamily,
+        /// `: <both types or the missing side>; <fix>`, or empty.
+        detail: String,
     },
     /// An exact numeric column without a declared scale on one side (and not an integer type).
-    #[error("row_checksum column '{column}' needs declared numeric scales")]
+    /// The text starts with PipelineWise's (`row_checksum column '<c>' needs declared numeric
+    /// scales`); datadiff adds both sides' types and what to do.
+    #[error(
+        "row_checksum column '{column}' needs declared numeric scales: {source_type} on the source, {target_type} on the target; {fix}"
+    )]
     NeedsScales {
         /// The logical name.
         column: String,
+        /// The source column's type (`numeric(12,2)`).
+        source_type: String,
+        /// The target column's type (`double precision`).
+        target_type: String,
+        /// What the user can do about it.
+        fix: String,
     },
     /// A family that has no stable text form: floats, JSON, arrays, unknown types.
     #[error("row_checksum column '{column}' has unsupported type family '{family}'")]
@@ -202,16 +216,56 @@ impl ChecksumPlan {
 fn describe(pair: &ColumnPair) -> Result<ChecksumColumn, UnsupportedComparison> {
     let column = || pair.logical_name.clone();
     let (source_family, target_family) = (pair.source_family(), pair.target_family());
+    let name = &pair.logical_name;
     let (Some(source), Some(target)) = (&pair.source, &pair.target) else {
-        return Err(UnsupportedComparison::Incompatible { column: column(), source_family, target_family });
+        let missing = match (&pair.source, &pair.target) {
+            (None, None) => "neither table has it".to_owned(),
+            (None, Some(_)) => "the source table has no such column".to_owned(),
+            _ => "the target table has no such column (target-postgres creates lower-cased names)".to_owned(),
+        };
+        let detail = format!(": {missing}; check compare_columns against both tables");
+        return Err(UnsupportedComparison::Incompatible { column: column(), source_family, target_family, detail });
     };
     if !TypeFamily::compatible(source_family, target_family) {
-        return Err(UnsupportedComparison::Incompatible { column: column(), source_family, target_family });
+        let detail = format!(
+            ": {} on the source, {} on the target; the two cannot hash alike: fix the target column's type, or \
+             leave {name} out of compare_columns",
+            source.type_text(),
+            target.type_text()
+        );
+        return Err(UnsupportedComparison::Incompatible { column: column(), source_family, target_family, detail });
     }
     let (kind, scale) = match source_family {
         TypeFamily::ExactNumeric => match (declared_scale(source), declared_scale(target)) {
             (Some(source), Some(target)) => (ChecksumKind::ExactNumeric, source.max(target)),
-            _ => return Err(UnsupportedComparison::NeedsScales { column: column() }),
+            (source_scale, _) => {
+                let name = &pair.logical_name;
+                let fix = match source_scale {
+                    None => format!(
+                        "the source's {} declares no scale: declare one (numeric(p,s)), or leave {name} out of \
+                         compare_columns",
+                        source.type_text()
+                    ),
+                    Some(scale) if target_family == TypeFamily::ApproximateNumeric => format!(
+                        "row_checksum hashes exact numbers at a declared scale and the target's {} declares none \
+                         (target-postgres writes numeric as double precision). Compare {name} with row_diff instead \
+                         (datadiff.yml checks.<check>.row_diff; it reads the target at the source's scale {scale}) \
+                         and drop row_checksum from checks, or leave {name} out of compare_columns",
+                        target.type_text()
+                    ),
+                    Some(scale) => format!(
+                        "the target's {} declares no scale: give the target column one (numeric(p,{scale})), or \
+                         leave {name} out of compare_columns",
+                        target.type_text()
+                    ),
+                };
+                return Err(UnsupportedComparison::NeedsScales {
+                    column: column(),
+                    source_type: source.type_text(),
+                    target_type: target.type_text(),
+                    fix,
+                });
+            }
         },
         TypeFamily::String => (ChecksumKind::String, 0),
         TypeFamily::Boolean => (ChecksumKind::Boolean, 0),
@@ -259,11 +313,14 @@ mod tests {
     fn checksum_rejects_approximate_and_missing_columns() {
         assert_eq!(
             error(&[pair("status", None, None)]),
-            "row_checksum column 'status' has incompatible source and target types (missing, missing)"
+            "row_checksum column 'status' has incompatible source and target types (missing, missing): neither \
+             table has it; check compare_columns against both tables"
         );
         assert_eq!(
             error(&[pair("status", Some(column("status", "text")), None)]),
-            "row_checksum column 'status' has incompatible source and target types (string, missing)"
+            "row_checksum column 'status' has incompatible source and target types (string, missing): the target \
+             table has no such column (target-postgres creates lower-cased names); check compare_columns against \
+             both tables"
         );
         assert_eq!(
             error(&[same("ratio", "double precision")]),
@@ -279,19 +336,45 @@ mod tests {
         );
         assert_eq!(
             error(&[same("ok", "text"), pair("flag", Some(column("flag", "boolean")), Some(column("flag", "text")))]),
-            "row_checksum column 'flag' has incompatible source and target types (boolean, string)"
+            "row_checksum column 'flag' has incompatible source and target types (boolean, string): boolean on the \
+             source, text on the target; the two cannot hash alike: fix the target column's type, or leave flag out \
+             of compare_columns"
         );
     }
 
     #[test]
     fn exact_numeric_needs_declared_scales_except_for_integers() {
+        // PipelineWise's text first, then both sides' types and the fix.
         let numeric_without_scale =
             pair("amount", Some(scaled("amount", "numeric", None)), Some(scaled("amount", "numeric", Some(2))));
-        assert_eq!(error(&[numeric_without_scale]), "row_checksum column 'amount' needs declared numeric scales");
-        // Exact against approximate is schema-compatible but a double has no declared scale.
-        let against_double =
-            pair("amount", Some(scaled("amount", "numeric", Some(2))), Some(column("amount", "double precision")));
-        assert_eq!(error(&[against_double]), "row_checksum column 'amount' needs declared numeric scales");
+        assert_eq!(
+            error(&[numeric_without_scale]),
+            "row_checksum column 'amount' needs declared numeric scales: numeric on the source, numeric(?,2) on the \
+             target; the source's numeric declares no scale: declare one (numeric(p,s)), or leave amount out of \
+             compare_columns"
+        );
+        // Exact against approximate is schema-compatible but a double has no declared scale:
+        // PipelineWise's target-postgres writes numeric(12,2) as double precision.
+        let against_double = pair(
+            "amount",
+            Some(CatalogColumn { numeric_precision: Some(12), ..scaled("amount", "numeric", Some(2)) }),
+            Some(column("amount", "double precision")),
+        );
+        let text = error(&[against_double]);
+        assert!(text.starts_with("row_checksum column 'amount' needs declared numeric scales: "), "{text}");
+        assert!(text.contains("numeric(12,2) on the source, double precision on the target;"), "{text}");
+        assert!(text.contains("the target's double precision declares none"), "{text}");
+        assert!(text.contains("Compare amount with row_diff instead"), "{text}");
+        assert!(text.contains("at the source's scale 2"), "{text}");
+        let target_without_scale = pair(
+            "amount",
+            Some(CatalogColumn { numeric_precision: Some(12), ..scaled("amount", "numeric", Some(2)) }),
+            Some(scaled("amount", "numeric", None)),
+        );
+        assert!(error(&[target_without_scale]).ends_with(
+            "numeric(12,2) on the source, numeric on the target; the target's numeric declares no scale: give the \
+             target column one (numeric(p,2)), or leave amount out of compare_columns"
+        ));
         // Integer types without a scale (MySQL, Snowflake report none) count as 0.
         let plan = ChecksumPlan::build(&[pair(
             "id",

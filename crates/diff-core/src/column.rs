@@ -9,7 +9,7 @@
 use serde_json::{Map, Value as Json};
 
 use crate::definition::CheckDefinition;
-use crate::family::{TypeFamily, lookup_name};
+use crate::family::{TypeFamily, is_integer_name, lookup_name};
 use crate::verdict::{CheckResult, ResultStatus, ResultType};
 
 /// One column of a table as `information_schema.columns` describes it.
@@ -35,6 +35,19 @@ impl CatalogColumn {
     /// The column's type family.
     pub fn family(&self) -> TypeFamily {
         TypeFamily::classify(&self.data_type, self.udt_name.as_deref())
+    }
+
+    /// The type as messages name it: `data_type`, with the declared precision and scale of an
+    /// exact numeric (`numeric(12,2)`; `?` for a scale without a precision).
+    pub fn type_text(&self) -> String {
+        if self.family() == TypeFamily::ExactNumeric
+            && !is_integer_name(&self.lookup_name())
+            && let Some(scale) = self.numeric_scale
+        {
+            let precision = self.numeric_precision.map_or_else(|| "?".to_owned(), |precision| precision.to_string());
+            return format!("{}({precision},{scale})", self.data_type);
+        }
+        self.data_type.clone()
     }
 
     /// The name its family is looked up by (see [`lookup_name`]).

@@ -377,13 +377,14 @@ mod tests {
             column: "status".into(),
             source_family: TypeFamily::Missing,
             target_family: TypeFamily::Missing,
+            detail: ": neither table has it".into(),
         };
         let result = CheckResult::rejected_checksum(&reason);
         assert_eq!(result.check_type.as_str(), "row_checksum");
         assert_eq!(result.status, ResultStatus::Error);
         assert_eq!((result.source_value.clone(), result.target_value.clone()), (Json::Null, Json::Null));
         assert_eq!((result.source_query_seconds, result.target_query_seconds), (None, None));
-        let text = "row_checksum column 'status' has incompatible source and target types (missing, missing)";
+        let text = "row_checksum column 'status' has incompatible source and target types (missing, missing): neither table has it";
         assert_eq!(result.error.as_deref(), Some(text));
         assert_eq!(result.failure_text().as_deref(), Some(text), "its own error, not 'row_checksum ERROR'");
     }

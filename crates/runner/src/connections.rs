@@ -16,12 +16,20 @@
 //!   ERROR with upstream's message (`Persisted source database '<db>' does not match the
 //!   imported connection for tap '<tap>'`, and the target variant).
 //!
-//! As libpq would, `PGSERVICE` names a connection service (`PGSERVICEFILE`,
-//! `~/.pg_service.conf`, `PGSYSCONFDIR/pg_service.conf`) whose `host`, `port`, `user`,
-//! `password`, `passfile` and TLS settings fill what the `db_conn` (and `datadiff.yml`) leave
-//! out; then a `db_conn` without `host` uses the local Unix socket, one without `user` takes
-//! `PGUSER` (then the login name), and one without `password` takes `PGPASSWORD`, then the
-//! password file. These texts never contain a password.
+//! A PostgreSQL side's `db_conn` takes libpq's per-connection keys
+//! ([`datadiff_config::LibpqKeys`]). Its `service` names a connection service
+//! (`PGSERVICEFILE`, `~/.pg_service.conf`, `PGSYSCONFDIR/pg_service.conf`) whose `host`
+//! (else `hostaddr`), `port`, `user`, `password`, `passfile`, TLS settings and driver keys fill
+//! what the `db_conn` (and `datadiff.yml`) leave out, as libpq's connection-string `service`
+//! does. `PGSERVICE` is **not** read for these connections: libpq applies it to every
+//! connection that names no service, which here would send a source and its target — two
+//! servers — to one service; each side names its own instead (a warning says so when
+//! `PGSERVICE` is set). Then a `db_conn` without `host` uses the local Unix socket, one
+//! without `user` takes `PGUSER` (then the login name), and one without `password` takes
+//! `PGPASSWORD`, then the password file (`passfile`, the service's, `PGPASSFILE`,
+//! `~/.pgpass`). TLS, key by key: `datadiff.yml`'s `tls` entry, the `db_conn`'s `sslmode`,
+//! `sslrootcert`, `sslcert` and `sslkey` (`ssl: true` is `require`), the service's, then
+//! `prefer`. These texts never contain a password.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -105,6 +113,12 @@ impl Connections {
         }
         connections.tap_tls = project.tls.taps.clone();
         connections.target_tls = project.tls.targets.clone();
+        if connections.environment.get("PGSERVICE").is_some() {
+            tracing::warn!(
+                "PGSERVICE is not used for the project's source and target connections (it would send both sides \
+                 to one service): name each side's service with db_conn.service"
+            );
+        }
         connections
     }
 
@@ -193,11 +207,15 @@ impl Connections {
             Side::Source => "source",
             Side::Target => "target",
         };
-        let service = match self.environment.get("PGSERVICE") {
-            Some(name) => Some(
-                datadiff_access::service::lookup(role, name, &self.environment)
-                    .map_err(|error| datadiff_access::chain(&error))?,
-            ),
+        let owner_kind = match side {
+            Side::Source => "Tap",
+            Side::Target => "Target",
+        };
+        // The side's own service only: PGSERVICE would send both sides to one (module docs).
+        let service = match &endpoint.libpq.service {
+            Some(name) => Some(datadiff_access::service::lookup(role, name, &self.environment).map_err(|error| {
+                format!("{owner_kind} '{owner}' db_conn.service: {}", datadiff_access::chain(&error))
+            })?),
             None => None,
         };
         let from_service = |key: &str| service.as_ref().and_then(|service| service.get(key)).map(str::to_owned);
@@ -206,7 +224,8 @@ impl Connections {
             fill_from_service(&mut endpoint, service)?;
         }
         let endpoint = &endpoint;
-        let mut config = postgres::Config::new();
+        let mut config = driver_config(&endpoint.libpq.driver, service.as_ref())
+            .map_err(|error| format!("{owner_kind} '{owner}' db_conn: {error}"))?;
         let host = match &endpoint.host {
             Some(host) if host.starts_with('/') => {
                 config.host_path(host);
@@ -216,6 +235,8 @@ impl Connections {
                 config.host(host);
                 host.clone()
             }
+            // libpq: hostaddr without host connects over TCP to that address.
+            None if !config.get_hostaddrs().is_empty() => config.get_hostaddrs()[0].to_string(),
             None => {
                 let socket = default_socket_dir();
                 config.host_path(&socket);
@@ -224,10 +245,6 @@ impl Connections {
         };
         let port = endpoint.port.unwrap_or(5432);
         config.port(port);
-        let owner_kind = match side {
-            Side::Source => "Tap",
-            Side::Target => "Target",
-        };
         let user = match &endpoint.user {
             Some(user) => user.clone(),
             None => self
@@ -246,7 +263,12 @@ impl Connections {
                 config.password(password.expose());
             }
             None => {
-                let passfile = from_service("passfile").map(PathBuf::from).or_else(|| self.environment.passfile());
+                let passfile = endpoint
+                    .libpq
+                    .passfile
+                    .clone()
+                    .or_else(|| from_service("passfile").map(PathBuf::from))
+                    .or_else(|| self.environment.passfile());
                 if let Some(password) = self.environment.get("PGPASSWORD") {
                     config.password(password);
                 } else if let Some(path) = passfile {
@@ -266,13 +288,31 @@ impl Connections {
             Side::Source => SOURCE_APPLICATION_NAME,
             Side::Target => TARGET_APPLICATION_NAME,
         });
-        let connect_timeout = timeout.min(MAX_CONNECT_TIMEOUT);
+        // An explicit connect_timeout (db_conn or service) wins; 0 is libpq's "no limit",
+        // which a scheduled check does not take: the default applies.
+        let connect_timeout = match config.get_connect_timeout() {
+            Some(explicit) if !explicit.is_zero() => *explicit,
+            _ => timeout.min(MAX_CONNECT_TIMEOUT),
+        };
         config.connect_timeout(connect_timeout);
-        let extra = match side {
+        let configured = match side {
             Side::Source => self.tap_tls.get(owner),
             Side::Target => self.target_tls.get(owner),
         };
-        let settings = tls_settings(endpoint.ssl, extra, service.as_ref())?;
+        // datadiff.yml's entry wins over the db_conn's keys, key by key.
+        let own = &endpoint.libpq.tls;
+        let extra = configured.cloned().unwrap_or_default();
+        let (sslcert, sslkey) = match (&extra.sslcert, &extra.sslkey) {
+            (Some(_), Some(_)) => (extra.sslcert.clone(), extra.sslkey.clone()),
+            _ => (own.sslcert.clone(), own.sslkey.clone()),
+        };
+        let merged = SideTls {
+            sslmode: extra.sslmode.or(own.sslmode),
+            sslrootcert: extra.sslrootcert.clone().or_else(|| own.sslrootcert.clone()),
+            sslcert,
+            sslkey,
+        };
+        let settings = tls_settings(endpoint.ssl, Some(&merged), service.as_ref())?;
         config.ssl_mode(settings.driver_mode());
         let tls = settings.client_tls().map_err(|error| datadiff_access::chain(&error.for_role(role)))?;
         Ok(SideConfig { side, config, address: format!("{host}:{port}/{dbname}"), connect_timeout, tls })
@@ -337,6 +377,38 @@ fn fill_from_service(endpoint: &mut Endpoint, service: &Service) -> Result<(), S
         endpoint.password = service.get("password").map(datadiff_config::Secret::new);
     }
     Ok(())
+}
+
+/// The driver's settings from the side's libpq driver keys ([`datadiff_config::DRIVER_KEYS`]):
+/// the `db_conn`'s, then the service's for the keys the `db_conn` leaves out; host, port, user,
+/// password, database, TLS and names are set on top by the caller.
+fn driver_config(own: &[(String, String)], service: Option<&Service>) -> Result<postgres::Config, String> {
+    let mut text = String::new();
+    for key in datadiff_config::DRIVER_KEYS {
+        let value = own
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value.as_str())
+            .or_else(|| service.and_then(|service| service.get(key)));
+        if let Some(value) = value {
+            text.push_str(&format!("{key}='{}' ", value.replace('\\', "\\\\").replace('\'', "\\'")));
+        }
+    }
+    if text.is_empty() {
+        return Ok(postgres::Config::new());
+    }
+    text.parse::<postgres::Config>().map_err(|error| format!("{error} (in {})", key_names(own, service)))
+}
+
+/// The driver keys given, for an error message: names only, never values.
+fn key_names(own: &[(String, String)], service: Option<&Service>) -> String {
+    let mut names: Vec<&str> = own.iter().map(|(name, _)| name.as_str()).collect();
+    if let Some(service) = service {
+        names.extend(datadiff_config::DRIVER_KEYS.iter().filter(|key| service.get(key).is_some()).copied());
+    }
+    names.sort_unstable();
+    names.dedup();
+    names.join(", ")
 }
 
 /// A side's TLS: `datadiff.yml`'s `tls` entry wins, then the `db_conn`'s `ssl: true`
@@ -641,32 +713,95 @@ mod tests {
     }
 
     #[test]
-    fn pgservice_fills_what_db_conn_leaves_out() {
+    fn each_side_takes_the_service_its_db_conn_names_and_pgservice_applies_to_neither() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("services.conf");
-        std::fs::write(&file, "[dd]\nhost=svc-host\nport=6000\nuser=svc\npassword=svc-pw\nsslmode=verify-ca\n")
-            .unwrap();
+        std::fs::write(
+            &file,
+            "[dd]\nhost=svc-host\nport=6000\nuser=svc\npassword=svc-pw\nsslmode=verify-ca\nkeepalives_idle=7\n\
+             [dw]\nhost=dw-host\nuser=dw\n",
+        )
+        .unwrap();
         let environment = Environment::from_pairs([
             ("PGSERVICE", "dd".to_owned()),
             ("PGSERVICEFILE", file.display().to_string()),
             ("PGSYSCONFDIR", dir.path().display().to_string()),
         ]);
-        let bare = DbConn { dbname: Some("payments".into()), user: Some("explicit".into()), ..DbConn::default() };
-        let connections =
-            Connections::new(environment.clone()).with_tap("payments", bare).with_target("postgres", warehouse());
+        let with_service = |name: &str, conn: DbConn| DbConn {
+            libpq: datadiff_config::LibpqKeys { service: Some(name.into()), ..Default::default() },
+            ..conn
+        };
+        let source = DbConn { dbname: Some("payments".into()), user: Some("explicit".into()), ..DbConn::default() };
+        let target = DbConn { dbname: Some("dwh".into()), ..DbConn::default() };
+        let connections = Connections::new(environment.clone())
+            .with_tap("payments", with_service("dd", source.clone()))
+            .with_target("postgres", with_service("dw", target.clone()));
         let route = connections.route(&definition(60)).unwrap();
         assert_eq!(route.source.config.get_hosts(), [postgres::config::Host::Tcp("svc-host".into())]);
         assert_eq!(route.source.config.get_ports(), [6000]);
         assert_eq!(route.source.config.get_user(), Some("explicit"), "the db_conn wins");
         assert_eq!(route.source.config.get_password(), Some(&b"svc-pw"[..]));
+        assert_eq!(route.source.config.get_keepalives_idle(), Duration::from_secs(7), "a driver key of the service");
         assert!(route.source.tls.is_configured(), "the service's verify-ca");
-        assert_eq!(route.target.config.get_hosts(), [postgres::config::Host::Tcp("dwh".into())]);
-        assert!(!route.target.tls.is_configured(), "ssl: true is require, over the service's mode");
-        let missing = Connections::new(environment.with("PGSERVICE", "gone"))
-            .with_tap("payments", tap())
+        assert_eq!(route.target.config.get_hosts(), [postgres::config::Host::Tcp("dw-host".into())], "its own");
+        assert_eq!(route.target.config.get_user(), Some("dw"));
+        assert!(!route.target.tls.is_configured(), "dw sets no sslmode: prefer");
+
+        // PGSERVICE names dd, but a db_conn without service takes nothing from it.
+        let plain = Connections::new(environment.clone())
+            .with_tap("payments", DbConn { host: Some("primary".into()), ..source })
+            .with_target("postgres", DbConn { host: Some("dwh".into()), user: Some("u".into()), ..target });
+        let route = plain.route(&definition(60)).unwrap();
+        assert_eq!(route.source.config.get_hosts(), [postgres::config::Host::Tcp("primary".into())]);
+        assert_eq!(route.source.config.get_ports(), [5432]);
+        assert_eq!(route.source.config.get_password(), None);
+        assert!(!route.source.tls.is_configured());
+
+        let missing = Connections::new(environment)
+            .with_tap("payments", with_service("gone", tap()))
             .with_target("postgres", warehouse());
         let error = missing.route(&definition(60)).unwrap_err();
-        assert!(error.starts_with("the source connection names service \"gone\", which is not defined in"), "{error}");
+        assert!(
+            error.starts_with(
+                "Tap 'payments' db_conn.service: the source connection names service \"gone\", which is not defined in"
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_db_conns_libpq_keys_reach_the_driver_and_bad_values_name_the_keys() {
+        let keys = |driver: &[(&str, &str)]| datadiff_config::LibpqKeys {
+            driver: driver.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            tls: SideTls {
+                sslmode: Some(SslMode::VerifyFull),
+                sslrootcert: Some("system".into()),
+                ..SideTls::default()
+            },
+            ..Default::default()
+        };
+        let tap = |driver: &[(&str, &str)]| DbConn { libpq: keys(driver), ..tap() };
+        let connections = Connections::new(Environment::default())
+            .with_tap(
+                "payments",
+                tap(&[
+                    ("connect_timeout", "4"),
+                    ("options", "-c work_mem=8MB"),
+                    ("target_session_attrs", "read-write"),
+                ]),
+            )
+            .with_target("postgres", warehouse());
+        let route = connections.route(&definition(60)).unwrap();
+        assert_eq!(route.source.connect_timeout, Duration::from_secs(4));
+        assert_eq!(route.source.config.get_options(), Some("-c work_mem=8MB"));
+        assert_eq!(route.source.config.get_target_session_attrs(), postgres::config::TargetSessionAttrs::ReadWrite);
+        assert!(route.source.tls.is_configured(), "the db_conn's verify-full");
+        assert_eq!(route.source.config.get_application_name(), Some(SOURCE_APPLICATION_NAME));
+        let bad = Connections::new(Environment::default())
+            .with_tap("payments", tap(&[("keepalives_idle", "soon")]))
+            .with_target("postgres", warehouse());
+        let error = bad.route(&definition(60)).unwrap_err();
+        assert!(error.starts_with("Tap 'payments' db_conn: ") && error.contains("(in keepalives_idle)"), "{error}");
     }
 
     #[test]

@@ -9,9 +9,19 @@
 //!   only counts (the definitions are validated and ignored).
 //! * [`changed_since_import`] names the current definitions whose YAML now hashes otherwise
 //!   (`run` warns: `definition changed since import; run import_config`).
+//!
+//! **Several projects, one backend.** A project owns the current definitions whose target is
+//! one of its targets (`full_check_name` starts with the target id). Its import deactivates
+//! only those — a table whose `data_diff` block is gone, a tap removed from its YAML — and
+//! leaves every other target's definitions alone ([`SyncScope::within_targets`]); each
+//! deactivation is reported with the reason ([`Deactivation`]). Upstream's import deactivates
+//! every current definition it lacks, whatever its target: it assumes one project per backend.
+//! Definitions PipelineWise imported carry the same target ids, so they are owned the same way.
 
 use chrono::{DateTime, Utc};
-use datadiff_backend_store::{DefinitionFilter, MigrateOptions, Store, SyncReport, SyncScope, TapSelection};
+use datadiff_backend_store::{
+    Deactivated, DefinitionFilter, MigrateOptions, Store, SyncReport, SyncScope, TapSelection,
+};
 use datadiff_config::Project;
 
 use crate::error::Error;
@@ -23,6 +33,16 @@ pub fn missing_taps(selection: &TapSelection, project: &Project) -> Vec<String> 
         TapSelection::All => Vec::new(),
         TapSelection::Only(taps) => taps.iter().filter(|tap| project.tap(tap).is_none()).cloned().collect(),
     }
+}
+
+/// A definition [`import_definitions`] deactivated, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deactivation {
+    /// Its `full_check_name`.
+    pub full_check_name: String,
+    /// Why, in words naming the tap and what the YAML no longer says (`tap 'payments' no
+    /// longer declares data_diff for this table`).
+    pub reason: String,
 }
 
 /// What [`import_definitions`] did.
@@ -38,6 +58,27 @@ pub struct ImportReport {
     pub migration_steps: Vec<String>,
     /// The sync's counts; `None` without `backend_db`.
     pub sync: Option<SyncReport>,
+    /// Every definition the sync deactivated, in name order, with the reason.
+    pub deactivations: Vec<Deactivation>,
+}
+
+/// Why the import of `project` (with `selection`) deactivated `definition`.
+fn deactivation_reason(definition: &Deactivated, project: &Project, selection: &TapSelection) -> String {
+    let tap = &definition.tap_id;
+    match project.tap(tap) {
+        Some(found) if found.target_id != definition.target_id => format!(
+            "tap '{tap}' now replicates to target '{}', not '{}' (its checks there are new definitions)",
+            found.target_id, definition.target_id
+        ),
+        Some(_) => format!("tap '{tap}' no longer declares data_diff for this table"),
+        None if matches!(selection, TapSelection::Only(_)) => {
+            format!("tap '{tap}' is named by --taps but not defined in the project YAML")
+        }
+        None => format!(
+            "tap '{tap}' of target '{}' is no longer in the project YAML (no tap_*.yml has id '{tap}')",
+            definition.target_id
+        ),
+    }
 }
 
 /// Migrates `store` (when the project has a backend) and reconciles the selected taps'
@@ -60,13 +101,22 @@ pub fn import_definitions(
         missing_taps: missing_taps(selection, project),
         migration_steps: Vec::new(),
         sync: None,
+        deactivations: Vec::new(),
     };
     if let Some(store) = store {
         let migration = store.migrate(&MigrateOptions::latest()).map_err(backend("migrating the backend"))?;
         report.migration_steps = migration.steps.iter().map(ToString::to_string).collect();
-        let sync = store
-            .sync_definitions(&definitions, &SyncScope { selection: selection.clone(), ..SyncScope::all() }, now)
-            .map_err(backend("importing the definitions"))?;
+        let scope = SyncScope { selection: selection.clone(), ..SyncScope::all() }
+            .within_targets(project.targets.iter().map(|target| target.id.clone()));
+        let sync = store.sync_definitions(&definitions, &scope, now).map_err(backend("importing the definitions"))?;
+        report.deactivations = sync
+            .deactivated_definitions
+            .iter()
+            .map(|definition| Deactivation {
+                full_check_name: definition.full_check_name.clone(),
+                reason: deactivation_reason(definition, project, selection),
+            })
+            .collect();
         report.sync = Some(sync);
     }
     Ok(report)

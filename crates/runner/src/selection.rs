@@ -1,5 +1,7 @@
 //! Which current definitions a tick works on: `--all`, a target, a tap of a target, and
-//! optionally one check by name or id (runs note §6).
+//! optionally one check by name or id (runs note §6), within the project's taps.
+
+use std::collections::BTreeSet;
 
 use datadiff_backend_store::{DefinitionFilter, Store};
 use datadiff_config::Project;
@@ -13,6 +15,11 @@ use crate::error::Error;
 /// revision's `check_id` text or its `full_check_name` exactly (`target/tap/schema/table`),
 /// as upstream does. A tap without its target is not expressible: upstream refuses `--tap`
 /// without `--target`.
+///
+/// [`Selection::within`] keeps a tick to one project's definitions: those whose target and
+/// tap the project's YAML defines. Upstream has no such bound (one project per backend); with
+/// it, several projects share a backend and a tick of one never attempts, errors or blocks
+/// another's definitions.
 ///
 /// ```
 /// use datadiff_runner::Selection;
@@ -29,6 +36,9 @@ pub struct Selection {
     pub tap: Option<String>,
     /// Only the current revision whose `check_id` or `full_check_name` is exactly this.
     pub check: Option<String>,
+    /// Only definitions whose `(target, tap)` is one of these: the project's taps
+    /// ([`Selection::within`]). `None`: every definition in the backend.
+    pub taps: Option<BTreeSet<(String, String)>>,
 }
 
 impl Selection {
@@ -44,7 +54,14 @@ impl Selection {
 
     /// The current definitions of one tap of one target (`--target T --tap P`).
     pub fn tap(target: impl Into<String>, tap: impl Into<String>) -> Selection {
-        Selection { target: Some(target.into()), tap: Some(tap.into()), check: None }
+        Selection { target: Some(target.into()), tap: Some(tap.into()), ..Selection::default() }
+    }
+
+    /// Narrows to the definitions of `project`: those whose target and tap its YAML defines
+    /// (a tap's definitions under its own target).
+    pub fn within(mut self, project: &Project) -> Selection {
+        self.taps = Some(project_taps(project));
+        self
     }
 
     /// Narrows to one check: its `check_id` text or its `full_check_name` (`--check`).
@@ -94,8 +111,14 @@ impl Selection {
             tap: self.tap.clone(),
             check: self.check.clone(),
             include_versioned: false,
+            taps: self.taps.clone(),
         }
     }
+}
+
+/// The `(target id, tap id)` of every tap `project` defines.
+pub fn project_taps(project: &Project) -> BTreeSet<(String, String)> {
+    project.taps.iter().map(|tap| (tap.target_id.clone(), tap.id.clone())).collect()
 }
 
 #[cfg(test)]
@@ -112,5 +135,6 @@ mod tests {
         assert!(!filter.include_versioned);
         let filter = Selection::target("postgres").filter();
         assert_eq!((filter.target.as_deref(), filter.tap), (Some("postgres"), None));
+        assert_eq!(filter.taps, None, "without a project, every definition of the backend");
     }
 }

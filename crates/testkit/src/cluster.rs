@@ -28,6 +28,8 @@ pub struct ClusterOptions {
     tls: Option<TlsOptions>,
     /// The IPv4 address the server listens on instead of 127.0.0.1.
     address: Option<std::net::Ipv4Addr>,
+    /// `wal_level = logical`, for publications.
+    logical: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -59,6 +61,13 @@ impl ClusterOptions {
             ip_addresses: ip_addresses.iter().map(|ip| (*ip).to_owned()).collect(),
             client_certificates: false,
         });
+        self
+    }
+
+    /// `wal_level = logical` (with replication slots and WAL senders), so that the cluster's
+    /// databases can publish tables to a subscriber (native logical replication).
+    pub fn logical_replication(mut self) -> Self {
+        self.logical = true;
         self
     }
 
@@ -347,6 +356,9 @@ fi
             self.host,
             self.dir.display()
         );
+        if options.logical {
+            settings.push_str("wal_level = logical\nmax_replication_slots = 10\nmax_wal_senders = 10\n");
+        }
         if let Some(tls) = &options.tls {
             let authority = Authority::generate("datadiff-testkit CA")?;
             let (certificate, key) = authority.issue_server(&tls.dns_names, &tls.ip_addresses)?;

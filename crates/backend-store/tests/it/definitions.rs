@@ -27,8 +27,22 @@ fn revisions(repo: &Repo) -> Vec<Revision> {
         .collect()
 }
 
-fn report(created: u64, unchanged: u64, superseded: u64, deactivated: u64) -> SyncReport {
-    SyncReport { created, unchanged, superseded, deactivated, historical_scans_pending: 0 }
+/// A sync's counts: created, unchanged, superseded, deactivated, historical scans pending.
+type Counts = (u64, u64, u64, u64, u64);
+
+trait CountsOf {
+    fn counts(&self) -> Counts;
+}
+
+impl CountsOf for SyncReport {
+    fn counts(&self) -> Counts {
+        assert_eq!(self.deactivated_definitions.len() as u64, self.deactivated, "every deactivation is named");
+        (self.created, self.unchanged, self.superseded, self.deactivated, self.historical_scans_pending)
+    }
+}
+
+fn report(created: u64, unchanged: u64, superseded: u64, deactivated: u64) -> Counts {
+    (created, unchanged, superseded, deactivated, 0)
 }
 
 const A: &str = "postgres/tap/public/a";
@@ -42,7 +56,7 @@ fn created_unchanged_superseded_deactivated_and_re_added() {
     let b = table("tap", "b");
     let all = SyncScope::all();
 
-    assert_eq!(store.sync_definitions(&[a.clone(), b.clone()], &all, at(1, 0)).unwrap(), report(2, 0, 0, 0));
+    assert_eq!(store.sync_definitions(&[a.clone(), b.clone()], &all, at(1, 0)).unwrap().counts(), report(2, 0, 0, 0));
     assert_eq!(revisions(&repo), vec![(A.into(), 1, true, at(1, 0), None), (B.into(), 1, true, at(1, 0), None)]);
     // The stored row: every column as upstream writes it, the canonical JSON and its hash.
     let row = repo
@@ -83,7 +97,7 @@ fn created_unchanged_superseded_deactivated_and_re_added() {
     assert_eq!((row.get::<_, i64>(18), row.get::<_, i64>(19), row.get::<_, i64>(20)), (3600, 0, 60));
 
     // The same YAML again: nothing written.
-    assert_eq!(store.sync_definitions(&[a.clone(), b.clone()], &all, at(2, 0)).unwrap(), report(0, 2, 0, 0));
+    assert_eq!(store.sync_definitions(&[a.clone(), b.clone()], &all, at(2, 0)).unwrap().counts(), report(0, 2, 0, 0));
     assert_eq!(revisions(&repo).len(), 2);
 
     // A changed definition supersedes its current revision with a new check_id.
@@ -91,16 +105,19 @@ fn created_unchanged_superseded_deactivated_and_re_added() {
         store.definitions(&DefinitionFilter { check: Some(A.into()), ..Default::default() }).unwrap()[0].check_id;
     let mut changed = a.clone();
     changed.frequency = "30 * * * *".into();
-    assert_eq!(store.sync_definitions(&[changed.clone(), b.clone()], &all, at(3, 0)).unwrap(), report(1, 1, 1, 0));
+    assert_eq!(
+        store.sync_definitions(&[changed.clone(), b.clone()], &all, at(3, 0)).unwrap().counts(),
+        report(1, 1, 1, 0)
+    );
     let current = store.definitions(&DefinitionFilter { check: Some(A.into()), ..Default::default() }).unwrap();
     assert_eq!(current.len(), 1);
     assert_eq!((current[0].revision, current[0].definition.frequency.as_str()), (2, "30 * * * *"));
     assert_ne!(current[0].check_id, first_id);
 
     // A table removed from the YAML is deactivated; rows are never deleted.
-    assert_eq!(store.sync_definitions(std::slice::from_ref(&b), &all, at(4, 0)).unwrap(), report(0, 1, 0, 1));
+    assert_eq!(store.sync_definitions(std::slice::from_ref(&b), &all, at(4, 0)).unwrap().counts(), report(0, 1, 0, 1));
     // Re-added: revision max + 1, a new check_id; the now missing b is deactivated.
-    assert_eq!(store.sync_definitions(&[changed], &all, at(5, 0)).unwrap(), report(1, 0, 0, 1));
+    assert_eq!(store.sync_definitions(&[changed], &all, at(5, 0)).unwrap().counts(), report(1, 0, 0, 1));
     assert_eq!(
         revisions(&repo),
         vec![
@@ -121,7 +138,7 @@ fn a_partial_import_touches_only_its_selected_taps() {
     store.sync_definitions(&[table("a", "t"), table("b", "t")], &SyncScope::all(), at(1, 0)).unwrap();
 
     // --taps a with a's table gone: a's definition is deactivated, b's kept.
-    assert_eq!(store.sync_definitions(&[], &SyncScope::taps(["a"]), at(2, 0)).unwrap(), report(0, 0, 0, 1));
+    assert_eq!(store.sync_definitions(&[], &SyncScope::taps(["a"]), at(2, 0)).unwrap().counts(), report(0, 0, 0, 1));
     let current: Vec<String> = store
         .definitions(&DefinitionFilter::default())
         .unwrap()
@@ -132,7 +149,7 @@ fn a_partial_import_touches_only_its_selected_taps() {
 
     // A selected tap missing from the YAML is in scope: its definitions are deactivated.
     assert_eq!(
-        store.sync_definitions(&[table("a", "t")], &SyncScope::taps(["a", "b"]), at(3, 0)).unwrap(),
+        store.sync_definitions(&[table("a", "t")], &SyncScope::taps(["a", "b"]), at(3, 0)).unwrap().counts(),
         report(1, 0, 0, 1)
     );
     let current: Vec<(String, i32)> = store
@@ -156,7 +173,10 @@ fn a_full_import_preserves_failed_taps_and_deactivates_deleted_ones() {
     let mut changed = table("failed", "t");
     changed.checks.push(CheckType::MaxKey);
     let scope = SyncScope::all().excluding(["failed"]);
-    assert_eq!(store.sync_definitions(&[table("ok", "t"), changed], &scope, at(2, 0)).unwrap(), report(0, 1, 0, 1));
+    assert_eq!(
+        store.sync_definitions(&[table("ok", "t"), changed], &scope, at(2, 0)).unwrap().counts(),
+        report(0, 1, 0, 1)
+    );
     assert_eq!(
         revisions(&repo),
         vec![
@@ -165,6 +185,73 @@ fn a_full_import_preserves_failed_taps_and_deactivates_deleted_ones() {
             ("postgres/ok/public/t".into(), 1, true, at(1, 0), None),
         ]
     );
+}
+
+/// `table(tap, name)` under another target.
+fn table_of(target: &str, tap: &str, name: &str) -> datadiff_diff_core::definition::CheckDefinition {
+    let mut definition = table(tap, name);
+    definition.target_id = target.into();
+    definition.full_check_name =
+        datadiff_diff_core::definition::CheckDefinition::full_check_name_of(target, tap, "public", name);
+    definition
+}
+
+#[test]
+fn an_import_within_its_projects_targets_leaves_other_targets_alone_and_names_what_it_deactivates() {
+    let repo = repo();
+    let store = &repo.store;
+    // Two projects on one backend: `postgres` (taps a, b) and `lr` (tap a, the same tap id).
+    store.sync_definitions(&[table("a", "t"), table("a", "u"), table("b", "t")], &SyncScope::all(), at(1, 0)).unwrap();
+    let lr = SyncScope::all().within_targets(["lr"]);
+    let imported = store.sync_definitions(&[table_of("lr", "a", "t")], &lr, at(2, 0)).unwrap();
+    assert_eq!(imported.counts(), report(1, 0, 0, 0), "the other project's definitions stay current");
+    assert_eq!(imported.other_targets.into_iter().collect::<Vec<_>>(), ["postgres"]);
+
+    // The first project drops table u and tap b: exactly those two are deactivated, by name.
+    let postgres = SyncScope::all().within_targets(["postgres"]);
+    let imported = store.sync_definitions(&[table("a", "t")], &postgres, at(3, 0)).unwrap();
+    assert_eq!(imported.counts(), report(0, 1, 0, 2));
+    let named: Vec<(&str, &str, &str, i32)> = imported
+        .deactivated_definitions
+        .iter()
+        .map(|d| (d.full_check_name.as_str(), d.target_id.as_str(), d.tap_id.as_str(), d.revision))
+        .collect();
+    assert_eq!(named, [("postgres/a/public/u", "postgres", "a", 1), ("postgres/b/public/t", "postgres", "b", 1)]);
+    assert_eq!(imported.other_targets.into_iter().collect::<Vec<_>>(), ["lr"]);
+    let current: Vec<String> = store
+        .definitions(&DefinitionFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|stored| stored.definition.full_check_name)
+        .collect();
+    assert_eq!(current, ["lr/a/public/t", "postgres/a/public/t"]);
+
+    // Upstream's rule (no targets given): the backend is one project's, so an import of `lr`
+    // alone deactivates every other current definition.
+    let imported = store.sync_definitions(&[table_of("lr", "a", "t")], &SyncScope::all(), at(4, 0)).unwrap();
+    assert_eq!(imported.counts(), report(0, 1, 0, 1));
+    assert_eq!(imported.deactivated_definitions[0].full_check_name, "postgres/a/public/t");
+}
+
+#[test]
+fn a_filter_on_a_projects_taps_reads_only_those_definitions() {
+    let repo = repo();
+    let store = &repo.store;
+    store
+        .sync_definitions(&[table("a", "t"), table("b", "t"), table_of("lr", "a", "t")], &SyncScope::all(), at(1, 0))
+        .unwrap();
+    let names = |taps: &[(&str, &str)]| -> Vec<String> {
+        let filter = DefinitionFilter {
+            taps: Some(taps.iter().map(|(target, tap)| ((*target).to_owned(), (*tap).to_owned())).collect()),
+            ..DefinitionFilter::default()
+        };
+        store.definitions(&filter).unwrap().into_iter().map(|stored| stored.definition.full_check_name).collect()
+    };
+    // The pair counts, not the target or the tap alone.
+    assert_eq!(names(&[("postgres", "a")]), ["postgres/a/public/t"]);
+    assert_eq!(names(&[("lr", "a"), ("postgres", "b")]), ["lr/a/public/t", "postgres/b/public/t"]);
+    assert!(names(&[("lr", "b")]).is_empty());
+    assert!(names(&[]).is_empty(), "a project without taps selects nothing");
 }
 
 #[test]

@@ -95,3 +95,50 @@ fn the_backend_takes_a_client_certificate_from_datadiff_yml() {
         ]
     );
 }
+
+#[test]
+fn a_postgres_db_conn_takes_a_service_and_libpq_keys_relative_to_the_project() {
+    let target = TARGET.replace(
+        "dbname: warehouse}",
+        "dbname: warehouse, service: dwh, sslmode: verify-full, sslrootcert: certs/ca.pem, \
+         sslcert: certs/dd.crt, sslkey: certs/dd.key, keepalives_idle: 30, options: '-c work_mem=8MB', \
+         filter_schemas: public}",
+    );
+    let dir = with_certs(&target, "");
+    let project = load_ok(&dir);
+    let libpq = &project.target("postgres").unwrap().db_conn.as_ref().unwrap().libpq;
+    let certs = dir.path().join("certs");
+    assert_eq!(libpq.service.as_deref(), Some("dwh"));
+    assert_eq!(
+        libpq.tls,
+        SideTls {
+            sslmode: Some(SslMode::VerifyFull),
+            sslrootcert: Some(certs.join("ca.pem")),
+            sslcert: Some(certs.join("dd.crt")),
+            sslkey: Some(certs.join("dd.key")),
+        }
+    );
+    assert_eq!(
+        libpq.driver,
+        [("options".to_owned(), "-c work_mem=8MB".to_owned()), ("keepalives_idle".to_owned(), "30".to_owned())],
+        "in DRIVER_KEYS' order; filter_schemas (PipelineWise's) ignored"
+    );
+}
+
+#[test]
+fn libpq_keys_datadiff_does_not_apply_and_contradictions_are_errors_naming_the_key() {
+    let target = TARGET.replace(
+        "dbname: warehouse}",
+        "dbname: warehouse, ssl: true, sslmode: prefer, sslcrl: certs/crl.pem, application_name: mine, \
+         sslrootcert: certs/missing.pem, sslcert: certs/dd.crt}",
+    );
+    let found = problems(&with_certs(&target, ""));
+    let paths: Vec<(&str, &str)> = found.iter().map(|p| (p.path.as_str(), p.message.as_str())).collect();
+    assert!(found.iter().all(|p| p.file == "target_postgres.yml" && p.line.is_some()), "{found:#?}");
+    let has = |path: &str, words: &str| paths.iter().any(|(p, m)| *p == path && m.contains(words));
+    assert!(has("db_conn.sslmode", "contradicts ssl: true"), "{paths:#?}");
+    assert!(has("db_conn.sslcrl", "not applied by datadiff"), "{paths:#?}");
+    assert!(has("db_conn.application_name", "pipelinewise-data-diff-source"), "{paths:#?}");
+    assert!(has("db_conn.sslrootcert", "certs/missing.pem does not exist"), "{paths:#?}");
+    assert!(has("db_conn.sslcert", "needs sslkey"), "{paths:#?}");
+}

@@ -302,6 +302,32 @@ fn the_config_notes_checksum_vector_reproduces_across_timestamp_and_text_types()
     );
 }
 
+/// A real PipelineWise replica: target-postgres writes `numeric(12,2)` as `double
+/// precision`. row_checksum's ERROR keeps PipelineWise's words, then names the replica's
+/// `double precision`, the source's `numeric(12,2)`, and the fix.
+#[test]
+fn a_double_precision_replica_of_a_numeric_column_errors_the_checksum_naming_both_sides_and_the_fix() {
+    let context = Context::pipelinewise();
+    context
+        .replica
+        .client()
+        .unwrap()
+        .batch_execute("ALTER TABLE payments_public.transfers ALTER COLUMN amount TYPE double precision")
+        .unwrap();
+    let summary = context.run(&context.definition());
+    let rows = context.result_rows(summary.run_id.unwrap());
+    let checksum = result(&rows, "row_checksum");
+    assert_eq!(checksum.status, "ERROR");
+    let error = checksum.error.clone().unwrap_or_default();
+    assert!(error.starts_with("row_checksum column 'Amount' needs declared numeric scales: "), "{error}");
+    assert!(error.contains("numeric(12,2) on the source, double precision on the target;"), "{error}");
+    assert!(
+        error.contains("Compare Amount with row_diff instead") && error.contains("at the source's scale 2"),
+        "{error}"
+    );
+    assert_eq!(result(&rows, "row_count").status, "PASS", "the other checks still run");
+}
+
 #[test]
 fn incompatible_types_fail_the_schema_and_error_the_checksum_while_other_checks_run() {
     let context = Context::pipelinewise();
@@ -318,7 +344,10 @@ fn incompatible_types_fail_the_schema_and_error_the_checksum_while_other_checks_
     let finding = "Status: source string is not compatible with target semistructured";
     assert_eq!((schema.status.as_str(), schema.error.as_deref()), ("FAIL", Some(finding)));
     let checksum = result(&rows, "row_checksum");
-    let reason = "row_checksum column 'Status' has incompatible source and target types (string, semistructured)";
+    // PipelineWise's text, then both sides' types and the fix.
+    let reason = "row_checksum column 'Status' has incompatible source and target types (string, semistructured): \
+                  text on the source, jsonb on the target; the two cannot hash alike: fix the target column's type, \
+                  or leave Status out of compare_columns";
     assert_eq!((checksum.status.as_str(), checksum.error.as_deref()), ("ERROR", Some(reason)));
     assert_eq!((checksum.source_value.clone(), checksum.target_value.clone()), (json!(null), json!(null)));
     assert_eq!((checksum.source_seconds, checksum.target_seconds), (None, None));

@@ -2,15 +2,15 @@
 //! `target-postgres`, both installed from PyPI into virtual environments by the test itself
 //! (cached under Cargo's test temporary directory), replicating one column of every source
 //! type a PostgreSQL user replicates. The test records what the target creates
-//! (`information_schema.columns`), asserts it is the README's table, and runs `row_diff` and
+//! (`information_schema.columns`), asserts it is the comparison guide's table, and runs `row_diff` and
 //! `audit` on the replica: PASS when equal (with `empty_string_as_null` for the target's `''`
 //! → NULL), FAIL naming the key and the column of every planted difference, and an ERROR
 //! naming the column and both types where no faithful comparison exists.
 //!
 //! Without python3, its `venv` module or PyPI, the pipeline part is skipped with a printed
-//! reason; the same assertions then run on a hand-made replica of the README's types and
+//! reason; the same assertions then run on a hand-made replica of the comparison guide's types and
 //! the values the target writes (padded `char(n)`, `''` as NULL, dates at midnight, uuids as
-//! text), and the README's table is checked against the matrix below either way.
+//! text), and the comparison guide's table is checked against the matrix below either way.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -35,7 +35,7 @@ const REPLICA_SCHEMA: &str = "tap_public";
 /// What `row_diff` and `audit` do with one matrix row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outcome {
-    /// Compared; the text says how (the README's words).
+    /// Compared; the text says how (the comparison guide's words).
     Compares(&'static str),
     /// An ERROR naming the column and both types.
     Error(&'static str),
@@ -43,7 +43,7 @@ enum Outcome {
     NotReplicated,
 }
 
-/// One row of the matrix: the source column, its type as the README shows it, what
+/// One row of the matrix: the source column, its type as the comparison guide shows it, what
 /// target-postgres creates (`information_schema.columns.data_type`), and the outcome.
 struct MatrixRow {
     column: &'static str,
@@ -66,7 +66,7 @@ const NEAREST_DOUBLE: &str = "equal only when the replica holds the source value
 const NO_JSON: &str =
     "no faithful comparison: jsonb normalises keys and spacing and the tap's Python floats change numbers";
 
-/// The matrix, in the source table's column order. The README's table is made of exactly
+/// The matrix, in the source table's column order. The comparison guide's table is made of exactly
 /// these rows (see [`readme_rows`]).
 const MATRIX: [MatrixRow; 22] = [
     row("c_smallint", "smallint", Some("smallint"), SAME),
@@ -196,7 +196,7 @@ INSERT INTO {REPLICA_SCHEMA}.by_uuid VALUES
     )
 }
 
-/// The README's table rows for the matrix, in order.
+/// The comparison guide's table rows for the matrix, in order.
 fn readme_rows() -> Vec<String> {
     MATRIX
         .iter()
@@ -290,7 +290,7 @@ fn assert_matrix(context: &Context) {
     expected.sort();
     let observed = replica_types(context, "matrix");
     let observed: Vec<(String, String)> = observed.into_iter().filter(|(name, _)| !name.starts_with("_sdc_")).collect();
-    assert_eq!(observed, expected, "what target-postgres creates is the README's matrix");
+    assert_eq!(observed, expected, "what target-postgres creates is the comparison guide's matrix");
 
     let columns = compared();
     // Exact by default: the target's '' → NULL is a change in row 2's text and varchar.
@@ -493,14 +493,15 @@ fn assert_soft_deletes(context: &Context, columns: &[&str]) {
 }
 
 #[test]
-fn the_readme_table_is_the_type_matrix() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+fn the_comparison_guide_table_is_the_type_matrix() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/comparison.md")).unwrap();
     let start = "<!-- type-matrix: rows asserted by crates/runner/tests/it/pipeline.rs -->";
-    let section = readme.split_once(start).expect("the README's type-matrix marker").1;
+    let section = readme.split_once(start).expect("the comparison guide's type-matrix marker").1;
     let table: Vec<&str> =
         section.lines().skip_while(|line| !line.starts_with('|')).take_while(|line| line.starts_with('|')).collect();
     assert_eq!(table.len(), MATRIX.len() + 2, "a header, a rule and one row per type:\n{}", table.join("\n"));
-    assert_eq!(table[2..].to_vec(), readme_rows(), "the README's matrix rows, in order");
+    assert_eq!(table[2..].to_vec(), readme_rows(), "the comparison guide's matrix rows, in order");
 }
 
 #[test]

@@ -98,3 +98,94 @@ fn a_target_requiring_a_client_certificate_passes_through_verify_full_and_errors
         "{error}"
     );
 }
+
+/// A rejected server certificate is named as psql names it — never OpenSSL's internal error
+/// text: a host name the certificate does not hold, a CA that did not sign it (the file
+/// named), no root certificate configured, and a root certificate file that does not exist.
+#[test]
+fn a_rejected_certificate_names_its_cause_as_psql_does() {
+    let sql = items_sql("bigint", &[("1", "12:00:00", "1.00", "'a'")]);
+    let context = Context::new(&sql, "");
+    let cluster = Cluster::start_with(ClusterOptions::new().tls(&["localhost"], &[])).unwrap();
+    cluster.create_role("replica_reader", "reader-pw").unwrap();
+    let replica = cluster.fresh_database().unwrap();
+    replica.client().unwrap().batch_execute(&format!("{sql} GRANT SELECT ON public.items TO replica_reader;")).unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let ca = cluster.ca_certificate().unwrap().to_path_buf();
+    let wrong = files.path().join("wrong-ca.pem");
+    write_unrelated_ca(&wrong).unwrap();
+    let mut definition = items_definition(&context);
+    definition.target_database = replica.name().to_owned();
+    definition.checks = vec![CheckType::RowCount];
+    let stored = context.import(&definition);
+    let attempt = |host: &str, tls: SideTls| {
+        let replica_conn = DbConn {
+            host: Some(host.to_owned()),
+            port: Some(cluster.port()),
+            user: Some("replica_reader".to_owned()),
+            password: Some(Secret::new("reader-pw")),
+            dbname: Some(replica.name().to_owned()),
+            ..DbConn::default()
+        };
+        let connections = Connections::new(Environment::default())
+            .with_tap("payments", db_conn(&context.source))
+            .with_target("postgres", replica_conn)
+            .with_target_tls("postgres", tls);
+        let summary = execute(
+            &context.store,
+            &connections,
+            &stored,
+            slot(),
+            datadiff_diff_core::attempt::StartKind::Scheduled { force: true },
+            &Context::options(),
+        )
+        .unwrap();
+        let row = context.attempt_row(summary.run_id.unwrap());
+        (row.status, row.error.unwrap_or_default())
+    };
+    let verify = |mode, roots: Option<&std::path::Path>| SideTls {
+        sslmode: Some(mode),
+        sslrootcert: roots.map(std::path::Path::to_path_buf),
+        ..SideTls::default()
+    };
+    let internals = |error: &str| error.contains("0A000086") || error.contains("statem") || error.contains("error:");
+
+    // verify-full to an address the certificate (for "localhost") does not name.
+    let (status, error) = attempt("127.0.0.1", verify(SslMode::VerifyFull, Some(&ca)));
+    assert_eq!(status, "ERROR");
+    assert!(
+        error.contains(
+            "TLS handshake failed: server certificate for \"localhost\" does not match host name \"127.0.0.1\""
+        ),
+        "{error}"
+    );
+    assert!(error.contains("does not match host name \"127.0.0.1\"") && !internals(&error), "{error}");
+    // verify-ca tolerates the name; verify-full passes with the name the certificate holds.
+    assert_eq!(attempt("127.0.0.1", verify(SslMode::VerifyCa, Some(&ca))).0, "PASS");
+    assert_eq!(attempt("localhost", verify(SslMode::VerifyFull, Some(&ca))).0, "PASS");
+
+    // A CA that did not sign the server's certificate: the file named.
+    let (status, error) = attempt("localhost", verify(SslMode::VerifyCa, Some(&wrong)));
+    assert_eq!(status, "ERROR");
+    assert!(error.contains("TLS handshake failed: certificate verify failed: "), "{error}");
+    assert!(
+        error.contains(&format!("no root certificate in {} signed the server's certificate", wrong.display())),
+        "{error}"
+    );
+    assert!(!internals(&error), "{error}");
+
+    // No root certificate configured: the system's store has no test CA.
+    let (status, error) = attempt("localhost", verify(SslMode::VerifyFull, None));
+    assert_eq!(status, "ERROR");
+    assert!(
+        error.contains("certificate verify failed: ") && error.contains("no root certificate is configured"),
+        "{error}"
+    );
+    assert!(!internals(&error), "{error}");
+
+    // A root certificate file that does not exist (a service file can name one).
+    let missing = files.path().join("missing-ca.pem");
+    let (status, error) = attempt("localhost", verify(SslMode::VerifyFull, Some(&missing)));
+    assert_eq!(status, "ERROR");
+    assert!(error.contains(&format!("root certificate file \"{}\" does not exist", missing.display())), "{error}");
+}
