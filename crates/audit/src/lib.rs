@@ -17,7 +17,7 @@
 //!    map: see [`ColumnMatchError`]'s module rule, `columns.rs`) and a decoder pair is chosen
 //!    per column, so an incomparable type fails before any table is read (the pairs of the
 //!    stream decoders, as for `row_diff`: the replica is read as the source's type would
-//!    hold it; the table is in `docs/operator-guide.md` §8). The deleted marker's column is
+//!    hold it; the table is in `docs/comparison.md`). The deleted marker's column is
 //!    found and its type read (see `tombstone.rs`).
 //! 4. **Inventory**: the source row count; the replica's from the metadata table's
 //!    non-deleted rows when one is given (with tombstones and invalid metadata rows counted),

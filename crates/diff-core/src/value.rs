@@ -2,8 +2,8 @@
 //! equal and the comparison is a plain `==`.
 //!
 //! Readers decide, per column pair, which variant both sides are converted to (an exact
-//! `numeric` against a `double precision` replica column is compared as [`Numeric`] at the
-//! exact side's declared scale, a `timestamptz` against a naive `timestamp` as UTC
+//! `numeric` against a `double precision` replica column is compared as the exact value's
+//! nearest double, a [`Value::Float`], a `timestamptz` against a naive `timestamp` as UTC
 //! [`Value::Timestamp`], and so on). Once converted, equality is structural.
 //!
 //! [`Value::canonical_text`] renders a value the way PipelineWise's `canonical_value` does,

@@ -7,8 +7,8 @@
 //!    same pairs as `row_checksum`: key, timestamp, compare columns) and both tables'
 //!    `pg_catalog` types. The key pair decides the merge order; every other pair gets a
 //!    decoder per side so that compatible types meet in one canonical encoding (see
-//!    [`datadiff_access::stream::decoder`] and the table in `docs/operator-guide.md` §8: an exact
-//!    numeric against `double precision` at the exact side's declared scale, a float source
+//!    [`datadiff_access::stream::decoder`] and the table in `docs/comparison.md`: an exact
+//!    number against `double precision` equal only to its nearest double, a float source
 //!    against a narrower target read as the source's float, `timestamptz` against a naive
 //!    `timestamp` as UTC, `char(n)` right-trimmed, NULL distinct from empty). A definition
 //!    without compare columns, a missing column, a key that is not integer, uuid or text on

@@ -15,7 +15,7 @@
 //! narrower float replica reads the replica as the nearest value of the source's float type
 //! (the same decoders on the other side, and [`Decoder::Float`] for a `real` widened), so
 //! `4` for `3.7`, `1.00` for `1.004` or `16777216` for `16777217` is a changed field. Every pair, its direction and the pairs that are errors are listed in
-//! one table: `docs/operator-guide.md`, section "Comparing values across types" (it covers
+//! one table: `docs/comparison.md`, section "Comparing values across types" (it covers
 //! `row_diff` and `audit`, which both plan their columns here).
 //!
 //! **Opt-in coercions.** [`plan_pair_with`] takes the [`Coercions`] a user declared

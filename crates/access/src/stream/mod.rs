@@ -4,11 +4,11 @@
 //! * [`plan_key`] and [`plan_pair`] choose, once per column, the [`KeyDecoder`] and
 //!   [`Decoder`] of each side so that compatible types meet in one canonical
 //!   [`datadiff_diff_core::merge::Value`] variant, forgiving only what the source's type cannot
-//!   distinguish (see [`decoder`]; every pair is in the table of `docs/operator-guide.md`,
+//!   distinguish (see [`decoder`]; every pair is in the table of `docs/comparison.md`,
 //!   "Comparing values across types").
 //! * [`MySqlRowQuery`] and [`RowStream::mysql`] stream a MySQL/MariaDB source in the
 //!   encodings of its PostgreSQL replica's decoders, planned by [`plan_mysql_key`] and
-//!   [`plan_mysql_pair`] (the pairs and decisions are in `docs/operator-guide.md` §8).
+//!   [`plan_mysql_pair`] (the pairs and decisions are in `docs/comparison.md`).
 //! * [`RowQuery`] is what one side streams (a `SELECT` ordered by key plus its decoders);
 //!   [`RowStream::spawn`] runs it as binary `COPY` on a reader thread over a caller's
 //!   [`Session`](crate::Session), [`RowStream::connect`] over a connection of its own to an

@@ -2,7 +2,7 @@
 //! table, planted mutations, and an oracle written here, independently of the comparison
 //! code (a plain per-row comparison over this file's model of each value). Every value of a
 //! pair's pool belongs to an equality class written by hand from the comparison table
-//! (docs/operator-guide.md §8); two cells are equal exactly when their classes are.
+//! (docs/comparison.md); two cells are equal exactly when their classes are.
 //!
 //! The audit's harness (`differential.rs`) and `row_diff`'s (the runner's
 //! `differential.rs`, which includes this file) drive the same cases through their own
