@@ -67,7 +67,8 @@
 //!
 //! Tables use upstream's columns and upstream's timestamp form (Python's `isoformat()`:
 //! `2026-07-22T13:00:00+00:00`), a blank for an unknown value — never `None`. JSON uses RFC
-//! 3339 with `Z` (`2026-07-22T13:00:00Z`) and `null`; every JSON document is an object. CSV
+//! 3339 with `Z` (`2026-07-22T13:00:00Z`) and `null`; every JSON document is an object, but
+//! `list`'s, which is a bare list as PipelineWise prints it. CSV
 //! (reports) has a header row of the JSON field names, the JSON values as fields (times RFC
 //! 3339 with `Z`, lists as compact JSON, `null` empty), CRLF line ends, RFC 4180 quoting.
 //! On a terminal (stderr), `run_data_diff_checks` and `rerun_data_diff_check` show the
@@ -87,7 +88,7 @@
 //!   The run table shows `Check, Status, Slot status, UTC start, UTC end, Run ID, Reason`;
 //!   the rerun table `Check, Status, Attempt, UTC start, UTC end, Original run ID,
 //!   Remediation run ID, Remediation reference, Reason`.
-//! * **`list`**: `{"checks": [...]}`, each: `full_check_name`, `revision`, `is_current`,
+//! * **`list`**: a bare list `[...]`, as PipelineWise prints it, each: `full_check_name`, `revision`, `is_current`,
 //!   `frequency`, `window` (`{start_seconds, end_seconds}`), `checks`, `initial_full_scan`,
 //!   `historical_scan_pending`, `verified_status` (CONTIGUOUS, BLOCKED, NOT_RUN),
 //!   `verified_start`, `verified_end`, `check_id`, `target_id`, `tap_id`,
