@@ -87,3 +87,33 @@ fn a_failed_remediation_alerts_and_an_undelivered_one_exits_one() {
     rerun("INC-3").expect(0);
     assert_eq!(hook.bodies().len(), 2, "a PASS alerts nobody");
 }
+
+/// A relative `--dir` (`datadiff run --dir project` from the project's parent, as a crontab
+/// line run in a working directory does) appends the `log` alert to the project's file: the
+/// relative path is resolved against the project directory once, never twice.
+#[test]
+fn a_relative_dir_appends_the_log_alert_to_the_projects_file() {
+    let fixture = Fixture::new();
+    let mut files = fixture.files();
+    files.datadiff = Some("alert_handlers:\n  log: {path: alerts.jsonl}\n".to_owned());
+    fixture.write(&files);
+    fixture.import();
+    fixture.replica_sql("DELETE FROM payments.transfers WHERE id = 4");
+    let (parent, name) = (fixture.path().parent().unwrap(), fixture.path().file_name().unwrap());
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_datadiff"))
+        .args(["run", "--all", "--at", RUN_AT, "--dir"])
+        .arg(name)
+        .current_dir(parent)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Exit 1 for the FAIL; the alert itself was delivered (no undelivered-alert line).
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("not delivered"), "{stderr}");
+    let log = std::fs::read_to_string(fixture.path().join("alerts.jsonl")).unwrap_or_default();
+    assert_eq!(log.lines().count(), 1, "one alert in the project's log: {log:?}\n{stderr}");
+    let alert: serde_json::Value = serde_json::from_str(log.trim_end()).unwrap();
+    assert_eq!(alert["message"], "FAIL data-diff payments/public.transfers — target has 1 fewer row");
+    assert!(!fixture.path().join(name).exists(), "no doubled project directory inside the project");
+}
