@@ -174,7 +174,12 @@ impl FullDisk {
             std::process::Command::new(env!("CARGO_BIN_EXE_datadiff"))
         } else {
             let mut command = std::process::Command::new("sh");
-            command.args(["-c", "trap '' XFSZ; exec prlimit --fsize=4096 -- \"$@\"", "sh", env!("CARGO_BIN_EXE_datadiff")]);
+            command.args([
+                "-c",
+                "trap '' XFSZ; exec prlimit --fsize=4096 -- \"$@\"",
+                "sh",
+                env!("CARGO_BIN_EXE_datadiff"),
+            ]);
             command
         };
         let output = command.args(&all).env_remove("RUST_LOG").output().unwrap();

@@ -190,8 +190,8 @@ impl Destination {
             Destination::Log { path } => {
                 let mut line = alert.to_json().to_string();
                 line.push('\n');
-                let outcome = append_record(path, &line)
-                    .map_err(|message| DeliveryProblem::File { path: path.clone(), message });
+                let outcome =
+                    append_record(path, &line).map_err(|message| DeliveryProblem::File { path: path.clone(), message });
                 vec![DestinationAttempt { destination: self.name(), outcome }]
             }
         }

@@ -170,6 +170,7 @@ mod list;
 mod listing;
 mod logging;
 mod migrate;
+mod output_file;
 mod progress;
 mod project;
 mod report;
