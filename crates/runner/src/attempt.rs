@@ -29,11 +29,19 @@
 //!    is the only data check, step 4 fingerprints its source streaming `SELECT`.
 //! 8. **Finish** (T4): status, error, results, evidence and coverage in one transaction.
 //!
+//! **One deadline.** A server that does not answer a step within the statement timeout plus
+//! [`datadiff_access::ANSWER_GRACE`] (its connect timeout while connecting) ends the attempt
+//! ERROR at once: a cancel request goes to it, both sessions are given up without waiting for
+//! a rollback, and no later step — `row_diff` included — is started, so nothing waits on a
+//! server a second time. An attempt against a server that stops answering therefore ends
+//! within the statement timeout plus 5 s of the server's last answer, plus the backend's time
+//! to record it.
+//!
 //! Any failure (connection, catalog, statement timeout, missing column, unreadable value) is
 //! an ERROR attempt with a one-line reason and no results — except a failed step 6 (the
 //! aggregate query or its values: `row_checksum` over more columns than a function takes
-//! arguments, a date beyond the timestamp range, `min_key` on a uuid key) when `row_diff` is
-//! planned: `row_diff` handles such tables, so it still runs and the attempt ends ERROR (which
+//! arguments, a date beyond the timestamp range, `min_key` on a uuid key; not a server that
+//! did not answer) when `row_diff` is planned: `row_diff` handles such tables, so it still runs and the attempt ends ERROR (which
 //! beats its FAIL) with the failure's text, then `row_diff`'s own failure text, keeping the
 //! metadata results, `row_diff`'s result and its differences; when no preflight was recorded
 //! yet, a placeholder preflight carrying the same reason is recorded first. A lost lease at
@@ -137,9 +145,16 @@ struct Sides {
 }
 
 impl Sides {
+    /// Rolls both back and closes them, or — once either got no answer — gives both up
+    /// without waiting (the attempt's one deadline has passed).
     fn close(self) {
-        self.source.close();
-        self.target.close();
+        AnySide::close_both(self.source, self.target);
+    }
+
+    /// Whether a server did not answer within its deadline: the attempt waits on no server
+    /// again.
+    fn deadline_passed(&self) -> bool {
+        self.source.is_abandoned() || self.target.is_abandoned()
     }
 }
 
@@ -220,9 +235,11 @@ impl<'a> AttemptRun<'a> {
         self.finish(outcome)
     }
 
-    /// Steps 1–7: everything up to the outcome. Open sessions are left in `sides` for the
-    /// caller to close whatever happens.
-    fn compare(&mut self, connections: &Connections, sides: &mut Option<Sides>) -> Result<Outcome, Stop> {
+    /// Steps 1–7: everything up to the outcome. Open sessions are left in `opened` for the
+    /// caller to close whatever happens — unless `row_diff` runs: they are closed before it,
+    /// while their servers answer, since it streams on connections of its own (a server that
+    /// freezes while it streams then has no session of the attempt left to wait on).
+    fn compare(&mut self, connections: &Connections, opened: &mut Option<Sides>) -> Result<Outcome, Stop> {
         let stored: &'a StoredDefinition = self.stored;
         let definition = &stored.definition;
         let concurrent = self.options.concurrent_sides;
@@ -255,7 +272,7 @@ impl<'a> AttemptRun<'a> {
         };
         self.registration.add_canceller(source.canceller());
         self.registration.add_canceller(target.canceller());
-        let sides = sides.insert(Sides { source, target });
+        let sides = opened.insert(Sides { source, target });
 
         // Step 3: the plan, from both catalogs.
         let (source_columns, target_columns): (TableColumns, TableColumns) =
@@ -397,7 +414,13 @@ impl<'a> AttemptRun<'a> {
             });
             match compared {
                 Ok(compared) => results = compared,
-                Err(reason) if matches!(row_diff_plan, Some((_, Ok(_)))) && !self.registration.interrupted() => {
+                // Not after a server that did not answer: the attempt's one deadline has
+                // passed, and row_diff would wait on the same server again.
+                Err(reason)
+                    if matches!(row_diff_plan, Some((_, Ok(_))))
+                        && !self.registration.interrupted()
+                        && !sides.deadline_passed() =>
+                {
                     aggregate_failure = Some(reason);
                 }
                 Err(reason) => return Err(Stop::Failed(reason)),
@@ -420,6 +443,9 @@ impl<'a> AttemptRun<'a> {
                 (true, Ok(AnyRowDiffPlan::MySql(_)), _) => counted_rows(&results),
                 _ => None,
             };
+            if let Some(sides) = opened.take() {
+                sides.close();
+            }
             results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, expected));
         }
         match aggregate_failure {
