@@ -41,13 +41,16 @@
 //! an ERROR attempt with a one-line reason and no results — except a failed step 6 (the
 //! aggregate query or its values: `row_checksum` over more columns than a function takes
 //! arguments, a date beyond the timestamp range, `min_key` on a uuid key; not a server that
-//! did not answer) when `row_diff` is planned: `row_diff` handles such tables, so it still runs and the attempt ends ERROR (which
-//! beats its FAIL) with the failure's text, then `row_diff`'s own failure text, keeping the
-//! metadata results, `row_diff`'s result and its differences; when no preflight was recorded
-//! yet, a placeholder preflight carrying the same reason is recorded first. A lost lease at
-//! any write is a SKIPPED summary (late results discarded). Any other backend failure ends
-//! the execution with [`Error::Backend`]: the attempt stays RUNNING until the stale sweep
-//! retires it, as upstream's does.
+//! did not answer) when `row_diff` is planned: `row_diff` handles such tables, so it still
+//! runs and the attempt ends ERROR (which beats its FAIL) with the failure's text, then
+//! `row_diff`'s own failure text, keeping the metadata results, `row_diff`'s result and its
+//! differences; when no preflight was recorded yet, a placeholder preflight carrying the same
+//! reason is recorded first. A lost lease at any write is a SKIPPED summary (late results
+//! discarded). A backend write that got no answer within the store's deadline (its session
+//! stuck while the backend still takes connections) records the attempt ERROR with that
+//! cause over a fresh connection, as a signal's interruption is recorded. Any other backend
+//! failure ends the execution with [`Error::Backend`]: the attempt stays RUNNING until the
+//! stale sweep retires it, as upstream's does.
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, Completion, Difference, NewPreflight, Store, StoredDefinition};
@@ -219,7 +222,7 @@ impl<'a> AttemptRun<'a> {
             Ok(outcome) => outcome,
             Err(Stop::Failed(reason)) => Outcome::failed(reason),
             Err(Stop::LeaseLost(reason)) => return Ok(self.lease_lost(reason)),
-            Err(Stop::Backend(error)) => return Err(error),
+            Err(Stop::Backend(error)) => return self.recorded_after_no_answer(error),
         };
         if self.registration.interrupted() {
             return Err(Error::Interrupted { run_id: self.attempt.run_id });
@@ -229,7 +232,7 @@ impl<'a> AttemptRun<'a> {
             match self.record(&PreflightRecord::placeholder(reason)) {
                 Ok(()) => {}
                 Err(WriteStop::LeaseLost(reason)) => return Ok(self.lease_lost(reason)),
-                Err(WriteStop::Backend(error)) => return Err(error),
+                Err(WriteStop::Backend(error)) => return self.recorded_after_no_answer(error),
             }
         }
         self.finish(outcome)
@@ -568,11 +571,68 @@ impl<'a> AttemptRun<'a> {
             }
             Err(error) => match error.lease_lost() {
                 Some(reason) => Ok(self.lease_lost(reason)),
-                None => Err(Error::Backend {
-                    action: format!("finishing an attempt of {}", self.stored.definition.full_check_name),
-                    source: error,
-                }),
+                None => {
+                    let action = format!("finishing an attempt of {}", self.stored.definition.full_check_name);
+                    self.recorded_after_no_answer(Error::Backend { action, source: error })
+                }
             },
+        }
+    }
+
+    /// After a backend operation of this attempt got no answer within the store's deadline
+    /// (its session stuck — a frozen server process, a lock that is never released — while
+    /// the backend may still take new connections): records the attempt ERROR with that very
+    /// cause over a fresh connection ([`Store::reopen`]), as a signal's interruption is
+    /// recorded, rather than leaving it RUNNING for the stale sweep's generic lease expiry.
+    /// Returns the attempt's summary, or `error` itself for any other failure and when the
+    /// backend cannot be reached that way either (the tick then stops: the backend is gone).
+    fn recorded_after_no_answer(self, error: Error) -> Result<RunSummary, Error> {
+        let Error::Backend { source: cause @ datadiff_backend_store::Error::NoAnswer { .. }, .. } = &error else {
+            return Err(error);
+        };
+        let reason = cause.to_string();
+        let attempt = InFlightAttempt { run_id: self.attempt.run_id, check_id: self.attempt.check_id };
+        let (outcome, clock) = (Outcome::failed(reason.clone()), self.options.clock);
+        let recorded = self.store.reopen().and_then(|fresh| {
+            let recorded = fresh.bounded("recording an attempt's cause", move |store| {
+                Ok(crate::execute::record_stopped(store, attempt, outcome, "stuck", clock))
+            })?;
+            Ok((fresh, recorded))
+        });
+        match recorded {
+            Ok((_, Ok(true))) => {
+                tracing::warn!(run_id = %attempt.run_id, %reason, "recorded the attempt ERROR over a fresh backend connection");
+                Ok(RunSummary {
+                    check: CheckIdentity::of(self.stored),
+                    status: SummaryStatus::Error,
+                    slot_status: Some(RunStatus::Error),
+                    scheduled_for: Some(self.attempt.scheduled_for),
+                    bounds: Some(self.attempt.bounds),
+                    run_id: Some(self.attempt.run_id),
+                    attempt: Some(self.attempt.attempt),
+                    trigger: Some(self.attempt.trigger),
+                    rerun_of_run_id: self.attempt.rerun_of_run_id,
+                    remediation_reference: self.attempt.remediation_reference,
+                    reason: Some(reason),
+                    results: Vec::new(),
+                    preflight: self.preflight.map(|(_, facts)| facts),
+                })
+            }
+            // Finished meanwhile (the stuck write may have committed): as stored.
+            Ok((fresh, Ok(false))) => match fresh.attempt(attempt.run_id) {
+                Ok(Some(stored)) if stored.status != RunStatus::Running => {
+                    Ok(crate::tick::summary_of_attempt(CheckIdentity::of(self.stored), &stored))
+                }
+                _ => Err(error),
+            },
+            Ok((_, Err(failure))) => {
+                tracing::error!(error = %crate::error::chain(&failure), "recording the attempt over a fresh connection failed");
+                Err(error)
+            }
+            Err(failure) => {
+                tracing::error!(error = %crate::error::chain(&failure), "no fresh backend connection to record the attempt");
+                Err(error)
+            }
         }
     }
 
