@@ -73,7 +73,7 @@ use datadiff_access::stream::{self, ColumnType, Decoder, KeyDecoder, RowQuery, R
 use datadiff_access::{Session, SessionSettings};
 use datadiff_access::{TableName, split_identifiers};
 
-use crate::columns::{Tables, match_columns};
+use crate::columns::{Tables, check_deleted_marker, match_columns};
 use crate::tombstone::DeletedMarker;
 use crate::watch::{BOTH, Role, Watch};
 
@@ -735,6 +735,9 @@ impl Plan {
             replica_table: &replica_table_text,
             replica: &replica_columns,
         };
+        if let Some(marker) = skip {
+            check_deleted_marker(&tables, &options.column_map, marker)?;
+        }
         let matched = match_columns(&tables, key, options.columns.as_deref(), &options.column_map, skip)?;
         let (source_key, replica_key) = stream::plan_key(&matched.key.source, &matched.key.replica, "replica")?;
         let mut decoders = Vec::with_capacity(matched.columns.len());
