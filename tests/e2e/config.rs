@@ -102,3 +102,28 @@ fn version_names_the_backend_schema_it_needs() {
     let outcome = datadiff(&["--version"]);
     outcome.expect(0).stdout_has("backend schema: PipelineWise 004 (+ extensions 1)");
 }
+
+/// `PGSERVICE` naming a service no file has, or a service file with parameters before any
+/// `[service]` section, stops `run` and `rerun` before any attempt (exit 2, one line naming
+/// the service or the file and line) instead of ERRORing every attempt or silently using
+/// libpq's defaults.
+#[test]
+fn a_connection_service_that_cannot_be_read_stops_the_command_with_exit_two() {
+    let fixture = Fixture::new();
+    fixture.import();
+    let file = fixture.path().join("pg_service.conf");
+    std::fs::write(&file, "[dd]\nconnect_timeout=10\n").unwrap();
+    let service_file = file.display().to_string();
+    let run = |service: &str| {
+        fixture.run_with(
+            &["run", "--all", "--at", crate::support::RUN_AT],
+            &[("PGSERVICE", service), ("PGSERVICEFILE", service_file.as_str())],
+        )
+    };
+    run("nope").expect(2).one_error_line().stderr_has("nope");
+    std::fs::write(&file, "host=elsewhere\n[dd]\nconnect_timeout=10\n").unwrap();
+    run("dd").expect(2).one_error_line().stderr_has(&format!("{service_file}:1: "));
+    assert_eq!(fixture.count("SELECT count(*) FROM public.dd_run_attempts"), 0, "no attempt was started");
+    std::fs::write(&file, "[dd]\nconnect_timeout=10\n").unwrap();
+    run("dd").expect(0);
+}

@@ -85,19 +85,26 @@ pub(crate) struct ReportArgs {
 #[derive(Debug, Subcommand)]
 enum ReportKind {
     /// The verified watermark of every current definition, with its lag.
+    #[command(after_help = crate::exit::help::REPORT)]
     Watermarks(WatermarksArgs),
     /// PASS and FAIL/ERROR result counts per table per UTC day (every revision and trigger).
+    #[command(after_help = crate::exit::help::REPORT)]
     Daily(PlainArgs),
     /// Unresolved failed or errored slots of current definitions.
+    #[command(after_help = crate::exit::help::REPORT)]
     Failures(PlainArgs),
     /// Failed runs and their remediation attempts.
+    #[command(after_help = crate::exit::help::REPORT)]
     Remediations(PlainArgs),
     /// The row differences (keys and column names) a run's row_diff recorded.
+    #[command(after_help = crate::exit::help::REPORT)]
     Differences(DifferencesArgs),
     /// One attempt's whole record: window, trigger, status, error, preflight, every check's
     /// values and query times, and the row_diff totals.
+    #[command(after_help = crate::exit::help::REPORT)]
     Run(RunReportArgs),
     /// Watermarks, latest attempts and open failures as Prometheus metrics (text format).
+    #[command(after_help = crate::exit::help::REPORT)]
     Metrics(MetricsArgs),
 }
 
@@ -109,6 +116,12 @@ struct MetricsArgs {
     /// is followed; a device, FIFO, socket or directory is refused (exit 2).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Hidden here: `report`'s `--output-format` does not apply to the Prometheus text format
+    /// (given, it is refused), so the metrics' help does not offer it. It takes the global
+    /// argument's place in this subcommand (clap propagates a global argument only where its
+    /// id is not taken), and its value still reaches `report`'s.
+    #[arg(id = "output_format", long = "output-format", value_enum, hide = true)]
+    _output_format: Option<ReportFormat>,
     #[command(flatten)]
     verbosity: crate::logging::Verbosity,
 }

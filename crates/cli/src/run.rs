@@ -96,6 +96,8 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
         anyhow::bail!(problem);
     }
     warn_changed_definitions(&project, &store, &selection, console);
+    let connections = Connections::from_project(&project);
+    connections.check_service().map_err(anyhow::Error::msg)?;
 
     let now = args.at.unwrap_or_else(Utc::now);
     let invocation =
@@ -104,7 +106,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
         Some(at) => Clock::at(at),
         None => Clock::System,
     };
-    let context = TickContext::new(store, Connections::from_project(&project))
+    let context = TickContext::new(store, connections)
         .with_selection(selection)
         .with_force(args.force)
         .with_jobs(args.jobs)

@@ -182,6 +182,21 @@ impl Connections {
         })
     }
 
+    /// Checks, before any attempt, that a connection service named by `PGSERVICE` can be read:
+    /// an unknown service or an invalid service file is a problem of the whole invocation
+    /// (exit 2), not an ERROR of each attempt. `Ok` without `PGSERVICE`.
+    pub fn check_service(&self) -> Result<(), String> {
+        let Some(name) = self.environment.get("PGSERVICE") else { return Ok(()) };
+        match datadiff_access::service::lookup("source and target", name, &self.environment) {
+            Ok(_) => Ok(()),
+            Err(datadiff_access::Error::ServiceNotFound { service, files, .. }) => Err(format!(
+                "PGSERVICE names service {service:?}, which is not defined in {}",
+                files.iter().map(|file| file.display().to_string()).collect::<Vec<_>>().join(" or ")
+            )),
+            Err(error) => Err(format!("PGSERVICE {name:?}: {}", datadiff_access::chain(&error))),
+        }
+    }
+
     fn side_config(
         &self,
         side: Side,
