@@ -98,6 +98,18 @@ impl OutputFile {
             let path = path.to_path_buf();
             move |source| OutputFileError::Io { flag, path, action, source }
         };
+        // What the path leads to, as the kernel follows it (also through /proc's magic links:
+        // /dev/stdout into a pipe is a FIFO, not a missing file).
+        match std::fs::metadata(path) {
+            Ok(metadata) if !metadata.is_file() => {
+                let what = match std::fs::read_link(path) {
+                    Ok(link) => format!("a symbolic link to {}, {}", link.display(), describe(metadata.file_type())),
+                    Err(_) => describe(metadata.file_type()).to_owned(),
+                };
+                return Err(OutputFileError::NotRegular { flag, path: path.to_path_buf(), what, output });
+            }
+            _ => {}
+        }
         let mut target = path.to_path_buf();
         let mut via: Option<PathBuf> = None;
         // At most 40 links, as the kernel (ELOOP).
