@@ -194,21 +194,6 @@ pub enum Error {
         /// The target column's type.
         target_type: String,
     },
-    /// An exact numeric without a declared scale is compared against a floating-point column.
-    #[error(
-        "column {column} needs declared numeric scales to compare numeric with floating point \
-         ({source_type} on the source, {target_type} on the {target_role})"
-    )]
-    NeedsScale {
-        /// The column.
-        column: String,
-        /// The source column's type.
-        source_type: String,
-        /// What the target side is called (`target`, `replica`).
-        target_role: String,
-        /// The target column's type.
-        target_type: String,
-    },
     /// The key column's type is not an integer, uuid or text type on both sides.
     #[error(
         "key column {column} must be of one integer, uuid or text type family on both sides \

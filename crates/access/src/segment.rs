@@ -2,24 +2,40 @@
 //! hashes cross the link, and then the rows of the few segments whose hashes differ (see
 //! [`datadiff_diff_core::segment`] for the search itself).
 //!
-//! # The hash
+//! # The digest
 //!
-//! A row's hash is `hash_record_extended(ROW(key, columns…), HASH_SEED)` ([`HASH_SEED`]:
-//! not 0, so that NULL never hashes as a special value does): PostgreSQL's own 64-bit
-//! hash of each field by its type's hash function, combined. A segment's digest is the count
-//! of its rows and the exact (`numeric`) sum of their hashes. Measured on 1 M rows of six
-//! columns (one core): 0.17 s, against 0.38 s for `hashtextextended(ROW(…)::text, 0)` and
-//! 1.03 s for the md5-per-row form reladiff and the aggregate checks use.
+//! A row's hash is `hash_record_extended(ROW(key, fields…), HASH_SEED)` ([`HASH_SEED`]:
+//! not 0, so that NULL never hashes as a special value does): PostgreSQL's own 64-bit hash
+//! of each field by its type's hash function, combined. A segment's digest is the count of
+//! its rows and the exact (`numeric`) sum of each row's [`ROW_DIGEST`], the row hash mixed
+//! through a 64-bit Jenkins hash. The mix is what makes the sum sound: the record hash is
+//! `31·h₁ + h₂ + …`, linear in the field hashes, so a plain sum of row hashes cannot see one
+//! column's values permuted among the rows of a segment (two swapped values cancel).
+//!
+//! Three of PostgreSQL's type hashes lose information, and the lost part is hashed beside
+//! the value ([`hash_pair`]): `numeric`'s ignores the sign and tells no special value from
+//! another (a sign code is added); `bigint`'s folds its 64 bits into 32 (`1` and `2^32` hash
+//! alike: the high half is added); `timestamp`'s, `timestamptz`'s and `time`'s fold their
+//! microseconds likewise (their binary forms, `timestamp_send(…)`, the eight bytes of the
+//! microseconds, are hashed instead).
+//!
+//! Measured on 1 M rows of seven columns, CPU time of one server process (BENCHMARKS.md):
+//! the mixed, widened digest costs about 1.3× the bare record hash, and stays well below
+//! `hashtextextended(ROW(…)::text)` (3×) or an md5 per row.
+//!
+//! # Which pairs are hashed
 //!
 //! A type's hash function agrees with its equality operator, and PostgreSQL keeps the hashes
 //! of compatible types equal for equal values (`smallint`/`integer`/`bigint`, `real`/`double
-//! precision`, `timestamp`/`timestamptz` as microseconds). So a column pair is hashed only
-//! where equality in SQL is exactly the merge core's canonical equality
-//! ([`hash_expression`]): equal hashes then mean equal canonical rows, and a pair hashed in a
-//! form the other side spells differently only makes its segments differ (they are
-//! streamed and compared exactly). Every other pair — a float against an exact replica at
-//! the source's scale, a uuid held as text, a date against a timestamp — and text keys
-//! (which have no integer position) make the table unhashable: it is streamed.
+//! precision`, `timestamp`/`timestamptz` as microseconds). A column pair is hashed only where
+//! SQL computes the comparison's canonical value on both sides exactly ([`hash_pair`]):
+//! equal hashes then mean equal canonical rows, and a pair hashed in a form the other side
+//! spells differently only makes its segments differ (they are streamed and compared
+//! exactly). An exact number against a float replica hashes the exact side cast to the
+//! float (`numeric::float8` rounds as the decoders do), guarded so that a value the cast
+//! would reject hashes as a marker instead. Every other pair — a uuid held as text, a date
+//! against a timestamp, a float read as a `real` — and text keys (which have no integer
+//! position) make the table unhashable: it is streamed.
 //!
 //! Text fields are hashed as `text COLLATE "C"` (bytes, whatever the column's collation);
 //! `char(n)` right-trimmed; with `empty_string_as_null`, `''` as NULL — the canonical forms.
@@ -46,7 +62,7 @@ use datadiff_diff_core::{
 use postgres::Client;
 
 use crate::error::Error;
-use crate::stream::{Decoder, KeyDecoder};
+use crate::stream::{ColumnType, Decoder, Family, KeyDecoder};
 use crate::table::TableName;
 
 /// The seed of every row hash. A NULL field adds 0 to its row's hash, and some types hash
@@ -54,6 +70,15 @@ use crate::table::TableName;
 /// `numeric` NaN hash to the seed, a zero `numeric` to the seed less one): with seed 0, NULL
 /// and NaN would be one value. Any seed above 1 keeps them apart.
 pub const HASH_SEED: i64 = 0x6464;
+
+/// A row's digest, from its row hash `h` (a `bigint`, see [`SegmentQuery`]): a segment's
+/// digest sums them. `hash_record_extended` is linear in its fields' hashes, so a plain sum
+/// of row hashes is blind to any permutation of one column's values among a segment's rows
+/// (two rows with their values swapped sum alike). Each row hash is therefore mixed first,
+/// through PostgreSQL's 64-bit Jenkins hash: the high half, hashed with [`HASH_SEED`], seeds
+/// the hash of the low half. (`hashint8extended` alone would fold the 64 bits into 32.) A
+/// different set of rows then sums alike only by a 64-bit coincidence.
+pub const ROW_DIGEST: &str = "pg_catalog.hashint8extended(h & 4294967295, pg_catalog.hashint8extended(h >> 32, 25700))";
 
 /// The oldest server with `hash_record_extended` (PostgreSQL 14).
 pub const MIN_SERVER_VERSION: i32 = 140_000;
@@ -101,34 +126,109 @@ fn uuid_literal(position: i64, fill: char) -> String {
     format!("'{}-{}-{}-{}-{}'::uuid", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
 }
 
-/// The SQL hashing one field (one or more `ROW` fields), decoded by `decoder` on its side, in
-/// its canonical form; `None`
-/// where SQL equality is not the canonical equality of the pair (see the module docs). Both
-/// sides' decoders of a pair must have one for the pair to be hashed.
-pub fn hash_expression(decoder: Decoder, column: &str) -> Option<String> {
-    let column = quoted_ident(column);
+/// The SQL hashing one compared column pair on each side, `(column, decoder)` of the source
+/// and of the target: one or more `ROW` fields per side, in the pair's canonical form, such
+/// that the two sides' fields hash alike exactly when the canonical values are equal (up to
+/// 64-bit hash collisions). `None` where SQL cannot hash the pair's canonical value exactly
+/// (see the module docs): the table is then streamed.
+pub fn hash_pair(source: (&ColumnType, Decoder), target: (&ColumnType, Decoder)) -> Option<(String, String)> {
+    let (source_column, source_decoder) = source;
+    let (target_column, target_decoder) = target;
+    let (source_field, target_field) = (quoted_ident(&source_column.name), quoted_ident(&target_column.name));
+    let integers = |decoder| matches!(decoder, Decoder::Int | Decoder::IntSameWidth);
+    if integers(source_decoder) && integers(target_decoder) {
+        // int2 and int4 hash all their bits; a bigint (or a type of another name, such as a
+        // domain) gets its high half beside it, on both sides alike.
+        let narrow = |column: &ColumnType| matches!(column.type_name.as_str(), "smallint" | "integer");
+        return Some(match narrow(source_column) && narrow(target_column) {
+            true => (source_field, target_field),
+            false => (integer_fields(&source_field), integer_fields(&target_field)),
+        });
+    }
+    let source_fields = hash_expression(source_column, source_decoder)?;
+    let target_fields = hash_expression(target_column, target_decoder)?;
+    // A float read against a numeric's nearest float carries the numeric side's out-of-range
+    // marker field as NULL (see `nearest_float_fields`).
+    let is_nearest_float = |decoder| matches!(decoder, Decoder::NumericAsFloat | Decoder::NumericAsReal);
+    match (is_nearest_float(source_decoder), is_nearest_float(target_decoder)) {
+        (false, false) => Some((source_fields, target_fields)),
+        (true, false) if target_decoder == Decoder::Float => {
+            Some((source_fields, format!("{target_fields}, NULL::text")))
+        }
+        (false, true) if source_decoder == Decoder::Float => {
+            Some((format!("{source_fields}, NULL::text"), target_fields))
+        }
+        _ => None,
+    }
+}
+
+/// The SQL hashing one field of `column` decoded by `decoder` (see [`hash_pair`], which
+/// pairs them; integers against integers are paired there).
+fn hash_expression(column: &ColumnType, decoder: Decoder) -> Option<String> {
+    let field = quoted_ident(&column.name);
     Some(match decoder {
-        // numeric hashes NaN, Infinity and -Infinity alike (to the seed): its sign tells
-        // them apart (NaN, 1, -1).
-        Decoder::Numeric | Decoder::NumericSameScale => format!("{column}, pg_catalog.sign({column})"),
-        Decoder::Int
-        | Decoder::IntSameWidth
-        | Decoder::Float
-        | Decoder::Bool
-        | Decoder::Date
-        | Decoder::Time
-        | Decoder::Timestamp
-        | Decoder::Uuid
-        | Decoder::Bytes => column,
-        Decoder::IntAsNumeric => format!("{column}::numeric"),
-        Decoder::Text => format!("({column}::text COLLATE \"C\")"),
-        Decoder::PaddedChar => format!("(pg_catalog.rtrim({column}::text, ' ') COLLATE \"C\")"),
-        Decoder::TextEmptyAsNull => format!("(pg_catalog.nullif({column}::text, '') COLLATE \"C\")"),
+        Decoder::Numeric | Decoder::NumericSameScale => numeric_fields(&field),
+        Decoder::IntAsNumeric => numeric_fields(&format!("({field})::numeric")),
+        // float8's hash reads all eight bytes (float4 is widened first), with -0 as 0 and
+        // one NaN.
+        Decoder::Float => field,
+        // `integer → float` casts round to the nearest float, as the decoders do, and never
+        // fail.
+        Decoder::IntAsFloat => format!("({field})::float8"),
+        Decoder::IntAsReal => format!("({field})::float4"),
+        Decoder::NumericAsFloat => nearest_float_fields(&field, "float8", "1e300", "1e-300"),
+        Decoder::NumericAsReal => nearest_float_fields(&field, "float4", "1e37", "1e-37"),
+        // Their hashes fold 64-bit microseconds into 32 bits (values 2^32 µs apart, about
+        // 71.6 minutes, can hash alike): their binary forms, the microseconds themselves
+        // (a naive timestamp's as UTC, as its canonical value is), are hashed instead.
+        Decoder::Timestamp if column.family == Family::Timestamp => format!("pg_catalog.timestamp_send({field})"),
+        Decoder::Timestamp if column.family == Family::TimestampTz => {
+            format!("pg_catalog.timestamptz_send({field})")
+        }
+        Decoder::Time => format!("pg_catalog.time_send({field})"),
+        Decoder::Bool | Decoder::Date | Decoder::Uuid | Decoder::Bytes => field,
+        Decoder::Text => format!("({field}::text COLLATE \"C\")"),
+        Decoder::PaddedChar => format!("(pg_catalog.rtrim({field}::text, ' ') COLLATE \"C\")"),
+        Decoder::TextEmptyAsNull => format!("(NULLIF({field}::text, '') COLLATE \"C\")"),
         Decoder::PaddedCharEmptyAsNull => {
-            format!("(pg_catalog.nullif(pg_catalog.rtrim({column}::text, ' '), '') COLLATE \"C\")")
+            format!("(NULLIF(pg_catalog.rtrim({field}::text, ' '), '') COLLATE \"C\")")
         }
         _ => return None,
     })
+}
+
+/// A `bigint`'s fields: the value, and its high 32 bits. `bigint`'s hash folds the two
+/// halves into 32 bits (`1` and `4294967296` hash alike), so the high half is hashed beside
+/// it; with both, the pair of hashes is one-to-one (cast to `bigint` first: every width
+/// then shifts alike).
+fn integer_fields(value: &str) -> String {
+    format!("{value}, (({value})::bigint >> 32)")
+}
+
+/// A numeric's nearest float (`numeric::float8` reads the decimal text as `strtod` does,
+/// correctly rounded, as the decoder does), and a marker. The cast fails outside the float's
+/// range (a finite value that would round to infinity or a non-zero one that would round to
+/// zero), so only values safely inside it are cast (`max`, `min`: magnitudes; zero, NaN and
+/// the infinities cast too); any other value hashes as NULL beside its text in the marker
+/// field, which the float side of the pair fills with NULL: such a row never hashes like a
+/// float's, and its segment is streamed and compared exactly.
+fn nearest_float_fields(value: &str, float: &str, max: &str, min: &str) -> String {
+    let castable = format!(
+        "(pg_catalog.abs({value}) <= {max} AND ({value} = 0 OR pg_catalog.abs({value}) >= {min}) \
+         OR pg_catalog.abs({value}) >= 'Infinity')"
+    );
+    format!("CASE WHEN {castable} THEN ({value})::{float} END, CASE WHEN NOT {castable} THEN ({value})::text END")
+}
+
+/// A numeric's fields: the value, and a code for its sign. `numeric`'s hash reads the
+/// digits and the weight but neither the sign (`100` and `-100` hash alike) nor which
+/// special value it is (NaN and both infinities hash alike), so the code tells those apart:
+/// -1 negative (`-Infinity` too), 1 zero or positive, 2 `Infinity`, 3 `NaN`, NULL for NULL.
+fn numeric_fields(value: &str) -> String {
+    format!(
+        "{value}, CASE WHEN {value} < 0 THEN -1 WHEN {value} = 'Infinity' THEN 2 WHEN {value} = 'NaN' THEN 3 \
+         WHEN {value} IS NOT NULL THEN 1 END"
+    )
 }
 
 /// Why a table is streamed rather than hashed by segment.
@@ -155,9 +255,9 @@ pub struct SegmentQuery {
 }
 
 impl SegmentQuery {
-    /// The queries of one side: `fields` are the hash expressions of the compared columns
-    /// ([`hash_expression`]), in stream order; `filter` an SQL predicate written by the caller
-    /// (the stream's). `role` names the side in errors.
+    /// The queries of one side: `fields` are this side's hash expressions of the compared
+    /// columns ([`hash_pair`]), in stream order; `filter` an SQL predicate written by the
+    /// caller (the stream's). `role` names the side in errors.
     pub fn new(
         role: impl Into<String>,
         table: &TableName,
@@ -167,7 +267,10 @@ impl SegmentQuery {
         filter: Option<&str>,
     ) -> SegmentQuery {
         let key = quoted_ident(key_column);
-        let mut row = key.clone();
+        let mut row = match position {
+            Position::Integer => integer_fields(&key),
+            Position::Uuid => key.clone(),
+        };
         for field in fields {
             row.push_str(", ");
             row.push_str(field);
@@ -182,25 +285,43 @@ impl SegmentQuery {
         }
     }
 
-    fn filter_sql(&self) -> String {
-        self.filter.as_ref().map(|filter| format!(" WHERE {filter}")).unwrap_or_default()
+    /// The rows a query hashes, as a subquery named `hashed`: this side's rows where `condition`
+    /// holds, each with `columns` and its row hash `h`. `OFFSET 0` keeps the server from
+    /// merging it into the outer query, which would compute the row hash once per use in
+    /// [`ROW_DIGEST`].
+    fn rows(&self, columns: &str, condition: Option<&str>) -> String {
+        let conditions: Vec<&str> = [condition, self.filter.as_deref()].into_iter().flatten().collect();
+        let filter = match conditions.as_slice() {
+            [] => String::new(),
+            [only] => format!(" WHERE {only}"),
+            [first, second] => format!(" WHERE ({first}) AND ({second})"),
+            _ => unreachable!("at most two conditions"),
+        };
+        format!(
+            "(SELECT {columns}, {hash} AS h FROM {table}{filter} OFFSET 0) AS hashed",
+            hash = self.row_hash,
+            table = self.table.quoted(),
+        )
     }
 
-    /// The overview's `SELECT`: first and last position, rows, hash total, and whether every
+    /// The overview's `SELECT`: first and last position, rows, digest sum, and whether every
     /// key is non-NULL and (when `check_duplicates`) distinct.
     pub fn overview_sql(&self, check_duplicates: bool) -> String {
         let distinct = match check_duplicates {
-            true => format!("count(DISTINCT {}) = count(*)", self.key),
-            false => "true".to_owned(),
+            true => "count(DISTINCT row_key) = count(*)",
+            false => "true",
         };
         format!(
-            "SELECT min({position}), max({position}), count(*), sum({hash})::text, count({key}) = count(*), {distinct} \
-             FROM {table}{filter}",
-            position = self.position.sql(&self.key),
-            hash = self.row_hash,
-            key = self.key,
-            table = self.table.quoted(),
-            filter = self.filter_sql(),
+            "SELECT min(row_position), max(row_position), count(*), sum({ROW_DIGEST})::text, count(row_key) = count(*), \
+             {distinct} FROM {rows}",
+            rows = self.rows(
+                &format!(
+                    "{key} AS row_key, {position} AS row_position",
+                    key = self.key,
+                    position = self.position.sql(&self.key)
+                ),
+                None
+            ),
         )
     }
 
@@ -245,17 +366,17 @@ impl SegmentQuery {
             Position::Uuid => "uuid",
         };
         let split = format!("pg_catalog.width_bucket({key}, $3::text[]::{key_type}[])", key = self.key);
+        let rows = self.rows(
+            &format!("{split} AS row_split, {position} AS row_position", position = self.position.sql(&self.key)),
+            Some(&format!(
+                "{key} BETWEEN $5::text::{key_type} AND $6::text::{key_type} \
+                 AND {key} <= ($4::text[]::{key_type}[])[{split}]",
+                key = self.key
+            )),
+        );
         format!(
-            "SELECT ({split} - 1)::bigint, ({position} - ($1::bigint[])[{split}]) / ($2::bigint[])[{split}], \
-             count(*), sum({hash})::text FROM {table} \
-             WHERE {key} BETWEEN $5::text::{key_type} AND $6::text::{key_type}{and_filter} \
-             AND {key} <= ($4::text[]::{key_type}[])[{split}] \
-             GROUP BY 1, 2",
-            position = self.position.sql(&self.key),
-            hash = self.row_hash,
-            table = self.table.quoted(),
-            key = self.key,
-            and_filter = self.filter.as_ref().map(|filter| format!(" AND ({filter})")).unwrap_or_default(),
+            "SELECT (row_split - 1)::bigint, (row_position - ($1::bigint[])[row_split]) / ($2::bigint[])[row_split], \
+             count(*), sum({ROW_DIGEST})::text FROM {rows} GROUP BY 1, 2"
         )
     }
 
@@ -263,16 +384,15 @@ impl SegmentQuery {
     /// plans it for the range it covers (a first level reads the whole table).
     pub fn single_split_sql(&self, split: &Split) -> String {
         let (low, high) = self.position.bounds(split.segment);
-        let filter = self.filter.as_ref().map(|filter| format!(" AND ({filter})")).unwrap_or_default();
+        let rows = self.rows(
+            &format!("{position} AS row_position", position = self.position.sql(&self.key)),
+            Some(&format!("{key} BETWEEN {low} AND {high}", key = self.key)),
+        );
         format!(
-            "SELECT 0::bigint, ({position} - ({first})::bigint) / ({width})::bigint, count(*), sum({hash})::text \
-             FROM {table} WHERE {key} BETWEEN {low} AND {high}{filter} GROUP BY 2",
-            position = self.position.sql(&self.key),
+            "SELECT 0::bigint, (row_position - ({first})::bigint) / ({width})::bigint, count(*), sum({ROW_DIGEST})::text \
+             FROM {rows} GROUP BY 2",
             first = split.segment.first,
             width = i64::try_from(split.width).unwrap_or(i64::MAX),
-            hash = self.row_hash,
-            table = self.table.quoted(),
-            key = self.key,
         )
     }
 
@@ -600,16 +720,65 @@ mod tests {
         assert_eq!(high, "'01234567-89ab-cdff-ffff-ffffffffffff'::uuid");
     }
 
+    fn column(name: &str, type_name: &str, family: Family) -> ColumnType {
+        ColumnType { name: name.to_owned(), type_name: type_name.to_owned(), family }
+    }
+
     #[test]
-    fn only_pairs_whose_sql_equality_is_canonical_are_hashed() {
-        assert_eq!(hash_expression(Decoder::IntSameWidth, "id").as_deref(), Some("\"id\""));
+    fn only_pairs_whose_canonical_value_sql_computes_exactly_are_hashed() {
+        let (a, b) = ("a", "b");
+        let pair = |source: (&str, Family, Decoder), target: (&str, Family, Decoder)| {
+            hash_pair((&column(a, source.0, source.1), source.2), (&column(b, target.0, target.1), target.2))
+        };
+        let int = |type_name| (type_name, Family::Integer, Decoder::IntSameWidth);
+        assert_eq!(pair(int("integer"), int("integer")), Some(("\"a\"".to_owned(), "\"b\"".to_owned())));
+        // A bigint on either side: the high half beside the value, on both.
         assert_eq!(
-            hash_expression(Decoder::PaddedChar, "code").as_deref(),
-            Some("(pg_catalog.rtrim(\"code\"::text, ' ') COLLATE \"C\")")
+            pair(("integer", Family::Integer, Decoder::Int), ("bigint", Family::Integer, Decoder::Int)),
+            Some(("\"a\", ((\"a\")::bigint >> 32)".to_owned(), "\"b\", ((\"b\")::bigint >> 32)".to_owned()))
         );
-        assert_eq!(hash_expression(Decoder::FloatAtScale(2), "amount"), None);
-        assert_eq!(hash_expression(Decoder::TextAsUuid, "ref"), None);
-        assert_eq!(hash_expression(Decoder::DateAsTimestamp, "day"), None);
+        let text = |family, decoder| ("text", family, decoder);
+        assert_eq!(
+            pair(text(Family::Char, Decoder::PaddedChar), text(Family::Text, Decoder::PaddedChar))
+                .map(|(source, _)| source),
+            Some("(pg_catalog.rtrim(\"a\"::text, ' ') COLLATE \"C\")".to_owned())
+        );
+        // NULLIF is syntax, not a pg_catalog function.
+        assert_eq!(
+            pair(text(Family::Text, Decoder::TextEmptyAsNull), text(Family::Text, Decoder::TextEmptyAsNull))
+                .map(|(source, _)| source),
+            Some("(NULLIF(\"a\"::text, '') COLLATE \"C\")".to_owned())
+        );
+        // Timestamps by their microseconds, whichever kind.
+        let naive = ("timestamp without time zone", Family::Timestamp, Decoder::Timestamp);
+        let zoned = ("timestamp with time zone", Family::TimestampTz, Decoder::Timestamp);
+        assert_eq!(
+            pair(zoned, naive),
+            Some(("pg_catalog.timestamptz_send(\"a\")".to_owned(), "pg_catalog.timestamp_send(\"b\")".to_owned()))
+        );
+        // An exact number against a float: its guarded nearest float, and an empty marker on
+        // the float's side.
+        let numeric = ("numeric(12,2)", Family::Numeric { scale: Some(2) }, Decoder::NumericAsFloat);
+        let double = ("double precision", Family::Float8, Decoder::Float);
+        let (exact, float) = pair(numeric, double).unwrap();
+        assert!(exact.contains("THEN (\"a\")::float8 END, CASE WHEN NOT"), "{exact}");
+        assert_eq!(float, "\"b\", NULL::text");
+        let uuid = ("uuid", Family::Uuid, Decoder::UuidAsText);
+        assert_eq!(pair(uuid, ("text", Family::Text, Decoder::TextAsUuid)), None);
+        let date = ("date", Family::Date, Decoder::DateAsTimestamp);
+        assert_eq!(pair(date, naive), None);
+        let real = ("real", Family::Float4, Decoder::FloatAsReal);
+        assert_eq!(pair(real, ("double precision", Family::Float8, Decoder::FloatAsReal)), None);
+    }
+
+    #[test]
+    fn row_digests_mix_the_whole_row_hash_with_the_seed() {
+        assert!(ROW_DIGEST.ends_with(&format!(", {HASH_SEED}))")), "{ROW_DIGEST}");
+        let query = SegmentQuery::new("source", &TableName::new("public", "t"), "id", Position::Integer, &[], None);
+        let sql = query.overview_sql(false);
+        assert!(sql.contains("hash_record_extended(ROW(\"id\", ((\"id\")::bigint >> 32)), 25700) AS h"), "{sql}");
+        assert!(sql.contains(&format!("sum({ROW_DIGEST})")), "{sql}");
+        assert!(sql.contains("OFFSET 0) AS hashed"), "{sql}");
     }
 
     #[test]
@@ -635,6 +804,6 @@ mod tests {
         );
         let leaves = [Segment { first: -3, last: 7 }, Segment { first: 20, last: 20 }];
         assert_eq!(query.leaves_filter(&leaves), "(\"id\" BETWEEN -3 AND 7 OR \"id\" BETWEEN 20 AND 20)");
-        assert!(query.overview_sql(false).ends_with("FROM \"public\".\"events\" WHERE \"ts\" >= 1"));
+        assert!(query.overview_sql(false).contains("FROM \"public\".\"events\" WHERE \"ts\" >= 1 OFFSET 0"));
     }
 }

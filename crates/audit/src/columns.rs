@@ -17,9 +17,15 @@
 //! Table names are never folded: `--table` and `--replica-table` name tables exactly.
 //!
 //! Two source columns resolving to one replica column is an error (compare them with
-//! `--columns` or map one of them). Without `--columns`, the compared columns are the source
-//! columns (in source order, the key and the replica's deleted marker left out) that resolve
-//! to a replica column by this rule.
+//! `--columns` or map one of them).
+//!
+//! # Coverage
+//!
+//! Without `--columns`, every source column is compared (in source order) except the key,
+//! the columns named by `--exclude-columns`, and a column matching the replica's deleted
+//! marker. A source column with no replica column by this rule is a refusal naming every
+//! such column and the flags that fix it: a verification must never certify a column it did
+//! not compare. The columns left out on request are listed in the report.
 
 use datadiff_access::stream::ColumnType;
 
@@ -61,6 +67,32 @@ pub enum ColumnMatchError {
         /// The entry's replica name.
         replica_column: String,
         /// The replica table.
+        table: String,
+    },
+    /// Source columns (compared by default) have no replica column.
+    #[error(
+        "{} of {source_table} {} no column in {replica_table} on the replica database ({}): name each replica column \
+         with --column-map SOURCE=REPLICA, leave columns out with --exclude-columns {}, or list the compared \
+         columns with --columns",
+        counted(.columns.len(), "source column", "source columns"),
+        if .columns.len() == 1 { "has" } else { "have" },
+        .columns.iter().map(|(column, tried)| format!("{column}: tried {}", tried.join(" and "))).collect::<Vec<_>>().join("; "),
+        .columns.iter().map(|(column, _)| column.as_str()).collect::<Vec<_>>().join(","),
+    )]
+    Unmatched {
+        /// The source table.
+        source_table: String,
+        /// The replica table.
+        replica_table: String,
+        /// Each unmatched source column with the replica names tried.
+        columns: Vec<(String, Vec<String>)>,
+    },
+    /// An `--exclude-columns` name is not a column of the source table.
+    #[error("--exclude-columns {column}: {table} has no column {column} on the source database")]
+    ExcludeUnknown {
+        /// The name given.
+        column: String,
+        /// The source table.
         table: String,
     },
     /// Two source columns resolve to the same replica column.
@@ -114,6 +146,10 @@ pub(crate) fn check_deleted_marker(
     Ok(())
 }
 
+fn counted(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
 fn tried_text(tried: &[String]) -> String {
     match tried {
         [] | [_] => String::new(),
@@ -130,11 +166,27 @@ pub(crate) struct MatchedColumn {
     pub(crate) replica: ColumnType,
 }
 
-/// The key and the compared columns, matched.
+/// The key and the compared columns, matched, and the source columns left out on request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MatchedColumns {
     pub(crate) key: MatchedColumn,
     pub(crate) columns: Vec<MatchedColumn>,
+    /// Source columns not compared, in source order: not in `--columns`, named by
+    /// `--exclude-columns`, or matching the replica's deleted marker.
+    pub(crate) excluded: Vec<String>,
+}
+
+/// Which columns to compare, as the user asked.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Selection<'a> {
+    /// `--columns`: exactly these.
+    pub(crate) requested: Option<&'a [String]>,
+    /// `--exclude-columns`: every source column but these (and the key).
+    pub(crate) excluded: &'a [String],
+    /// `--column-map` entries, `(source, replica)`.
+    pub(crate) map: &'a [(String, String)],
+    /// A replica column never compared by default (the deleted marker).
+    pub(crate) skip_replica: Option<&'a str>,
 }
 
 /// What [`match_columns`] works from.
@@ -145,16 +197,15 @@ pub(crate) struct Tables<'a> {
     pub(crate) replica: &'a [ColumnType],
 }
 
-/// Matches the key and the compared columns (`requested`, or every source column that has a
-/// replica match) by the rule of the module docs. `skip_replica` is a replica column never
-/// compared by default (the deleted marker).
+/// Matches the key and the compared columns by the rule of the module docs: the requested
+/// columns, or every source column but the key and those excluded, each of which must have
+/// a replica match.
 pub(crate) fn match_columns(
     tables: &Tables<'_>,
     key: &str,
-    requested: Option<&[String]>,
-    map: &[(String, String)],
-    skip_replica: Option<&str>,
+    selection: Selection<'_>,
 ) -> Result<MatchedColumns, ColumnMatchError> {
+    let map = selection.map;
     for (source, replica) in map {
         if !tables.source.iter().any(|column| &column.name == source) {
             return Err(ColumnMatchError::MapUnknownSource {
@@ -164,17 +215,50 @@ pub(crate) fn match_columns(
             });
         }
     }
+    for name in selection.excluded {
+        if !tables.source.iter().any(|column| &column.name == name) {
+            return Err(ColumnMatchError::ExcludeUnknown {
+                column: name.clone(),
+                table: tables.source_table.to_owned(),
+            });
+        }
+    }
     let key = matched(tables, map, key)?;
-    let names: Vec<String> = match requested {
-        Some(names) => names.to_vec(),
+    let mut excluded = Vec::new();
+    let names: Vec<String> = match selection.requested {
+        Some(names) => {
+            excluded.extend(
+                tables
+                    .source
+                    .iter()
+                    .filter(|column| column.name != key.source.name && !names.contains(&column.name))
+                    .map(|column| column.name.clone()),
+            );
+            names.to_vec()
+        }
         None => {
             let mut names = Vec::new();
+            let mut unmatched = Vec::new();
             for column in tables.source.iter().filter(|column| column.name != key.source.name) {
+                if selection.excluded.contains(&column.name) {
+                    excluded.push(column.name.clone());
+                    continue;
+                }
                 // A broken map entry is an error here too, never a column silently left out.
                 match replica_match(tables, map, &column.name)? {
-                    Some(replica) if Some(replica.name.as_str()) != skip_replica => names.push(column.name.clone()),
-                    Some(_) | None => {}
+                    Some(replica) if Some(replica.name.as_str()) == selection.skip_replica => {
+                        excluded.push(column.name.clone())
+                    }
+                    Some(_) => names.push(column.name.clone()),
+                    None => unmatched.push((column.name.clone(), tried(&column.name))),
                 }
+            }
+            if !unmatched.is_empty() {
+                return Err(ColumnMatchError::Unmatched {
+                    source_table: tables.source_table.to_owned(),
+                    replica_table: tables.replica_table.to_owned(),
+                    columns: unmatched,
+                });
             }
             names
         }
@@ -195,7 +279,18 @@ pub(crate) fn match_columns(
         }
         columns.push(column);
     }
-    Ok(MatchedColumns { key, columns })
+    Ok(MatchedColumns { key, columns, excluded })
+}
+
+/// The replica names tried for the source column `name`: itself, and its lower-cased form
+/// when that differs.
+fn tried(name: &str) -> Vec<String> {
+    let mut tried = vec![name.to_owned()];
+    let lower = name.to_lowercase();
+    if lower != name {
+        tried.push(lower);
+    }
+    tried
 }
 
 /// The source column `name` and its replica match.
@@ -208,19 +303,12 @@ fn matched(tables: &Tables<'_>, map: &[(String, String)], name: &str) -> Result<
     })?;
     match replica_match(tables, map, name)? {
         Some(replica) => Ok(MatchedColumn { source: source.clone(), replica: replica.clone() }),
-        None => {
-            let mut tried = vec![name.to_owned()];
-            let lower = name.to_lowercase();
-            if lower != name {
-                tried.push(lower);
-            }
-            Err(ColumnMatchError::NotFound {
-                role: "replica".to_owned(),
-                table: tables.replica_table.to_owned(),
-                column: name.to_owned(),
-                tried,
-            })
-        }
+        None => Err(ColumnMatchError::NotFound {
+            role: "replica".to_owned(),
+            table: tables.replica_table.to_owned(),
+            column: name.to_owned(),
+            tried: tried(name),
+        }),
     }
 }
 
@@ -266,14 +354,56 @@ mod tests {
         Tables { source_table: "public.customers", source, replica_table: "replicated.customers", replica }
     }
 
+    fn every<'a>(map: &'a [(String, String)], skip_replica: Option<&'a str>) -> Selection<'a> {
+        Selection { requested: None, excluded: &[], map, skip_replica }
+    }
+
+    fn only(requested: &[String]) -> Selection<'_> {
+        Selection { requested: Some(requested), excluded: &[], map: &[], skip_replica: None }
+    }
+
     #[test]
-    fn exact_names_win_then_lower_case_then_nothing() {
-        let source = columns(&["CustomerId", "Email", "plan", "Größe", "OnlySource"]);
+    fn exact_names_win_then_lower_case() {
+        let source = columns(&["CustomerId", "Email", "plan", "Größe", "_sdc_deleted_at"]);
         let replica = columns(&["customerid", "Email", "email", "plan", "größe", "_sdc_deleted_at"]);
         let matched =
-            match_columns(&tables(&source, &replica), "CustomerId", None, &[], Some("_sdc_deleted_at")).unwrap();
+            match_columns(&tables(&source, &replica), "CustomerId", every(&[], Some("_sdc_deleted_at"))).unwrap();
         let expected = [("CustomerId", "customerid"), ("Email", "Email"), ("plan", "plan"), ("Größe", "größe")];
         assert_eq!(pairs(&matched), expected.map(|(a, b)| (a.to_owned(), b.to_owned())));
+        assert_eq!(matched.excluded, ["_sdc_deleted_at"], "the deleted marker is left out, and said so");
+    }
+
+    #[test]
+    fn a_source_column_without_a_replica_column_refuses_naming_each_and_the_fixes() {
+        let source = columns(&["OrderId", "TotalAmount", "Note", "Status"]);
+        let replica = columns(&["order_id", "status"]);
+        let map = vec![("OrderId".to_owned(), "order_id".to_owned())];
+        let error = match_columns(&tables(&source, &replica), "OrderId", every(&map, None)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "2 source columns of public.customers have no column in replicated.customers on the replica database \
+             (TotalAmount: tried TotalAmount and totalamount; Note: tried Note and note): name each replica column \
+             with --column-map SOURCE=REPLICA, leave columns out with --exclude-columns TotalAmount,Note, or list \
+             the compared columns with --columns"
+        );
+        // Excluded on request: compared no more, listed as left out.
+        let excluded = ["TotalAmount".to_owned(), "Note".to_owned()];
+        let selection = Selection { requested: None, excluded: &excluded, map: &map, skip_replica: None };
+        let matched = match_columns(&tables(&source, &replica), "OrderId", selection).unwrap();
+        assert_eq!(pairs(&matched)[1], ("Status".to_owned(), "status".to_owned()));
+        assert_eq!(matched.excluded, ["TotalAmount", "Note"]);
+        // A name that is no source column is an error, not a silent no-op.
+        let typo = ["Totalamount".to_owned()];
+        let selection = Selection { requested: None, excluded: &typo, map: &map, skip_replica: None };
+        let error = match_columns(&tables(&source, &replica), "OrderId", selection).unwrap_err();
+        assert!(matches!(error, ColumnMatchError::ExcludeUnknown { .. }), "{error}");
+        // With --columns, the others are left out on request.
+        let requested = ["Status".to_owned()];
+        let selection = Selection { requested: Some(&requested), excluded: &[], map: &map, skip_replica: None };
+        let matched = match_columns(&tables(&source, &replica), "OrderId", selection).unwrap();
+        assert_eq!(matched.excluded, ["TotalAmount", "Note"]);
+        let error = match_columns(&tables(&source, &replica), "OrderId", every(&[], None)).unwrap_err();
+        assert!(error.to_string().starts_with("column OrderId does not exist in replicated.customers"), "{error}");
     }
 
     #[test]
@@ -281,14 +411,14 @@ mod tests {
         let source = columns(&["id", "Email", "Plan"]);
         let replica = columns(&["id", "email", "plan_name", "plan"]);
         let map = vec![("Plan".to_owned(), "plan_name".to_owned())];
-        let matched = match_columns(&tables(&source, &replica), "id", None, &map, None).unwrap();
+        let matched = match_columns(&tables(&source, &replica), "id", every(&map, None)).unwrap();
         assert_eq!(pairs(&matched)[2], ("Plan".to_owned(), "plan_name".to_owned()));
 
         let bad = vec![("Plan".to_owned(), "nope".to_owned())];
-        let error = match_columns(&tables(&source, &replica), "id", None, &bad, None).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), "id", every(&bad, None)).unwrap_err();
         assert!(matches!(error, ColumnMatchError::MapUnknownReplica { .. }), "{error}");
         let bad = vec![("Colour".to_owned(), "plan".to_owned())];
-        let error = match_columns(&tables(&source, &replica), "id", None, &bad, None).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), "id", every(&bad, None)).unwrap_err();
         assert_eq!(
             error.to_string(),
             "--column-map Colour=plan: public.customers has no column Colour on the source database"
@@ -300,7 +430,7 @@ mod tests {
         let source = columns(&["id", "FullName"]);
         let replica = columns(&["id"]);
         let requested = vec!["FullName".to_owned()];
-        let error = match_columns(&tables(&source, &replica), "id", Some(&requested), &[], None).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), "id", only(&requested)).unwrap_err();
         assert_eq!(
             error.to_string(),
             "column FullName does not exist in replicated.customers on the replica database (tried FullName and \
@@ -312,7 +442,7 @@ mod tests {
     fn two_source_columns_on_one_replica_column_are_refused() {
         let source = columns(&["id", "Email", "EMAIL"]);
         let replica = columns(&["id", "email"]);
-        let error = match_columns(&tables(&source, &replica), "id", None, &[], None).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), "id", every(&[], None)).unwrap_err();
         assert!(matches!(error, ColumnMatchError::Ambiguous { .. }), "{error}");
     }
 }

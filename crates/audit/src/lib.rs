@@ -54,7 +54,7 @@ use std::time::{Duration, Instant, SystemTime};
 use datadiff_diff_core::{
     merge::{Key, MergeError, Summary, merge},
     plan::quoted_ident,
-    segment::{AUTO_STREAM_ROWS, SearchSettings, Strategy, streams},
+    segment::{AUTO_STREAM_ROWS, SearchSettings, Strategy, StrategyUsed},
 };
 
 pub use columns::ColumnMatchError;
@@ -73,7 +73,7 @@ use datadiff_access::stream::{self, ColumnType, Decoder, KeyDecoder, RowQuery, R
 use datadiff_access::{Session, SessionSettings};
 use datadiff_access::{TableName, split_identifiers};
 
-use crate::columns::{Tables, check_deleted_marker, match_columns};
+use crate::columns::{Selection, Tables, check_deleted_marker, match_columns};
 use crate::tombstone::DeletedMarker;
 use crate::watch::{BOTH, Role, Watch};
 
@@ -104,8 +104,12 @@ pub struct AuditOptions {
     pub replica_table: Option<TableName>,
     /// The key column as given to `--key` (double quotes allowed); one column only.
     pub key: String,
-    /// The compared columns; `None` compares every column both tables share except the key.
+    /// The compared columns; `None` compares every source column except the key and
+    /// [`AuditOptions::exclude_columns`], each of which must have a replica column.
     pub columns: Option<Vec<String>>,
+    /// Source columns left out of the comparison (without [`AuditOptions::columns`]); the
+    /// report lists them.
+    pub exclude_columns: Vec<String>,
     /// The replica's CDC metadata, when it has some.
     pub metadata: Option<CdcMetadata>,
     /// A deleted marker on the replica table itself (no metadata table): a boolean (true is
@@ -148,6 +152,7 @@ impl std::fmt::Debug for AuditOptions {
             .field("replica_table", &self.replica_table)
             .field("key", &self.key)
             .field("columns", &self.columns)
+            .field("exclude_columns", &self.exclude_columns)
             .field("metadata", &self.metadata)
             .field("deleted_column", &self.deleted_column)
             .field("column_map", &self.column_map)
@@ -175,6 +180,7 @@ impl AuditOptions {
             replica_table: None,
             key: "id".to_owned(),
             columns: None,
+            exclude_columns: Vec::new(),
             metadata: None,
             deleted_column: None,
             column_map: Vec::new(),
@@ -212,6 +218,17 @@ impl AuditOptions {
             }
             if columns.contains(&key) {
                 return Err(Refusal::KeyInColumns { key });
+            }
+        }
+        if !self.exclude_columns.is_empty() {
+            if self.columns.is_some() {
+                return Err(Refusal::ColumnsAndExclusions);
+            }
+            if self.exclude_columns.iter().any(String::is_empty) {
+                return Err(Refusal::InvalidColumnList { flag: "--exclude-columns" });
+            }
+            if self.exclude_columns.contains(&key) {
+                return Err(Refusal::KeyExcluded { key });
             }
         }
         if self.metadata.is_some() && self.deleted_column.is_some() {
@@ -453,17 +470,9 @@ fn audit_watched(
         live.as_deref(),
     );
     let mut summary: Summary<Key> = Summary::new(max_examples, plan.names.clone());
-    let (source_query, replica_query) = match segments(
-        options,
-        &plan,
-        &mut source,
-        &mut replica,
-        &links,
-        live.as_deref(),
-        inventory_rows,
-        watch,
-        progress,
-    )? {
+    let (scan, strategy) =
+        segments(options, &plan, &mut source, &mut replica, &links, live.as_deref(), inventory_rows, watch, progress)?;
+    let (source_query, replica_query) = match scan {
         Scan::Everything => (Some(source_query), Some(replica_query)),
         Scan::Nothing { matched } => {
             summary.matched = matched;
@@ -549,6 +558,8 @@ fn audit_watched(
         finished_at: SystemTime::now(),
         duration_seconds: started.elapsed().as_secs_f64(),
         tombstones: u64::try_from(tombstones).unwrap_or(0),
+        excluded_columns: plan.excluded.clone(),
+        strategy,
     };
     let report = AuditReport::from_summary(&summary, options.allow_empty, provenance);
     tracing::info!(
@@ -574,7 +585,8 @@ enum Scan {
 }
 
 /// Chooses the strategy and, for segments, hashes both snapshots by key segment (see
-/// [`datadiff_access::segment`]): what is left to stream.
+/// [`datadiff_access::segment`]): what is left to stream, and the choice with its reason
+/// (logged at info, `-v`, and written to the report).
 #[allow(clippy::too_many_arguments, reason = "the scan's whole context, passed once")]
 fn segments(
     options: &AuditOptions,
@@ -586,19 +598,20 @@ fn segments(
     rows: u64,
     watch: &Watch,
     progress: &mut dyn FnMut(AuditProgress),
-) -> Result<Scan, Error> {
+) -> Result<(Scan, StrategyUsed), Error> {
     use datadiff_access::segment::{self, Position, SegmentOutcome, SegmentQuery};
+    let stream_because = |why: String| {
+        let used = StrategyUsed::stream(why);
+        tracing::info!(strategy = "stream", reason = %used.reason, "the scan streams every row");
+        Ok((Scan::Everything, used))
+    };
     if options.strategy == Strategy::Stream {
-        return Ok(Scan::Everything);
+        return stream_because("stream requested".to_owned());
     }
     if options.strategy == Strategy::Auto && rows <= AUTO_STREAM_ROWS {
         // Small tables stream outright: hashing could not save what probing costs.
-        return Ok(Scan::Everything);
+        return stream_because(format!("auto: {rows} rows (at most {AUTO_STREAM_ROWS} stream outright)"));
     }
-    let stream_because = |why: String| {
-        tracing::info!(strategy = "stream", reason = %why, "the scan streams every row");
-        Ok(Scan::Everything)
-    };
     let (Some(source_position), Some(replica_position)) =
         (Position::of(plan.source_key), Position::of(plan.replica_key))
     else {
@@ -607,37 +620,23 @@ fn segments(
             plan.source_key_name
         ));
     };
-    let mut source_fields = Vec::with_capacity(plan.decoders.len());
-    let mut replica_fields = Vec::with_capacity(plan.decoders.len());
-    for (index, (source_decoder, replica_decoder)) in plan.decoders.iter().enumerate() {
-        match (
-            segment::hash_expression(*source_decoder, &plan.names[index]),
-            segment::hash_expression(*replica_decoder, &plan.replica_names[index]),
-        ) {
-            (Some(source), Some(replica)) => {
-                source_fields.push(source);
-                replica_fields.push(replica);
-            }
-            _ => {
-                return stream_because(format!(
-                    "column {} is compared across types in a way SQL cannot hash",
-                    plan.names[index]
-                ));
-            }
-        }
-    }
+    let (source_fields, replica_fields) = match &plan.hashes {
+        Ok(fields) => fields,
+        Err(why) => return stream_because(why.clone()),
+    };
     let probing = watch.busy("probing the links", &BOTH);
     for (session, role) in [(&mut *source, "source"), (&mut *replica, "replica")] {
         if !segment::server_supports_segments(session.client(), role)? {
             return stream_because(format!("the {role} server is older than PostgreSQL 14 (no hash_record_extended)"));
         }
     }
+    let mut used = StrategyUsed::segments("segments requested");
     if options.strategy == Strategy::Auto {
         let source_link = segment::link(source.client(), links.0.config(), "source")?;
         let replica_link = segment::link(replica.client(), links.1.config(), "replica")?;
-        tracing::info!(source = ?source_link, replica = ?replica_link, "links");
-        if streams(Strategy::Auto, source_link, replica_link) {
-            return stream_because("both links are fast".to_owned());
+        used = StrategyUsed::auto(source_link, replica_link);
+        if used.strategy == Strategy::Stream {
+            return stream_because(used.reason);
         }
     }
     let source_unique = segment::has_unique_key(source.client(), "source", &options.table, &plan.source_key_name)?;
@@ -645,13 +644,13 @@ fn segments(
         segment::has_unique_key(replica.client(), "replica", options.replica_table(), &plan.replica_key_name)?;
     drop(probing);
     let source_query =
-        SegmentQuery::new("source", &options.table, &plan.source_key_name, source_position, &source_fields, None);
+        SegmentQuery::new("source", &options.table, &plan.source_key_name, source_position, source_fields, None);
     let replica_query = SegmentQuery::new(
         "replica",
         options.replica_table(),
         &plan.replica_key_name,
         replica_position,
-        &replica_fields,
+        replica_fields,
         live,
     );
     let hashing = watch.busy("hashing segments", &BOTH);
@@ -670,18 +669,25 @@ fn segments(
     )?;
     drop(hashing);
     Ok(match outcome {
-        SegmentOutcome::StreamAll(why) => return stream_because(why),
+        SegmentOutcome::StreamAll(why) => return stream_because(format!("the hashes cannot decide: {why}")),
         SegmentOutcome::Searched { matched, leaves, levels } => {
-            tracing::info!(strategy = "segments", matched, segments = leaves.len(), levels, "hashed key segments");
+            tracing::info!(
+                strategy = "segments",
+                reason = %used.reason,
+                matched,
+                segments = leaves.len(),
+                levels,
+                "hashed key segments"
+            );
             if leaves.is_empty() {
-                Scan::Nothing { matched }
+                (Scan::Nothing { matched }, used)
             } else {
                 let source_filter = source_query.leaves_filter(&leaves);
                 let replica_filter = match live {
                     Some(live) => format!("({live}) AND {}", replica_query.leaves_filter(&leaves)),
                     None => replica_query.leaves_filter(&leaves),
                 };
-                Scan::Leaves { matched, source_filter, replica_filter }
+                (Scan::Leaves { matched, source_filter, replica_filter }, used)
             }
         }
     })
@@ -700,6 +706,11 @@ struct Plan {
     decoders: Vec<(Decoder, Decoder)>,
     /// The deleted marker: the metadata table's flag, or the replica table's column.
     marker: Option<DeletedMarker>,
+    /// Source columns left out on request (see [`columns`]).
+    excluded: Vec<String>,
+    /// Each side's segment hash fields of the compared columns, or why the pairs cannot be
+    /// hashed ([`datadiff_access::segment::hash_pair`]).
+    hashes: Result<(Vec<String>, Vec<String>), String>,
 }
 
 impl Plan {
@@ -738,14 +749,39 @@ impl Plan {
         if let Some(marker) = skip {
             check_deleted_marker(&tables, &options.column_map, marker)?;
         }
-        let matched = match_columns(&tables, key, options.columns.as_deref(), &options.column_map, skip)?;
+        let selection = Selection {
+            requested: options.columns.as_deref(),
+            excluded: &options.exclude_columns,
+            map: &options.column_map,
+            skip_replica: skip,
+        };
+        let matched = match_columns(&tables, key, selection)?;
         let (source_key, replica_key) = stream::plan_key(&matched.key.source, &matched.key.replica, "replica")?;
         let mut decoders = Vec::with_capacity(matched.columns.len());
         let coercions = stream::Coercions::NONE.empty_string_as_null(options.empty_string_as_null);
+        let mut hashes = Ok((Vec::new(), Vec::new()));
         for column in &matched.columns {
             let (source_decoder, replica_decoder) =
                 stream::plan_pair_with(&column.source, &column.replica, "replica", coercions)?;
             decoders.push((source_decoder, replica_decoder));
+            if let Ok((source_fields, replica_fields)) = &mut hashes {
+                let pair = datadiff_access::segment::hash_pair(
+                    (&column.source, source_decoder),
+                    (&column.replica, replica_decoder),
+                );
+                match pair {
+                    Some((source, replica)) => {
+                        source_fields.push(source);
+                        replica_fields.push(replica);
+                    }
+                    None => {
+                        hashes = Err(format!(
+                            "column {} is compared across types in a way SQL cannot hash",
+                            column.source.name
+                        ))
+                    }
+                }
+            }
         }
         Ok(Plan {
             names: matched.columns.iter().map(|column| column.source.name.clone()).collect(),
@@ -756,6 +792,8 @@ impl Plan {
             replica_key,
             decoders,
             marker,
+            excluded: matched.excluded,
+            hashes,
         })
     }
 

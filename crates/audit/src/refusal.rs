@@ -66,6 +66,13 @@ pub enum Refusal {
         /// The key column.
         key: String,
     },
+    /// `--exclude-columns` names the key column.
+    KeyExcluded {
+        /// The key column.
+        key: String,
+    },
+    /// Both `--columns` and `--exclude-columns` were given.
+    ColumnsAndExclusions,
     /// Both DSNs reach the same database.
     SameDatabase {
         /// The database name.
@@ -139,6 +146,13 @@ impl fmt::Display for Refusal {
             Refusal::KeyInColumns { key } => {
                 write!(f, "--columns must not include the key column {key}: the key is always compared")
             }
+            Refusal::KeyExcluded { key } => {
+                write!(f, "--exclude-columns must not name the key column {key}: the key is always compared")
+            }
+            Refusal::ColumnsAndExclusions => write!(
+                f,
+                "--columns and --exclude-columns cannot be combined: list the compared columns, or the columns left out"
+            ),
             Refusal::SameDatabase { database, system_identifier } => write!(
                 f,
                 "source and replica must be separate databases: both DSNs reach database {database} of the cluster \

@@ -13,6 +13,7 @@ use std::time::SystemTime;
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use datadiff_diff_core::merge::{DifferenceKind, Example, Key, Summary};
+use datadiff_diff_core::segment::StrategyUsed;
 use serde::Serialize;
 use serde::ser::Serializer;
 
@@ -163,6 +164,11 @@ pub struct Provenance {
     pub duration_seconds: f64,
     /// Replica rows the deleted marker left out of the comparison (0 without one).
     pub tombstones: u64,
+    /// Source columns left out on request (by `--columns`, `--exclude-columns`, or as the
+    /// replica's deleted marker).
+    pub excluded_columns: Vec<String>,
+    /// How the scan read the rows, and why.
+    pub strategy: StrategyUsed,
 }
 
 /// The audit report. Fields are declared in alphabetical order so the JSON keys are sorted.
@@ -184,6 +190,9 @@ pub struct AuditReport {
     pub examples: Vec<AuditExample>,
     /// Whether more differences exist than examples.
     pub examples_truncated: bool,
+    /// Source columns not compared, left out on request (by `--columns`,
+    /// `--exclude-columns`, or as the replica's deleted marker), in source order.
+    pub excluded_columns: Vec<String>,
     /// Keys in the replica only.
     pub extra: u64,
     /// When the scan ended: RFC 3339, UTC, milliseconds.
@@ -208,6 +217,10 @@ pub struct AuditReport {
     pub started_at: String,
     /// PASS or BLOCK.
     pub status: Status,
+    /// How the scan read the rows: `stream` or `segments`.
+    pub strategy: &'static str,
+    /// Why that strategy (`auto`'s figures included).
+    pub strategy_reason: String,
     /// Replica rows marked deleted (counted in the scan's snapshot), left out of the
     /// comparison (0 without a deleted marker).
     pub tombstones: u64,
@@ -242,6 +255,7 @@ impl AuditReport {
             datadiff_version: DATADIFF_VERSION,
             difference_count,
             duration_seconds: (duration_seconds * 1000.0).round() / 1000.0,
+            excluded_columns: provenance.excluded_columns,
             examples: summary.examples.iter().map(example).collect(),
             examples_truncated: summary.examples_truncated(),
             extra: summary.extra,
@@ -256,6 +270,8 @@ impl AuditReport {
             source_rows: summary.source_rows(),
             started_at: rfc3339(provenance.started_at),
             status,
+            strategy: provenance.strategy.strategy.as_str(),
+            strategy_reason: provenance.strategy.reason,
             tombstones: provenance.tombstones,
         }
     }
@@ -340,6 +356,8 @@ mod tests {
             finished_at: started_at + std::time::Duration::from_secs(2),
             duration_seconds,
             tombstones: 0,
+            excluded_columns: vec!["notes".to_owned()],
+            strategy: StrategyUsed::segments("segments requested"),
         }
     }
 
@@ -360,6 +378,7 @@ mod tests {
                 "duration_seconds",
                 "examples",
                 "examples_truncated",
+                "excluded_columns",
                 "extra",
                 "finished_at",
                 "key",
@@ -372,8 +391,15 @@ mod tests {
                 "source_rows",
                 "started_at",
                 "status",
+                "strategy",
+                "strategy_reason",
                 "tombstones"
             ]
+        );
+        assert_eq!(json["excluded_columns"], serde_json::json!(["notes"]));
+        assert_eq!(
+            (json["strategy"].as_str(), json["strategy_reason"].as_str()),
+            (Some("segments"), Some("segments requested"))
         );
         assert_eq!(json["started_at"], "2026-07-25T17:20:00.123Z");
         assert_eq!(json["finished_at"], "2026-07-25T17:20:02.123Z");

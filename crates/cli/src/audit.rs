@@ -37,10 +37,15 @@ pub(crate) struct AuditArgs {
     /// The key column: one integer, uuid or text column, unique on both sides.
     #[arg(long, value_name = "COLUMN", default_value = "id")]
     key: String,
-    /// Columns to compare, comma-separated [default: every source column, except the key,
-    /// that the replica has under its exact name, its lower-cased name or a --column-map].
+    /// Columns to compare, comma-separated [default: every source column except the key;
+    /// each must have a replica column under its exact name, its lower-cased name or a
+    /// --column-map, or the audit refuses, naming it].
     #[arg(long, value_name = "A,B")]
     columns: Option<String>,
+    /// Source columns to leave out of the default comparison (comma-separated); the report
+    /// lists them.
+    #[arg(long, value_name = "A,B", conflicts_with = "columns")]
+    exclude_columns: Option<String>,
     #[command(flatten)]
     replica_columns: Box<ReplicaColumnArgs>,
     /// Confirm that source writes are paused and CDC is drained (the audit cannot prove it).
@@ -148,7 +153,13 @@ impl AuditArgs {
                 Some(datadiff_access::parse_column_list(text).ok_or(Refusal::InvalidColumnList { flag: "--columns" })?)
             }
         };
+        let exclude_columns = match &self.exclude_columns {
+            None => Vec::new(),
+            Some(text) => datadiff_access::parse_column_list(text)
+                .ok_or(Refusal::InvalidColumnList { flag: "--exclude-columns" })?,
+        };
         let mut options = AuditOptions::new(self.source.clone(), self.replica.clone(), self.table.clone());
+        options.exclude_columns = exclude_columns;
         options.replica_table = self.replica_table.clone();
         options.key = self.key.clone();
         options.columns = columns;

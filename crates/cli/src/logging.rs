@@ -254,10 +254,10 @@ mod tests {
     #[test]
     fn query_seconds_add_the_row_diff_stream_to_the_aggregate_query() {
         let metric = |check| CheckResult::metric(check, &Value::Int(1), &Value::Int(1), 0.5, 0.25);
-        let row_diff = CheckResult::row_diff(RowDiffCounts::default(), Some(2.0), None);
+        let row_diff = CheckResult::row_diff(RowDiffCounts::default(), Some(2.0), None, None);
         let checks = vec![metric(CheckType::RowCount), metric(CheckType::MinKey), row_diff];
         assert_eq!(query_seconds(&summary(SummaryStatus::Pass, checks)), (Some(2.5), Some(0.25)));
-        let untimed = CheckResult::row_diff(RowDiffCounts::default(), None, None);
+        let untimed = CheckResult::row_diff(RowDiffCounts::default(), None, None, None);
         assert_eq!(query_seconds(&summary(SummaryStatus::Pass, vec![untimed])), (None, None));
     }
 }

@@ -1005,7 +1005,7 @@ mod tests {
             full_check_name: "pg/pay/public/t".into(),
             revision: 3,
             preflight: None,
-            results: vec![CheckResult::row_diff(counts, Some(1.5), Some(0.25))],
+            results: vec![CheckResult::row_diff(counts, Some(1.5), Some(0.25), None)],
         };
         let listing = result_listing(&evidence.results);
         let text = run_text(&evidence, &listing, None);

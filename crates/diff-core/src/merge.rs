@@ -20,7 +20,7 @@ pub use crate::error::MergeError;
 pub use crate::key::Key;
 pub use crate::row::{DigestRow, Keyed, ValuesRow};
 pub use crate::summary::{ChangedFields, DifferenceKind, Example, Summary};
-pub use crate::value::{Float, Numeric, Value, round_decimal_digits};
+pub use crate::value::{Float, Numeric, Value};
 
 use std::cmp::Ordering;
 use std::marker::PhantomData;

@@ -379,6 +379,53 @@ pub fn streams(strategy: Strategy, source: Link, target: Link) -> bool {
     }
 }
 
+/// How a comparison read its rows and why: for the log and the stored result, so that a
+/// run's choice (and `auto`'s measurements) can be read afterwards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrategyUsed {
+    /// [`Strategy::Stream`] or [`Strategy::Segments`], never `auto`.
+    pub strategy: Strategy,
+    /// Why, in one line (no values: row counts, link speeds, column names).
+    pub reason: String,
+}
+
+impl StrategyUsed {
+    /// Every row was streamed, because of `reason`.
+    pub fn stream(reason: impl Into<String>) -> StrategyUsed {
+        StrategyUsed { strategy: Strategy::Stream, reason: reason.into() }
+    }
+
+    /// Segments were hashed, because of `reason`.
+    pub fn segments(reason: impl Into<String>) -> StrategyUsed {
+        StrategyUsed { strategy: Strategy::Segments, reason: reason.into() }
+    }
+
+    /// `auto`'s decision over these links, with the figures it decided on.
+    pub fn auto(source: Link, target: Link) -> StrategyUsed {
+        let figures = format!("source {}, target {}", source, target);
+        if streams(Strategy::Auto, source, target) {
+            StrategyUsed::stream(format!(
+                "auto: both links are fast ({figures}; streams from {} MB/s)",
+                STREAM_FROM_BYTES_PER_SECOND / 1e6
+            ))
+        } else {
+            StrategyUsed::segments(format!(
+                "auto: a link is slow ({figures}; streams from {} MB/s)",
+                STREAM_FROM_BYTES_PER_SECOND / 1e6
+            ))
+        }
+    }
+}
+
+impl std::fmt::Display for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Link::Local => f.write_str("on this machine"),
+            Link::Measured(bytes_per_second) => write!(f, "{:.1} MB/s", bytes_per_second / 1e6),
+        }
+    }
+}
+
 /// Sorted segments with touching neighbours joined.
 fn join_adjacent(sorted: Vec<Segment>) -> Vec<Segment> {
     let mut joined: Vec<Segment> = Vec::with_capacity(sorted.len());

@@ -227,56 +227,9 @@ impl Numeric {
         Numeric(NumericRepr::Finite { negative: negative && !zero, integer: integer.into(), fraction: fraction.into() })
     }
 
-    /// Rounds to `scale` fraction digits, half away from zero (as PostgreSQL's `round` does
-    /// for `numeric`). NaN and infinities are unchanged.
-    pub fn round_to_scale(&self, scale: u32) -> Numeric {
-        let NumericRepr::Finite { negative, integer, fraction } = &self.0 else {
-            return self.clone();
-        };
-        let scale = scale as usize;
-        if fraction.len() <= scale {
-            return self.clone();
-        }
-        let mut digits: Vec<u8> = integer.bytes().chain(fraction.bytes()).collect();
-        let point = round_decimal_digits(&mut digits, integer.len(), scale);
-        let text = String::from_utf8(digits).unwrap_or_default();
-        Numeric::finite(*negative, &text[..point], &text[point..])
-    }
-
     /// True for a finite value without fraction digits.
     pub fn is_integral(&self) -> bool {
         matches!(&self.0, NumericRepr::Finite { fraction, .. } if fraction.is_empty())
-    }
-}
-
-/// Rounds ASCII decimal `digits` — the integer part before `point`, the fraction after it —
-/// to `scale` fraction digits, half away from zero on the magnitude, and returns the new point
-/// (one further when a carry adds a leading digit: `9.96` → `10.0`). With `scale` fraction
-/// digits or fewer, nothing changes. The one decimal rounding of the workspace: canonical
-/// numerics here, the stream decoders' numerics and floats at a declared scale.
-#[inline]
-pub fn round_decimal_digits(digits: &mut Vec<u8>, point: usize, scale: usize) -> usize {
-    if digits.len() - point <= scale {
-        return point;
-    }
-    let round_up = digits[point + scale] >= b'5';
-    digits.truncate(point + scale);
-    if !round_up {
-        return point;
-    }
-    let mut index = digits.len();
-    loop {
-        if index == 0 {
-            digits.insert(0, b'1');
-            return point + 1;
-        }
-        index -= 1;
-        if digits[index] == b'9' {
-            digits[index] = b'0';
-        } else {
-            digits[index] += 1;
-            return point;
-        }
     }
 }
 
@@ -344,34 +297,6 @@ mod tests {
         for text in ["", "-", ".", "1.2.3", "abc", "1e", "1e99999999999", "١٢", "1_000"] {
             assert_eq!(Numeric::parse(text), Err(Error::InvalidNumeric), "{text:?} must be rejected");
         }
-    }
-
-    #[test]
-    fn decimal_digits_round_half_up_with_carry() {
-        let round = |text: &str, point: usize, scale: usize| {
-            let mut digits = text.as_bytes().to_vec();
-            let point = round_decimal_digits(&mut digits, point, scale);
-            (String::from_utf8(digits).unwrap(), point)
-        };
-        assert_eq!(round("996", 1, 1), ("100".to_owned(), 2), "9.96 -> 10.0");
-        assert_eq!(round("1004", 1, 2), ("100".to_owned(), 1), "1.004 -> 1.00");
-        assert_eq!(round("1005", 1, 2), ("101".to_owned(), 1), "1.005 -> 1.01");
-        assert_eq!(round("125", 1, 2), ("125".to_owned(), 1), "already at scale");
-        assert_eq!(round("5", 0, 0), ("1".to_owned(), 1), "0.5 -> 1");
-        assert_eq!(round("05", 0, 0), ("".to_owned(), 0), "0.05 -> 0");
-    }
-
-    #[test]
-    fn rounding_is_half_away_from_zero() {
-        let round = |text: &str, scale| Numeric::parse(text).unwrap().round_to_scale(scale).to_string();
-        assert_eq!(round("12.345", 2), "12.35");
-        assert_eq!(round("-12.345", 2), "-12.35");
-        assert_eq!(round("12.344", 2), "12.34");
-        assert_eq!(round("9.995", 2), "10");
-        assert_eq!(round("0.004", 2), "0");
-        assert_eq!(round("-0.004", 2), "0");
-        assert_eq!(round("99.5", 0), "100");
-        assert_eq!(round("1.5", 3), "1.5");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use serde_json::{Value as Json, json};
 
 use crate::checksum::UnsupportedComparison;
 use crate::run::{RunStatus, UnknownName};
+use crate::segment::StrategyUsed;
 use crate::summary::Summary;
 use crate::{
     check::CheckType,
@@ -256,22 +257,30 @@ impl CheckResult {
     /// metric value); PASS iff nothing is missing, extra or changed. A FAIL's error is
     /// `row_diff FAIL: <a> missing, <b> extra, <c> changed` ([`RowDiffCounts::differences_text`]):
     /// `row_diff` is datadiff's extension, so its text is datadiff's (upstream checks keep
-    /// PipelineWise's bare `<check_type> FAIL`).
+    /// PipelineWise's bare `<check_type> FAIL`). With `strategy`, the target value also says
+    /// how the rows were read and why: `"strategy": "stream" | "segments"`,
+    /// `"strategy_reason": "<one line>"` (`auto`'s measurements included).
     pub fn row_diff(
         counts: RowDiffCounts,
         source_query_seconds: Option<f64>,
         target_query_seconds: Option<f64>,
+        strategy: Option<&StrategyUsed>,
     ) -> CheckResult {
+        let mut target_value = json!({
+            "rows": counts.target_rows.to_string(),
+            "missing": counts.missing.to_string(),
+            "extra": counts.extra.to_string(),
+            "changed": counts.changed.to_string(),
+        });
+        if let (Some(strategy), Some(object)) = (strategy, target_value.as_object_mut()) {
+            object.insert("strategy".to_owned(), json!(strategy.strategy.as_str()));
+            object.insert("strategy_reason".to_owned(), json!(strategy.reason));
+        }
         CheckResult {
             check_type: ResultType::RowDiff,
             status: ResultStatus::passed(counts.is_equal()),
             source_value: json!({ "rows": counts.source_rows.to_string() }),
-            target_value: json!({
-                "rows": counts.target_rows.to_string(),
-                "missing": counts.missing.to_string(),
-                "extra": counts.extra.to_string(),
-                "changed": counts.changed.to_string(),
-            }),
+            target_value,
             source_query_seconds,
             target_query_seconds,
             error: (!counts.is_equal()).then(|| format!("row_diff FAIL: {}", counts.differences_text())),
@@ -382,16 +391,23 @@ mod tests {
     #[test]
     fn row_diff_result_holds_counts_as_strings() {
         let counts = RowDiffCounts { source_rows: 10, target_rows: 9, missing: 2, extra: 1, changed: 3 };
-        let result = CheckResult::row_diff(counts, Some(1.5), Some(2.0));
+        let result = CheckResult::row_diff(counts, Some(1.5), Some(2.0), None);
         assert_eq!(result.check_type.as_str(), "row_diff");
         assert_eq!(result.status, ResultStatus::Fail);
         assert_eq!(result.source_value, json!({"rows": "10"}));
         assert_eq!(result.target_value, json!({"rows": "9", "missing": "2", "extra": "1", "changed": "3"}));
+        let strategy = StrategyUsed::segments("auto: a link is slow");
+        let with_strategy = CheckResult::row_diff(counts, None, None, Some(&strategy));
+        assert_eq!(
+            with_strategy.target_value,
+            json!({"rows": "9", "missing": "2", "extra": "1", "changed": "3", "strategy": "segments",
+                   "strategy_reason": "auto: a link is slow"})
+        );
         assert_eq!(result.error.as_deref(), Some("row_diff FAIL: 2 missing, 1 extra, 3 changed"));
         assert_eq!(result.failure_text().as_deref(), Some("row_diff FAIL: 2 missing, 1 extra, 3 changed"));
 
         let equal = RowDiffCounts { source_rows: 7, target_rows: 7, ..RowDiffCounts::default() };
-        let result = CheckResult::row_diff(equal, None, None);
+        let result = CheckResult::row_diff(equal, None, None, None);
         assert_eq!(result.status, ResultStatus::Pass);
         assert_eq!((result.error.clone(), result.failure_text()), (None, None));
         for difference in [
@@ -399,9 +415,9 @@ mod tests {
             RowDiffCounts { extra: 1, ..equal },
             RowDiffCounts { changed: 1, ..equal },
         ] {
-            assert_eq!(CheckResult::row_diff(difference, None, None).status, ResultStatus::Fail);
+            assert_eq!(CheckResult::row_diff(difference, None, None, None).status, ResultStatus::Fail);
         }
-        let only_extra = CheckResult::row_diff(RowDiffCounts { extra: 1, ..equal }, None, None);
+        let only_extra = CheckResult::row_diff(RowDiffCounts { extra: 1, ..equal }, None, None, None);
         assert_eq!(only_extra.error.as_deref(), Some("row_diff FAIL: 0 missing, 1 extra, 0 changed"));
     }
 
@@ -426,7 +442,7 @@ mod tests {
         let checks = [CheckType::RowChecksum, CheckType::SchemaCompatibility, CheckType::RowCount];
         let metric = |check| CheckResult::metric(check, &Value::Int(1), &Value::Int(1), 0.0, 0.0);
         let results = vec![
-            CheckResult::row_diff(RowDiffCounts::default(), None, None),
+            CheckResult::row_diff(RowDiffCounts::default(), None, None, None),
             metric(CheckType::RowCount),
             metric(CheckType::SchemaCompatibility),
             metric(CheckType::RowChecksum),

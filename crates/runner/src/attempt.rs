@@ -59,7 +59,6 @@ use datadiff_diff_core::{
     attempt::{CheckResult, HistoricalStart, Outcome, PreflightId, ResultType, RunStatus, SkipReason},
     definition::CheckType,
     plan::{AggregatePlan, TableColumns},
-    segment::Strategy,
 };
 use datadiff_preflight::{MetadataOnlyScope, PreflightRecord, QueryFingerprint, RowCount, SourceIndex, SourceTable};
 use postgres::SimpleQueryMessage;
@@ -436,20 +435,20 @@ impl<'a> AttemptRun<'a> {
                 return Err(Stop::Failed("row_diff has no window start".to_owned()));
             };
             let max_examples = settings.max_examples() as usize;
-            // For the progress bar, and for `auto`, which streams small windows outright.
-            let wanted = self.options.progress.is_some() || settings.strategy() == Strategy::Auto;
-            let expected = match (wanted, row_diff_plan, sides.source.as_postgres()) {
+            // `auto` streams small windows outright, when their rows were counted.
+            let counted = counted_rows(&results);
+            // The progress bar takes an estimate where nothing was counted.
+            let expected = match (self.options.progress.is_some(), row_diff_plan, sides.source.as_postgres()) {
                 (true, Ok(AnyRowDiffPlan::Postgres(row_diff)), Some(source)) => {
-                    expected_rows(&results, source, row_diff, start, bounds.end)
+                    counted.or_else(|| estimated_rows(source, row_diff, start, bounds.end))
                 }
-                // A MySQL source: the exact row_count when the attempt has one.
-                (true, Ok(AnyRowDiffPlan::MySql(_)), _) => counted_rows(&results),
-                _ => None,
+                _ => counted,
             };
+            let rows = RowCounts { expected, counted };
             if let Some(sides) = opened.take() {
                 sides.close();
             }
-            results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, expected));
+            results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, rows));
         }
         match aggregate_failure {
             None => Ok(plan.outcome(results)),
@@ -480,7 +479,7 @@ impl<'a> AttemptRun<'a> {
         start: DateTime<Utc>,
         end: DateTime<Utc>,
         max_examples: usize,
-        expected_rows: Option<u64>,
+        rows: RowCounts,
     ) -> CheckResult {
         self.differences.clear();
         let plan = match plan {
@@ -488,8 +487,8 @@ impl<'a> AttemptRun<'a> {
             Err(reason) => return row_diff::error_result(reason.clone()),
         };
         let registration = &self.registration;
-        let progress = self.options.progress.as_ref().map(|meter| meter.start_stream(expected_rows));
-        match plan.run(route, [start, end], max_examples, expected_rows, &|| registration.interrupted(), progress) {
+        let progress = self.options.progress.as_ref().map(|meter| meter.start_stream(rows.expected));
+        match plan.run(route, [start, end], max_examples, rows.counted, &|| registration.interrupted(), progress) {
             Ok(found) => {
                 let mut result = found.result();
                 if let Some(error) = &mut result.error {
@@ -677,28 +676,35 @@ fn aggregate_failed(plan: &AggregatePlan, reason: String, row_diff: Vec<CheckRes
 
 /// The `row_count` source value of an attempt's results, when it has one.
 fn counted_rows(results: &[CheckResult]) -> Option<u64> {
-    results
-        .iter()
-        .find(|result| result.check_type == ResultType::Check(CheckType::RowCount))
-        .and_then(|result| result.source_value.as_u64())
+    let row_count = results.iter().find(|result| result.check_type == ResultType::Check(CheckType::RowCount))?;
+    // Metric values are canonical strings ("20000"), as upstream stores them.
+    match &row_count.source_value {
+        serde_json::Value::String(text) => text.parse().ok(),
+        other => other.as_u64(),
+    }
 }
 
-/// The source rows a `row_diff` window is expected to have, for a progress display: the exact
-/// `row_count` source value when the attempt has one, else the planner's estimate for the
-/// source streaming query (no data read; a failed `EXPLAIN` only costs the estimate).
-fn expected_rows(
-    results: &[CheckResult],
+/// The source rows of a `row_diff` window, as far as the attempt knows them.
+#[derive(Debug, Clone, Copy)]
+struct RowCounts {
+    /// For a progress display: the count, else an estimate.
+    expected: Option<u64>,
+    /// The exact `row_count` of this attempt, when it has one.
+    counted: Option<u64>,
+}
+
+/// The planner's estimate of the rows of the source streaming query, for a progress display
+/// (no data read; a failed `EXPLAIN` only costs the estimate).
+fn estimated_rows(
     source: &mut SideSession,
     plan: &RowDiffPlan,
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Option<u64> {
-    counted_rows(results).or_else(|| {
-        let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end));
-        let messages = source.with_client("EXPLAIN", move |client| client.simple_query(&explain)).ok()?.ok()?;
-        messages.iter().find_map(|message| match message {
-            SimpleQueryMessage::Row(row) => row.get(0).and_then(progress::plan_rows),
-            _ => None,
-        })
+    let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end));
+    let messages = source.with_client("EXPLAIN", move |client| client.simple_query(&explain)).ok()?.ok()?;
+    messages.iter().find_map(|message| match message {
+        SimpleQueryMessage::Row(row) => row.get(0).and_then(progress::plan_rows),
+        _ => None,
     })
 }

@@ -76,7 +76,7 @@ use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
 };
 use datadiff_access::{ANSWER_GRACE, SideSession, one_line};
-use datadiff_diff_core::segment::{AUTO_STREAM_ROWS, Link, SearchSettings, Strategy, streams};
+use datadiff_diff_core::segment::{AUTO_STREAM_ROWS, Link, SearchSettings, Strategy, StrategyUsed};
 
 /// How often the watcher looks for an interruption while the streams run.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
@@ -126,22 +126,6 @@ impl SidePlan {
         self.filter([&timestamp_literal(start, self.naive_timestamp), &timestamp_literal(end, self.naive_timestamp)])
     }
 
-    /// The segment queries of this side over `filter`, when its key has a position and
-    /// every field a hash expression paired with the other side's (`other`).
-    fn segment_query(&self, role: &str, other: &SidePlan, filter: &str) -> Result<SegmentQuery, String> {
-        let position = Position::of(self.key).filter(|_| Position::of(other.key).is_some()).ok_or_else(|| {
-            format!("the key {} has no integer position (only integer and uuid keys are segmented)", self.key_column)
-        })?;
-        let mut fields = Vec::with_capacity(self.columns.len());
-        for ((name, decoder), (_, other_decoder)) in self.columns.iter().zip(&other.columns) {
-            match (segment::hash_expression(*decoder, name), segment::hash_expression(*other_decoder, name)) {
-                (Some(field), Some(_)) => fields.push(field),
-                _ => return Err(format!("column {name} is compared across types in a way SQL cannot hash")),
-            }
-        }
-        Ok(SegmentQuery::new(role, &self.table, &self.key_column, position, &fields, Some(filter)))
-    }
-
     /// The query over `[start, end)`, bounds written as literals of the column's type.
     fn window_query(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> RowQuery {
         let start = timestamp_literal(start, self.naive_timestamp);
@@ -162,6 +146,9 @@ pub(crate) struct RowDiffPlan {
     field_names: Vec<String>,
     /// How the rows are read (see [`datadiff_access::segment`]).
     strategy: Strategy,
+    /// Each side's segment hash fields of the compared columns, or why the pairs cannot be
+    /// hashed ([`segment::hash_pair`]).
+    hashes: Result<(Vec<String>, Vec<String>), String>,
 }
 
 impl RowDiffPlan {
@@ -205,10 +192,23 @@ impl RowDiffPlan {
         let mut source_columns = Vec::with_capacity(pairs.len() - 1);
         let mut target_columns = Vec::with_capacity(pairs.len() - 1);
         let mut field_names = Vec::with_capacity(pairs.len() - 1);
+        let mut hashes = Ok((Vec::new(), Vec::new()));
         for pair in &pairs[1..] {
             let (source, target) = resolve(pair)?;
             let (source_decoder, target_decoder) =
                 stream::plan_pair_with(&source, &target, "target", coercions).map_err(|error| prefixed(&error))?;
+            if let Ok((source_fields, target_fields)) = &mut hashes {
+                match segment::hash_pair((&source, source_decoder), (&target, target_decoder)) {
+                    Some((source_field, target_field)) => {
+                        source_fields.push(source_field);
+                        target_fields.push(target_field);
+                    }
+                    None => {
+                        hashes =
+                            Err(format!("column {} is compared across types in a way SQL cannot hash", source.name))
+                    }
+                }
+            }
             source_columns.push((source.name, source_decoder));
             target_columns.push((target.name, target_decoder));
             field_names.push(pair.logical_name.clone());
@@ -236,6 +236,7 @@ impl RowDiffPlan {
             },
             key_name: pairs[0].logical_name.clone(),
             field_names,
+            hashes,
             strategy: definition.extensions.row_diff.map(|settings| settings.strategy()).unwrap_or_default(),
         })
     }
@@ -275,13 +276,15 @@ impl RowDiffPlan {
     /// first (see [`RowDiffPlan::segments`]), then streams what is left through the merge.
     /// A watcher thread asks `interrupted` every [`INTERRUPT_POLL`] and stops both streams
     /// when it says so (a stream may be waiting for its server, not for the merge).
-    /// `expected_rows` (the source's, when known) lets `auto` stream small windows outright.
+    /// `counted_rows` (the source window's exact count, when the attempt has one) lets `auto`
+    /// stream small windows outright; an estimate never does (a stale one would make `auto`
+    /// choose differently from run to run).
     pub(crate) fn run(
         &self,
         route: &Route,
         [start, end]: [DateTime<Utc>; 2],
         max_examples: usize,
-        expected_rows: Option<u64>,
+        counted_rows: Option<u64>,
         interrupted: &(dyn Fn() -> bool + Sync),
         progress: Option<StreamProgress<'_>>,
     ) -> Result<RowDiffOutcome, String> {
@@ -290,13 +293,13 @@ impl RowDiffPlan {
         let mut summary: Summary<Key> = Summary::new(max_examples, self.field_names.clone());
         let hashing = Instant::now();
         let mut progress = progress;
-        let scan = self.segments(route, [start, end], expected_rows, interrupted, &mut progress)?;
+        let (scan, strategy) = self.segments(route, [start, end], counted_rows, interrupted, &mut progress)?;
         let (source_query, target_query) = match scan {
             Scan::Everything => self.queries(start, end),
             Scan::Nothing { matched } => {
                 summary.matched = matched;
                 let seconds = hashing.elapsed().as_secs_f64();
-                return Ok(self.outcome(summary, seconds, seconds));
+                return Ok(self.outcome(summary, seconds, seconds, strategy));
             }
             Scan::Leaves { matched, source_filter, target_filter } => {
                 summary.matched = matched;
@@ -332,41 +335,71 @@ impl RowDiffPlan {
             &|error| self.merge_failure(error, route),
         )?;
         // Durations added, then converted once: seconds with at most nine decimals, as stored.
-        Ok(self.outcome(summary, (hashed + source_time).as_secs_f64(), (hashed + target_time).as_secs_f64()))
+        Ok(self.outcome(summary, (hashed + source_time).as_secs_f64(), (hashed + target_time).as_secs_f64(), strategy))
     }
 
     /// The outcome of a comparison summarised in `summary`.
-    fn outcome(&self, summary: Summary<Key>, source_seconds: f64, target_seconds: f64) -> RowDiffOutcome {
-        outcome(&self.key_name, summary, source_seconds, target_seconds)
+    fn outcome(
+        &self,
+        summary: Summary<Key>,
+        source_seconds: f64,
+        target_seconds: f64,
+        strategy: StrategyUsed,
+    ) -> RowDiffOutcome {
+        outcome(&self.key_name, summary, source_seconds, target_seconds, strategy)
+    }
+
+    /// Both sides' segment queries over their filters, when the key has a position and every
+    /// column pair a hash expression ([`segment::hash_pair`]); otherwise why not.
+    fn segment_queries(
+        &self,
+        source_filter: &str,
+        target_filter: &str,
+    ) -> Result<(SegmentQuery, SegmentQuery), String> {
+        let (Some(source_position), Some(target_position)) =
+            (Position::of(self.source.key), Position::of(self.target.key))
+        else {
+            return Err(format!(
+                "the key {} has no integer position (only integer and uuid keys are segmented)",
+                self.source.key_column
+            ));
+        };
+        let (source_fields, target_fields) = self.hashes.as_ref().map_err(String::clone)?;
+        let query = |role, side: &SidePlan, position, fields: &[String], filter| {
+            SegmentQuery::new(role, &side.table, &side.key_column, position, fields, Some(filter))
+        };
+        Ok((
+            query("source", &self.source, source_position, source_fields, source_filter),
+            query("target", &self.target, target_position, target_fields, target_filter),
+        ))
     }
 
     /// Chooses the strategy and, for segments, hashes both sides of `[start, end)` by key
     /// segment on sessions of their own (see [`datadiff_access::segment`]): what is left to
-    /// stream. A table the hashes cannot decide is streamed whole, with a log line saying why.
+    /// stream, and the choice with its reason (logged at info, `-v`, and stored with the
+    /// result). A table the hashes cannot decide is streamed whole, and the reason says why.
     fn segments(
         &self,
         route: &Route,
         [start, end]: [DateTime<Utc>; 2],
-        expected_rows: Option<u64>,
+        counted_rows: Option<u64>,
         interrupted: &(dyn Fn() -> bool + Sync),
         progress: &mut Option<StreamProgress<'_>>,
-    ) -> Result<Scan, String> {
-        if self.strategy == Strategy::Stream
-            || (self.strategy == Strategy::Auto && expected_rows.is_some_and(|rows| rows <= AUTO_STREAM_ROWS))
-        {
-            return Ok(Scan::Everything);
-        }
+    ) -> Result<(Scan, StrategyUsed), String> {
         let stream_because = |why: String| {
-            tracing::info!(strategy = "stream", reason = %why, "row_diff streams every row of the window");
-            Ok(Scan::Everything)
+            let used = StrategyUsed::stream(why);
+            tracing::info!(strategy = "stream", reason = %used.reason, "row_diff streams every row of the window");
+            Ok((Scan::Everything, used))
         };
+        if self.strategy == Strategy::Stream {
+            return stream_because("stream requested".to_owned());
+        }
+        if let Some(rows) = counted_rows.filter(|rows| self.strategy == Strategy::Auto && *rows <= AUTO_STREAM_ROWS) {
+            return stream_because(format!("auto: {rows} rows (at most {AUTO_STREAM_ROWS} stream outright)"));
+        }
         let (source_filter, target_filter) =
             (self.source.window_filter(start, end), self.target.window_filter(start, end));
-        let queries = self
-            .source
-            .segment_query("source", &self.target, &source_filter)
-            .and_then(|source| Ok((source, self.target.segment_query("target", &self.source, &target_filter)?)));
-        let (source_query, target_query) = match queries {
+        let (source_query, target_query) = match self.segment_queries(&source_filter, &target_filter) {
             Ok(queries) => queries,
             Err(why) => return stream_because(why),
         };
@@ -375,7 +408,7 @@ impl RowDiffPlan {
             && segment::local_only(&route.source.config)
             && segment::local_only(&route.target.config)
         {
-            return stream_because("both servers are on this machine".to_owned());
+            return stream_because(StrategyUsed::auto(Link::Local, Link::Local).reason);
         }
         let (source, target) = segment::concurrently(
             || SideSession::open(&route.source, route.statement_timeout),
@@ -411,11 +444,12 @@ impl RowDiffPlan {
             close(source, target);
             return stream_because("a server is older than PostgreSQL 14 (no hash_record_extended)".to_owned());
         }
+        let mut used = StrategyUsed::segments("segments requested");
         if let (Some(source_link), Some(target_link)) = (source_link, target_link) {
-            tracing::info!(source = ?source_link, target = ?target_link, "row_diff links");
-            if streams(Strategy::Auto, source_link, target_link) {
+            used = StrategyUsed::auto(source_link, target_link);
+            if used.strategy == Strategy::Stream {
                 close(source, target);
-                return stream_because("both links are fast".to_owned());
+                return stream_because(used.reason);
             }
         }
         if interrupted() {
@@ -464,23 +498,25 @@ impl RowDiffPlan {
             progress.hashing(false);
         }
         Ok(match outcome? {
-            SegmentOutcome::StreamAll(why) => return stream_because(why),
+            SegmentOutcome::StreamAll(why) => return stream_because(format!("the hashes cannot decide: {why}")),
             SegmentOutcome::Searched { matched, leaves, levels } => {
                 tracing::info!(
                     strategy = "segments",
+                    reason = %used.reason,
                     matched,
                     segments = leaves.len(),
                     levels,
                     "row_diff hashed key segments"
                 );
                 if leaves.is_empty() {
-                    Scan::Nothing { matched }
+                    (Scan::Nothing { matched }, used)
                 } else {
-                    Scan::Leaves {
+                    let scan = Scan::Leaves {
                         matched,
                         source_filter: format!("{source_filter} AND {}", source_query.leaves_filter(&leaves)),
                         target_filter: format!("{target_filter} AND {}", target_query.leaves_filter(&leaves)),
-                    }
+                    };
+                    (scan, used)
                 }
             }
         })
@@ -580,6 +616,7 @@ pub(crate) fn outcome(
     summary: Summary<Key>,
     source_seconds: f64,
     target_seconds: f64,
+    strategy: StrategyUsed,
 ) -> RowDiffOutcome {
     let counts = RowDiffCounts::from_summary(&summary);
     tracing::info!(
@@ -606,7 +643,7 @@ pub(crate) fn outcome(
             }
         })
         .collect();
-    RowDiffOutcome { counts, differences, source_seconds, target_seconds }
+    RowDiffOutcome { counts, differences, source_seconds, target_seconds, strategy }
 }
 
 /// What `row_diff` streams after the segment strategy had its say.
@@ -651,12 +688,14 @@ pub(crate) struct RowDiffOutcome {
     pub(crate) source_seconds: f64,
     /// How long the target stream took to its last row.
     pub(crate) target_seconds: f64,
+    /// How the rows were read, and why.
+    pub(crate) strategy: StrategyUsed,
 }
 
 impl RowDiffOutcome {
     /// The `row_diff` result.
     pub(crate) fn result(&self) -> CheckResult {
-        CheckResult::row_diff(self.counts, Some(self.source_seconds), Some(self.target_seconds))
+        CheckResult::row_diff(self.counts, Some(self.source_seconds), Some(self.target_seconds), Some(&self.strategy))
     }
 }
 

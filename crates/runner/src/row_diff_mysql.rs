@@ -35,7 +35,7 @@ use datadiff_diff_core::{
     definition::CheckDefinition,
     merge::{Key, MergeError, Summary},
     plan::{AggregatePlan, ColumnPair, quoted_ident},
-    segment::Strategy,
+    segment::{Strategy, StrategyUsed},
 };
 
 use crate::connections::Route;
@@ -69,13 +69,13 @@ impl AnyRowDiffPlan {
         route: &Route,
         [start, end]: [DateTime<Utc>; 2],
         max_examples: usize,
-        expected_rows: Option<u64>,
+        counted_rows: Option<u64>,
         interrupted: &(dyn Fn() -> bool + Sync),
         progress: Option<StreamProgress<'_>>,
     ) -> Result<RowDiffOutcome, String> {
         match self {
             AnyRowDiffPlan::Postgres(plan) => {
-                plan.run(route, [start, end], max_examples, expected_rows, interrupted, progress)
+                plan.run(route, [start, end], max_examples, counted_rows, interrupted, progress)
             }
             AnyRowDiffPlan::MySql(plan) => plan.run(route, start, end, max_examples, interrupted, progress),
         }
@@ -228,7 +228,8 @@ impl MySqlRowDiffPlan {
             interrupted,
             &|error| self.merge_failure(error, route),
         )?;
-        Ok(outcome(&self.key_name, summary, source_seconds.as_secs_f64(), target_seconds.as_secs_f64()))
+        let strategy = StrategyUsed::stream("MySQL and MariaDB sources are streamed");
+        Ok(outcome(&self.key_name, summary, source_seconds.as_secs_f64(), target_seconds.as_secs_f64(), strategy))
     }
 
     /// The one-line reason of a merge that stopped.

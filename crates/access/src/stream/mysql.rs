@@ -25,9 +25,9 @@
 //! | MySQL | replica | compared as |
 //! |---|---|---|
 //! | integers, any width, signed or unsigned | integer | the value (an unsigned value beyond `bigint` never equals) |
-//! | integers | `numeric`, floats | decimal value (floats at scale 0) |
+//! | integers | `numeric` | decimal value |
 //! | `decimal(p,s)` | `numeric` / integer | decimal value |
-//! | `decimal(p,s)` | floats | the replica rounded to `s` |
+//! | integers, `decimal(p,s)` | floats | equal only to the value's nearest float (what a loader stores) |
 //! | `double` / `float` | floats, `numeric`, integer | the replica read as the source's float |
 //! | `varchar`, `text`, `enum` | text-like | bytes (`char(n)` replica right-trimmed) |
 //! | `char(n)` | text-like | right-trimmed on both sides |
@@ -156,6 +156,14 @@ pub enum MySqlEncoder {
     IntAsDecimal,
     /// A `decimal` as normalised decimal text.
     Decimal,
+    /// An integer as [`Decoder::Float`] encodes its nearest `double`.
+    IntAsDouble,
+    /// An integer as [`Decoder::Float`] encodes its nearest `real`.
+    IntAsReal,
+    /// A `decimal` as [`Decoder::Float`] encodes its nearest `double`.
+    DecimalAsDouble,
+    /// A `decimal` as [`Decoder::Float`] encodes its nearest `real`.
+    DecimalAsReal,
     /// A `double` as [`Decoder::Float`] encodes it.
     Double,
     /// A `float` as [`Decoder::FloatAsReal`] encodes it.
@@ -193,8 +201,12 @@ pub enum MySqlEncoder {
 pub enum MySqlKey {
     /// An integer key (an unsigned value beyond `bigint` is an error).
     Int,
-    /// A text key, ordered bytewise.
+    /// A text key (`varchar`, `text`, `enum`), ordered bytewise and compared as stored:
+    /// trailing blanks are part of it.
     Text,
+    /// A `char(n)` key, ordered bytewise and compared without trailing blanks: the type pads
+    /// (PAD SPACE), so its blanks carry nothing.
+    PaddedChar,
 }
 
 /// Chooses the key forms: integer against integer, text-like against text-like.
@@ -205,8 +217,12 @@ pub fn plan_mysql_key(
 ) -> Result<(MySqlKey, KeyDecoder), Error> {
     match (source.family, target.family) {
         (MySqlFamily::Integer { .. }, Family::Integer) => Ok((MySqlKey::Int, KeyDecoder::Int)),
-        (MySqlFamily::Text | MySqlFamily::Char, Family::Text) => Ok((MySqlKey::Text, KeyDecoder::Text)),
-        (MySqlFamily::Text | MySqlFamily::Char, Family::Char) => Ok((MySqlKey::Text, KeyDecoder::PaddedChar)),
+        // A char(n) source cannot tell trailing blanks apart: the replica's are ignored too,
+        // whatever its type (as for a PostgreSQL char(n) source). A varchar source's blanks
+        // are part of the key.
+        (MySqlFamily::Char, Family::Text | Family::Char) => Ok((MySqlKey::PaddedChar, KeyDecoder::PaddedChar)),
+        (MySqlFamily::Text, Family::Text) => Ok((MySqlKey::Text, KeyDecoder::Text)),
+        (MySqlFamily::Text, Family::Char) => Ok((MySqlKey::Text, KeyDecoder::PaddedChar)),
         _ => Err(Error::KeyType {
             column: source.name.clone(),
             target_role: target_role.to_owned(),
@@ -241,15 +257,16 @@ pub fn plan_mysql_pair(
     }
     let text_like = |family| matches!(family, F::Text | F::Char | F::Enum);
     let text_decoder = |family| if family == F::Char { Decoder::PaddedChar } else { Decoder::Text };
-    let floating = |family| matches!(family, F::Float4 | F::Float8);
     let pair = match (source.family, target.family) {
         (M::Integer { .. }, F::Integer) => (E::Int, Decoder::Int),
         (M::Integer { .. }, F::Numeric { .. }) => (E::IntAsDecimal, Decoder::Numeric),
-        (M::Integer { .. }, other) if floating(other) => (E::IntAsDecimal, Decoder::FloatAtScale(0)),
+        // An exact source against a float replica: equal only to the nearest float.
+        (M::Integer { .. }, F::Float8) => (E::IntAsDouble, Decoder::Float),
+        (M::Integer { .. }, F::Float4) => (E::IntAsReal, Decoder::Float),
         (M::Decimal { .. }, F::Numeric { .. }) => (E::Decimal, Decoder::Numeric),
         (M::Decimal { .. }, F::Integer) => (E::Decimal, Decoder::IntAsNumeric),
-        // An exact source against a float replica: the replica at the source's scale.
-        (M::Decimal { scale }, other) if floating(other) => (E::Decimal, Decoder::FloatAtScale(scale)),
+        (M::Decimal { .. }, F::Float8) => (E::DecimalAsDouble, Decoder::Float),
+        (M::Decimal { .. }, F::Float4) => (E::DecimalAsReal, Decoder::Float),
         // A float source: the replica read as the source's float type.
         (M::Double, F::Numeric { .. }) => (E::Double, Decoder::NumericAsFloat),
         (M::Float, F::Numeric { .. }) => (E::Real, Decoder::NumericAsReal),
@@ -330,7 +347,7 @@ impl MySqlRowQuery {
         head.push_str(&format!(" FROM {}.{} WHERE {timestamp} >= ", quote(database)?, quote(table)?));
         let order = match key {
             MySqlKey::Int => quoted_key,
-            MySqlKey::Text => format!("CAST(CONVERT({quoted_key} USING utf8mb4) AS BINARY)"),
+            MySqlKey::Text | MySqlKey::PaddedChar => format!("CAST(CONVERT({quoted_key} USING utf8mb4) AS BINARY)"),
         };
         let parts = [head, format!(" AND {timestamp} < "), format!(" ORDER BY {order}")];
         let mut query = MySqlRowQuery {
@@ -508,6 +525,9 @@ fn mysql_key(key: MySqlKey, value: &mysql::Value) -> Result<Key, String> {
             i64::try_from(*n).map(Key::Int).map_err(|_| "an unsigned key beyond the bigint range".to_owned())
         }
         (MySqlKey::Text, mysql::Value::Bytes(bytes)) => std::str::from_utf8(bytes)
+            .map(|text| Key::Text(text.to_owned()))
+            .map_err(|_| "text that is not valid UTF-8".to_owned()),
+        (MySqlKey::PaddedChar, mysql::Value::Bytes(bytes)) => std::str::from_utf8(bytes)
             .map(|text| Key::Text(text.trim_end_matches(' ').to_owned()))
             .map_err(|_| "text that is not valid UTF-8".to_owned()),
         _ => Err(format!("a key value of an unexpected kind ({})", kind(value))),
@@ -574,6 +594,20 @@ pub(crate) fn encode(encoder: MySqlEncoder, value: &mysql::Value, out: &mut Vec<
             let _ = write!(out, "{n}");
         }
         (E::Decimal | E::IntAsDecimal, V::Bytes(text)) => decimal_text(text, out)?,
+        (E::IntAsDouble, V::Int(n)) => out.extend_from_slice(&decoder::canonical_bits(*n as f64).to_be_bytes()),
+        (E::IntAsDouble, V::UInt(n)) => out.extend_from_slice(&decoder::canonical_bits(*n as f64).to_be_bytes()),
+        (E::IntAsReal, V::Int(n)) => {
+            out.extend_from_slice(&decoder::canonical_bits(f64::from(*n as f32)).to_be_bytes());
+        }
+        (E::IntAsReal, V::UInt(n)) => {
+            out.extend_from_slice(&decoder::canonical_bits(f64::from(*n as f32)).to_be_bytes());
+        }
+        (E::DecimalAsDouble | E::DecimalAsReal, V::Bytes(text)) => {
+            let text = std::str::from_utf8(text).map_err(|_| "an unreadable decimal".to_owned())?;
+            let width =
+                if encoder == E::DecimalAsReal { decoder::FloatWidth::Real } else { decoder::FloatWidth::Double };
+            out.extend_from_slice(&decoder::canonical_bits(decoder::parse_float(text, width)?).to_be_bytes());
+        }
         (E::Double, V::Double(f)) => out.extend_from_slice(&decoder::canonical_bits(*f).to_be_bytes()),
         (E::Double | E::Real, V::Float(f)) => {
             out.extend_from_slice(&decoder::canonical_bits(f64::from(*f)).to_be_bytes());
@@ -660,7 +694,7 @@ fn decimal_text(text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     let mut digits = Vec::with_capacity(integer.len() + fraction.len());
     digits.extend_from_slice(integer);
     digits.extend_from_slice(fraction);
-    decoder::write_decimal(negative, &mut digits, integer.len(), None, out);
+    decoder::write_decimal(negative, &digits, integer.len(), out);
     Ok(())
 }
 
@@ -808,7 +842,7 @@ mod tests {
             |source: &MySqlColumnType, target: &ColumnType| plan_mysql_pair(source, target, "target", Coercions::NONE);
         let cents = catalog("Amount", "decimal", "decimal(12,2)", Some(2));
         let double = replica("amount", "double precision", Family::Float8);
-        assert_eq!(plan(&cents, &double).unwrap(), (MySqlEncoder::Decimal, Decoder::FloatAtScale(2)));
+        assert_eq!(plan(&cents, &double).unwrap(), (MySqlEncoder::DecimalAsDouble, Decoder::Float));
         let numeric = replica("amount", "numeric", Family::Numeric { scale: None });
         assert_eq!(plan(&cents, &numeric).unwrap(), (MySqlEncoder::Decimal, Decoder::Numeric));
         let flag = catalog("Active", "tinyint", "tinyint(1)", None);

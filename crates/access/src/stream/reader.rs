@@ -517,7 +517,7 @@ mod tests {
             vec![Segment::Framed(1..5)]
         );
         assert_eq!(
-            segments(&columns(&[D::Timestamp, D::FloatAtScale(2), D::Text, D::Text, D::PaddedChar, D::Int])),
+            segments(&columns(&[D::Timestamp, D::NumericAsFloat, D::Text, D::Text, D::PaddedChar, D::Int])),
             vec![
                 Segment::Framed(1..2),
                 Segment::Encode(2),

@@ -1,8 +1,11 @@
 //! Integration tests of the parity audit against throwaway PostgreSQL clusters.
 
 mod audit;
+mod cases;
 mod deadline;
+mod differential;
 mod memory;
 mod replicas;
 mod segments;
 mod support;
+mod verdicts;

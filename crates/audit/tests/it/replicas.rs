@@ -195,10 +195,10 @@ fn a_column_map_names_the_replica_column() {
                    INSERT INTO public.customers SELECT g, 'c' || g || '@example.com', 'free' FROM generate_series(1, 5) g;";
     let pair = Pair::new(SOURCE, replica);
     let mut options = pair.options("public.customers");
-    // Without a map the column has no replica match: it is not compared by default, and
-    // naming it is an error.
-    let report = audit(&options, &no_env(), &mut |_| {}).unwrap();
-    assert_eq!(report.columns, ["plan"]);
+    // Without a map the column has no replica match: the audit refuses rather than leave it
+    // out, and naming it is an error too.
+    let error = audit(&options, &no_env(), &mut |_| {}).unwrap_err();
+    assert!(matches!(error, Error::Columns(ColumnMatchError::Unmatched { .. })), "{error:?}");
     options.columns = Some(vec!["email".to_owned(), "plan".to_owned()]);
     assert!(matches!(audit(&options, &no_env(), &mut |_| {}), Err(Error::Columns(ColumnMatchError::NotFound { .. }))));
 

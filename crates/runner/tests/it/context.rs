@@ -377,6 +377,17 @@ pub(crate) fn result<'a>(rows: &'a [ResultRow], check_type: &str) -> &'a ResultR
     rows.iter().find(|row| row.check_type == check_type).unwrap_or_else(|| panic!("no {check_type} result in {rows:?}"))
 }
 
+/// A `row_diff` target value without how its rows were read (`strategy`,
+/// `strategy_reason`): the counts, which every strategy must give alike.
+pub(crate) fn counts(target_value: &Json) -> Json {
+    let mut counts = target_value.clone();
+    if let Some(object) = counts.as_object_mut() {
+        object.remove("strategy");
+        object.remove("strategy_reason");
+    }
+    counts
+}
+
 /// `check_type → (status, source, target)` for metric results whose values are strings.
 pub(crate) fn verdicts(rows: &[ResultRow]) -> Vec<Verdict> {
     let mut verdicts: Vec<_> = rows

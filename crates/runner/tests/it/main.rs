@@ -10,7 +10,10 @@ mod attempt_faults;
 mod attempt_history;
 mod attempt_mysql;
 mod attempt_mysql_settings;
+#[path = "../../../audit/tests/it/cases.rs"]
+mod cases;
 mod context;
+mod differential;
 mod pipeline;
 mod row_diff;
 mod row_diff_mysql;

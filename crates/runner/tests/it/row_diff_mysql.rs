@@ -10,7 +10,7 @@ use datadiff_testkit::{MariaDbDatabase, shared_mariadb};
 use mysql::prelude::Queryable;
 use serde_json::json;
 
-use crate::context::{Context, result};
+use crate::context::{Context, counts, result};
 use crate::row_diff::{difference, differences};
 
 /// Every type family tap-mysql replicates, in MariaDB types. Rows 1–4 are in the window
@@ -171,7 +171,7 @@ fn every_replicated_mariadb_type_compares_equal_to_its_replica() {
     let row_diff = result(&rows, "row_diff");
     assert_eq!((row_diff.status.as_str(), row_diff.error.as_deref()), ("PASS", None), "{rows:?}");
     assert_eq!(row_diff.source_value, json!({"rows": "4"}));
-    assert_eq!(row_diff.target_value, json!({"rows": "4", "missing": "0", "extra": "0", "changed": "0"}));
+    assert_eq!(counts(&row_diff.target_value), json!({"rows": "4", "missing": "0", "extra": "0", "changed": "0"}));
     assert_eq!(summary.status, SummaryStatus::Pass, "{summary:?}");
     assert!(differences(context, run_id).is_empty());
 }
@@ -199,7 +199,7 @@ fn planted_differences_are_named_by_key_and_column() {
     let row_diff = result(&rows, "row_diff");
     assert_eq!(row_diff.status, "FAIL", "{rows:?}");
     assert_eq!(row_diff.source_value, json!({"rows": "4"}));
-    assert_eq!(row_diff.target_value, json!({"rows": "4", "missing": "1", "extra": "1", "changed": "2"}));
+    assert_eq!(counts(&row_diff.target_value), json!({"rows": "4", "missing": "1", "extra": "1", "changed": "2"}));
     assert_eq!(
         differences(context, run_id),
         vec![
@@ -290,7 +290,7 @@ fn text_keys_in_mixed_case_and_accents_meet_in_bytewise_order() {
     let rows = context.result_rows(run_id);
     let row_diff = result(&rows, "row_diff");
     assert_eq!(row_diff.status, "FAIL", "{rows:?}");
-    assert_eq!(row_diff.target_value, json!({"rows": "12", "missing": "1", "extra": "1", "changed": "1"}));
+    assert_eq!(counts(&row_diff.target_value), json!({"rows": "12", "missing": "1", "extra": "1", "changed": "1"}));
     // Bytewise: "a" (61) after "Z" (5a); "Ä" (c3 84) before "É" (c3 89) before "ä" (c3 a4).
     assert_eq!(
         differences(context, run_id),
@@ -300,6 +300,36 @@ fn text_keys_in_mixed_case_and_accents_meet_in_bytewise_order() {
             difference(3, "CHANGED", json!({"Word": "É"}), &["Note"]),
         ]
     );
+}
+
+#[test]
+fn varchar_keys_keep_their_trailing_blanks_and_only_char_keys_are_trimmed() {
+    // Trailing blanks of a varchar key used to be trimmed: a replica 'k1' for a source
+    // 'k1  ' passed, and a faithful 'a ' was reported missing and extra.
+    let mariadb = "CREATE TABLE `Codes` (`Code` varchar(10) NOT NULL PRIMARY KEY, `UpdatedAt` datetime NULL, `Note` varchar(10) NULL);
+                   INSERT INTO `Codes` VALUES ('k1  ', '2026-07-22 12:00:00', 'one'), ('a ', '2026-07-22 12:00:00', 'two'),
+                   ('b', '2026-07-22 12:00:00', 'three');
+                   CREATE TABLE `Padded` (`Code` char(6) NOT NULL PRIMARY KEY, `UpdatedAt` datetime NULL, `Note` varchar(10) NULL);
+                   INSERT INTO `Padded` VALUES ('p1', '2026-07-22 12:00:00', 'one');";
+    let replica = "CREATE SCHEMA shop;
+                   CREATE TABLE shop.codes (code character varying, updatedat timestamp, note character varying);
+                   INSERT INTO shop.codes VALUES ('k1', '2026-07-22 12:00:00', 'one'), ('a ', '2026-07-22 12:00:00', 'two'),
+                   ('b', '2026-07-22 12:00:00', 'three');
+                   CREATE TABLE shop.padded (code character varying, updatedat timestamp, note character varying);
+                   INSERT INTO shop.padded VALUES ('p1    ', '2026-07-22 12:00:00', 'one');";
+    let mysql = MySqlRowDiff::new(mariadb, replica);
+    let context = &mysql.context;
+    let run_id = context.run(&mysql.definition("Codes", "Code", &["Note"])).run_id.unwrap();
+    assert_eq!(
+        differences(context, run_id),
+        vec![
+            difference(1, "EXTRA_IN_TARGET", json!({"Code": "k1"}), &[]),
+            difference(2, "MISSING_IN_TARGET", json!({"Code": "k1  "}), &[]),
+        ]
+    );
+    // A char(n) key pads: its blanks carry nothing, on either side.
+    let summary = context.run(&mysql.definition("Padded", "Code", &["Note"]));
+    assert_eq!(summary.status, datadiff_runner::SummaryStatus::Pass, "{summary:?}");
 }
 
 #[test]
@@ -328,7 +358,7 @@ fn a_row_diff_only_definition_fingerprints_its_mysql_select() {
     assert_eq!(preflight.fingerprint, crate::context::sha256_hex(context, &select));
     let rows = context.result_rows(run_id);
     assert_eq!(
-        result(&rows, "row_diff").target_value,
+        counts(&result(&rows, "row_diff").target_value),
         json!({"rows": "1", "missing": "0", "extra": "0", "changed": "0"})
     );
 }

@@ -7,7 +7,7 @@ use serde_json::Value as Json;
 
 use datadiff_runner::{ExecutionOptions, InFlight, execute};
 
-use crate::context::{Context, result, scheduled, slot};
+use crate::context::{Context, counts, result, scheduled, slot};
 use crate::row_diff::{
     StoredDifference, differences, items_definition, lock_replica, wait_for_the_target_stream_to_wait_for_the_lock,
 };
@@ -28,7 +28,7 @@ fn stored(context: &Context, strategy: Strategy) -> (String, Json, Json, Option<
     (
         row_diff.status.clone(),
         row_diff.source_value.clone(),
-        row_diff.target_value.clone(),
+        counts(&row_diff.target_value),
         error,
         differences(context, run_id),
     )
@@ -92,6 +92,42 @@ fn identical_windows_pass_with_every_row_counted() {
     assert_eq!(status, "PASS");
     assert_eq!(target, serde_json::json!({"rows": "20000", "missing": "0", "extra": "0", "changed": "0"}));
     assert!(differences.is_empty());
+}
+
+#[test]
+fn swapped_notes_and_a_negated_amount_fail_the_window_in_both_strategies() {
+    // A segment's digest was a plain sum of linear row hashes, and a numeric's hash ignores
+    // its sign: this drift PASSed under segments and advanced the watermark.
+    let drift = "UPDATE public.items SET note = CASE k WHEN 1 THEN 'note 2' ELSE 'note 1' END WHERE k IN (1, 2); \
+                 UPDATE public.items SET amount = -amount WHERE k = 3;";
+    let (status, target, differences) = both_strategies_agree("bigint", drift);
+    assert_eq!(status, "FAIL");
+    assert_eq!(target, serde_json::json!({"rows": "20000", "missing": "0", "extra": "0", "changed": "3"}));
+    let keys: Vec<&Json> = differences.iter().map(|difference| &difference.2["k"]).collect();
+    assert_eq!(keys, [&Json::from("1"), &Json::from("2"), &Json::from("3")]);
+}
+
+#[test]
+fn the_strategy_and_why_are_stored_with_the_result() {
+    let sql = items("bigint", 20_000);
+    let context = Context::new(&sql, &sql);
+    let strategy_of = |strategy: Strategy| {
+        let mut definition = items_definition(&context);
+        definition.extensions.row_diff = Some(RowDiffSettings::default().with_strategy(strategy));
+        let run_id = context.run(&definition).run_id.unwrap();
+        let target = result(&context.result_rows(run_id), "row_diff").target_value.clone();
+        (target["strategy"].clone(), target["strategy_reason"].clone())
+    };
+    assert_eq!(strategy_of(Strategy::Segments), (Json::from("segments"), Json::from("segments requested")));
+    assert_eq!(strategy_of(Strategy::Stream), (Json::from("stream"), Json::from("stream requested")));
+    // The definition counts its rows first: auto knows the window holds 20,000 rows, and both
+    // servers are on this machine.
+    let (strategy, reason) = strategy_of(Strategy::Auto);
+    assert_eq!(strategy, "stream");
+    assert_eq!(
+        reason,
+        "auto: both links are fast (source on this machine, target on this machine; streams from 400 MB/s)"
+    );
 }
 
 #[test]
