@@ -33,9 +33,20 @@ impl Frozen {
 
     fn freeze_all(pids: Vec<i32>) -> Frozen {
         for pid in &pids {
-            signal("-STOP", *pid);
+            assert!(signal("-STOP", *pid), "kill -STOP {pid} failed");
         }
         Frozen(pids)
+    }
+
+    /// Freezes a whole cluster: its postmaster, and those of its children still alive (a
+    /// child listed a moment ago may have exited since: it can answer nothing anyway).
+    fn freeze_cluster(cluster: &Cluster) -> Frozen {
+        let pids = cluster_processes(cluster);
+        let (postmaster, children) = pids.split_first().expect("the postmaster");
+        assert!(signal("-STOP", *postmaster), "kill -STOP {postmaster} failed");
+        let mut frozen = vec![*postmaster];
+        frozen.extend(children.iter().copied().filter(|pid| signal("-STOP", *pid)));
+        Frozen(frozen)
     }
 }
 
@@ -47,9 +58,13 @@ impl Drop for Frozen {
     }
 }
 
-fn signal(which: &str, pid: i32) {
-    let status = std::process::Command::new("kill").args([which, &pid.to_string()]).status().unwrap();
-    assert!(status.success(), "kill {which} {pid} failed");
+/// Sends `which` to `pid`; whether it was delivered.
+fn signal(which: &str, pid: i32) -> bool {
+    std::process::Command::new("kill")
+        .args([which, &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 /// The process id of the target session of `database` that waits for a lock while running a
@@ -261,7 +276,7 @@ fn an_attempt_against_a_frozen_postgresql_server_ends_within_one_deadline() {
         let _ = sender.send(running.run(&definition));
     });
     wait_for_a_lock_wait(&context.replica, TARGET_APPLICATION_NAME, "the target never waited for the lock");
-    let frozen = Frozen::freeze_all(cluster_processes(cluster));
+    let frozen = Frozen::freeze_cluster(cluster);
     let frozen_at = Instant::now();
 
     let summary = ended_within_one_deadline(&receiver, frozen_at);
@@ -407,7 +422,7 @@ fn an_attempt_against_a_postgresql_server_frozen_before_it_connects_ends_within_
     definition.statement_timeout_seconds = FROZEN_TIMEOUT_SECONDS;
     definition.extensions.row_diff = Some(RowDiffSettings::default());
     let stored = context.import(&definition);
-    let frozen = Frozen::freeze_all(cluster_processes(cluster));
+    let frozen = Frozen::freeze_cluster(cluster);
     let frozen_at = Instant::now();
     let (sender, receiver) = mpsc::channel();
     let running = Arc::clone(&context);
