@@ -376,11 +376,19 @@ fn a_pipelinewise_replica_with_soft_deletes_and_a_renamed_column_passes_with_the
                        FROM generate_series(1, 6) g; \
                    UPDATE public.customers SET _sdc_deleted_at = '2026-07-22T12:00:00+00:00' WHERE id = 6;";
     let pair = Pair::new(&format!("{TABLE}{}", rows(5)), replica);
-    // Without the flags the soft-deleted row is extra and the email column has no match.
+    // Without the flags the email column has no match: the audit refuses rather than leave it
+    // out, naming it and the fixes.
     let outcome = pair.audit(&["--cutover-ready"]);
+    assert_eq!(outcome.exit, Exit::Error, "{}", outcome.stderr);
+    assert!(outcome.stdout.is_empty(), "no report: {}", outcome.stdout);
+    assert!(outcome.stderr.contains("(email: tried email)"), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("--column-map SOURCE=REPLICA"), "{}", outcome.stderr);
+    // Left out on request, the soft-deleted row is extra.
+    let outcome = pair.audit(&["--cutover-ready", "--exclude-columns", "email"]);
     assert_eq!(outcome.exit, Exit::Failure, "{}", outcome.stderr);
     let report = json(&outcome.stdout);
     assert_eq!((report["extra"].as_u64(), report["columns"].clone()), (Some(1), serde_json::json!(["plan", "notes"])));
+    assert_eq!(report["excluded_columns"], serde_json::json!(["email"]));
 
     let outcome = pair.audit(&["--cutover-ready", "--deleted-column", "_sdc_deleted_at", "--column-map", "email=mail"]);
     assert_eq!(outcome.exit, Exit::Success, "{}", outcome.stderr);
@@ -434,12 +442,13 @@ fn the_strategy_changes_how_rows_are_read_not_the_report() {
     );
     let answer = |outcome: &Outcome| {
         let mut report = json(&outcome.stdout);
-        for field in ["started_at", "finished_at", "duration_seconds"] {
+        for field in ["started_at", "finished_at", "duration_seconds", "strategy", "strategy_reason"] {
             report.as_object_mut().unwrap().remove(field);
         }
         report
     };
     let streamed = pair.audit(&["--cutover-ready", "--strategy", "stream"]);
+    assert_eq!(json(&streamed.stdout)["strategy"], "stream");
     let segmented = pair.audit(&["--cutover-ready", "--strategy", "segments", "-v"]);
     assert_eq!(segmented.exit, Exit::Failure, "{}", segmented.stderr);
     assert_eq!(answer(&segmented), answer(&streamed));
@@ -448,6 +457,8 @@ fn the_strategy_changes_how_rows_are_read_not_the_report() {
         serde_json::json!([{"id": 2999, "kind": "CHANGED", "fields": ["plan"]}])
     );
     assert!(segmented.stderr.contains("hashed key segments"), "{}", segmented.stderr);
+    assert!(segmented.stderr.contains("reason=segments requested"), "{}", segmented.stderr);
+    assert_eq!(json(&segmented.stdout)["strategy_reason"], "segments requested");
 
     let wrong = pair.audit(&["--cutover-ready", "--strategy", "fastest"]);
     assert_eq!(wrong.exit, Exit::Error, "{}", wrong.stderr);
