@@ -102,3 +102,35 @@ fn version_names_the_backend_schema_it_needs() {
     let outcome = datadiff(&["--version"]);
     outcome.expect(0).stdout_has("backend schema: PipelineWise 004 (+ extensions 1)");
 }
+
+/// A `db_conn.service` naming a service no file has, or a service file with parameters
+/// before any `[service]` section, stops `run` before any attempt (exit 2, one line naming the
+/// tap, the service or the file and line) instead of ERRORing every attempt or silently using
+/// libpq's defaults. `PGSERVICE` is not read for project connections at all.
+#[test]
+fn a_connection_service_that_cannot_be_read_stops_the_command_with_exit_two() {
+    let fixture = Fixture::new();
+    fixture.import();
+    let file = fixture.path().join("pg_service.conf");
+    std::fs::write(&file, "[dd]\nconnect_timeout=10\n").unwrap();
+    let service_file = file.display().to_string();
+    let mut files = fixture.files();
+    files.tap = files.tap.replacen("db_conn:\n", "db_conn:\n  service: dd\n", 1);
+    fixture.write(&files);
+    let run = |service: &str| {
+        fixture.run_with(
+            &["run", "--all", "--at", crate::support::RUN_AT],
+            &[("PGSERVICE", service), ("PGSERVICEFILE", service_file.as_str())],
+        )
+    };
+    // PGSERVICE names nothing datadiff reads: a warning, and the run goes on.
+    run("nope").expect(0).stderr_has("PGSERVICE is not used");
+    std::fs::write(&file, "host=elsewhere\n[dd]\nconnect_timeout=10\n").unwrap();
+    run("nope").expect(2).one_error_line().stderr_has(&format!("{service_file}:1: ")).stderr_has("Tap 'payments'");
+    let attempts = fixture.count("SELECT count(*) FROM public.dd_run_attempts");
+    files.tap = files.tap.replacen("service: dd", "service: dd_gone", 1);
+    fixture.write(&files);
+    std::fs::write(&file, "[dd]\nconnect_timeout=10\n").unwrap();
+    run("nope").expect(2).one_error_line().stderr_has("dd_gone");
+    assert_eq!(fixture.count("SELECT count(*) FROM public.dd_run_attempts"), attempts, "no attempt was started");
+}

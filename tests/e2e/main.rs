@@ -17,6 +17,7 @@ mod list;
 mod metrics;
 mod migrate;
 mod mysql;
+mod outputs;
 mod pipe;
 mod readme;
 mod report;

@@ -153,14 +153,15 @@ fn output_writes_the_file_atomically_and_json_is_refused() {
         std::fs::read_dir(&collector).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
     assert_eq!(names, ["datadiff.prom"], "no temporary file is left beside it");
 
-    // A directory that does not exist: exit 2 naming the file, the old file untouched.
+    // A directory that does not exist: exit 2 naming the file and the directory (checked
+    // before the backend is read), the old file untouched.
     let missing = collector.join("absent").join("datadiff.prom");
     fixture
         .run(&["report", "metrics", "--output", &missing.display().to_string()])
         .expect(2)
         .one_error_line()
-        .stderr_has("writing the metrics to")
-        .stderr_has("absent");
+        .stderr_has(&format!("error: --output {}: the directory ", missing.display()))
+        .stderr_has("absent does not exist");
 
     fixture
         .run(&["report", "--output-format", "json", "metrics"])

@@ -414,10 +414,11 @@ fn the_readme_tap_mysql_example_loads_with_its_engine_and_tls_keys() {
         std::fs::write(dir.path().join(name), block(&|b| b.info == format!("yaml file={name}"), name)).unwrap();
     }
     std::fs::write(dir.path().join("tap_shop.yml"), tap).unwrap();
-    std::fs::create_dir(dir.path().join("certs")).unwrap();
-    for name in ["shop-ca.pem", "datadiff.crt", "datadiff.key"] {
-        std::fs::write(dir.path().join("certs").join(name), "pem\n").unwrap();
-    }
+    // Real certificates and a key: the project loader reads them.
+    let certs = dir.path().join("certs");
+    std::fs::create_dir(&certs).unwrap();
+    datadiff_testkit::write_unrelated_ca(&certs.join("shop-ca.pem")).unwrap();
+    datadiff_testkit::write_unrelated_client_certificate("datadiff", &certs).unwrap();
     let env = ["DATADIFF_APP_PASSWORD", "DATADIFF_DDL_PASSWORD", "WAREHOUSE_READER_PASSWORD", "SHOP_READER_PASSWORD"]
         .map(|name| (name.to_owned(), "pw".to_owned()));
     let project = datadiff::config::load_with(dir.path(), &LoadOptions { secret: None, env: Some(env.into()) })

@@ -45,14 +45,12 @@ fn each_side_connects_through_the_service_its_db_conn_names_and_pgservice_is_ign
     assert_eq!(fixture.attempts().iter().map(|a| a.0.as_str()).collect::<Vec<_>>(), ["PASS"]);
     assert!(!run.stdout.contains(&fixture.reader.password) && !run.stderr.contains(&fixture.reader.password));
 
-    // A service the file lacks: an ERROR attempt naming the tap, the key and the files.
+    // A service the file lacks: the command stops before any attempt, naming the tap, the key
+    // and the files.
     files.tap = files.tap.replace("service: dd_source", "service: dd_gone");
     fixture.write(&files);
+    let attempts = fixture.attempts().len();
     let run = fixture.run_with(&["run_data_diff_checks", "--all", "--force", "--at", RUN_AT], &env);
-    run.expect(1);
-    let error = fixture.attempts().pop().unwrap().3.unwrap_or_default();
-    assert!(
-        error.contains("Tap 'payments' db_conn.service: the source connection names service \"dd_gone\""),
-        "{error}"
-    );
+    run.expect(2).stderr_has("Tap 'payments' db_conn.service: the source connection names service \"dd_gone\"");
+    assert_eq!(fixture.attempts().len(), attempts, "no attempt was started");
 }

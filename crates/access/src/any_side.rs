@@ -88,6 +88,38 @@ impl AnySide {
             AnySide::MySql(session) => session.close(),
         }
     }
+
+    /// Whether a statement got no answer within its deadline (the session gave up its
+    /// connection).
+    pub fn is_abandoned(&self) -> bool {
+        match self {
+            AnySide::Postgres(session) => session.is_abandoned(),
+            AnySide::MySql(session) => session.is_abandoned(),
+        }
+    }
+
+    /// Gives up the connection without waiting for the server.
+    pub fn abandon(self) {
+        match self {
+            AnySide::Postgres(session) => session.abandon(),
+            AnySide::MySql(session) => session.abandon(),
+        }
+    }
+
+    /// Closes both sides ([`AnySide::close`], at once on two threads) — or, when either was
+    /// abandoned, gives both up without waiting: one deadline has passed, nothing waits on a
+    /// server again.
+    pub fn close_both(first: AnySide, second: AnySide) {
+        if first.is_abandoned() || second.is_abandoned() {
+            first.abandon();
+            second.abandon();
+            return;
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(move || second.close());
+            first.close();
+        });
+    }
 }
 
 /// Cancels either kind of side's running statement from another thread.

@@ -524,6 +524,21 @@ impl MySqlSideSession {
         Ok((conn, self.canceller.clone()))
     }
 
+    /// Whether a statement got no answer within its deadline, so that the session gave up its
+    /// connection (see [`crate::SideSession::is_abandoned`]).
+    pub fn is_abandoned(&self) -> bool {
+        self.conn.is_none()
+    }
+
+    /// Gives up the connection without waiting for the server: it is dropped on a detached
+    /// thread (see [`crate::SideSession::abandon`]).
+    pub fn abandon(mut self) {
+        if let Some(conn) = self.conn.take() {
+            let side = self.side;
+            let _ = std::thread::Builder::new().name(format!("datadiff-{side}-close")).spawn(move || drop(conn));
+        }
+    }
+
     /// Ends the transaction (rolls back) and closes the connection; best effort, waiting at
     /// most [`ANSWER_GRACE`] (an abandoned session has nothing to close).
     pub fn close(mut self) {

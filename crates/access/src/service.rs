@@ -12,7 +12,8 @@
 //! (whitespace around the key and the value is ignored; libpq tolerates none, so every file
 //! libpq reads is read alike), blank lines and lines starting with `#` are skipped. A `service`
 //! key inside a section (libpq does not nest services), a line without `=` in the section
-//! read, or a key libpq does not know is an error naming the file and line.
+//! read, or a key libpq does not know is an error naming the file and line; so is a line
+//! before any section, which libpq silently never applies.
 //!
 //! Precedence is libpq's: a parameter written in the DSN wins over the service's value, which
 //! wins over the `PG*` environment variables.
@@ -149,6 +150,7 @@ pub(crate) fn parse_section(text: &str, name: &str, file: &Path) -> Result<Optio
     let problem = |line: usize, problem: String| Error::ServiceFile { path: file.to_owned(), line, problem };
     let mut found = false;
     let mut inside = false;
+    let mut seen_section = false;
     let mut params: Vec<ServiceParam> = Vec::new();
     for (index, raw) in text.lines().enumerate() {
         let line_number = index + 1;
@@ -157,6 +159,7 @@ pub(crate) fn parse_section(text: &str, name: &str, file: &Path) -> Result<Optio
             continue;
         }
         if let Some(header) = line.strip_prefix('[') {
+            seen_section = true;
             if found {
                 // The service's section is over: libpq stops reading there.
                 break;
@@ -166,6 +169,14 @@ pub(crate) fn parse_section(text: &str, name: &str, file: &Path) -> Result<Optio
             continue;
         }
         if !inside {
+            // A parameter before any section belongs to no service: libpq never applies it, so
+            // a file written that way would silently leave the connection to libpq's defaults.
+            if !seen_section {
+                return Err(problem(
+                    line_number,
+                    "a parameter before any [service] section belongs to no service: put it under one".to_owned(),
+                ));
+            }
             continue;
         }
         let Some((key, value)) = line.split_once('=') else {
@@ -227,6 +238,12 @@ mod tests {
         assert_eq!(error.to_string(), "/x/pg_service.conf:2: unknown connection parameter \"hots\"");
         // Other sections are not checked, as libpq does not read them.
         assert!(section("[bad]\nnonsense\n[s]\nhost=h\n", "s").is_ok());
+        // A parameter before any section belongs to none: an error, never silently unused.
+        let error = section("host=h\n[s]\nport=1\n", "s").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "/x/pg_service.conf:1: a parameter before any [service] section belongs to no service: put it under one"
+        );
     }
 
     #[test]

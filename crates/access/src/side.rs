@@ -236,6 +236,38 @@ impl SideSession {
         })
     }
 
+    /// Whether a statement got no answer within its deadline, so that the session gave up its
+    /// connection: the server stopped answering, and the attempt's one deadline has passed.
+    pub fn is_abandoned(&self) -> bool {
+        self.client.is_none()
+    }
+
+    /// Gives up the connection without waiting for the server: it is closed on a detached
+    /// thread (a rollback is not needed — the server ends the transaction with the
+    /// connection). For the sessions of an attempt whose deadline has passed on any server,
+    /// where waiting [`ANSWER_GRACE`] more for a rollback would overrun it.
+    pub fn abandon(mut self) {
+        if let Some(client) = self.client.take() {
+            let side = self.side;
+            let _ = std::thread::Builder::new().name(format!("datadiff-{side}-close")).spawn(move || drop(client));
+        }
+    }
+
+    /// Closes both sessions: each rolled back and closed ([`SideSession::close`], at once on
+    /// two threads) — or, when either was abandoned, both given up without waiting
+    /// ([`SideSession::abandon`]): one deadline has passed, nothing waits on a server again.
+    pub fn close_both(first: SideSession, second: SideSession) {
+        if first.is_abandoned() || second.is_abandoned() {
+            first.abandon();
+            second.abandon();
+            return;
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(move || second.close());
+            first.close();
+        });
+    }
+
     /// Ends the transaction (rolls back) and closes the connection; best effort, waiting at
     /// most [`ANSWER_GRACE`] for the server (an abandoned session has nothing to close).
     pub fn close(mut self) {

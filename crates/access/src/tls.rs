@@ -393,6 +393,7 @@ fn load_client_certificate(
         // OpenSSL's "no such file" is a bare error code: say it plainly.
         std::fs::metadata(path).map_err(|error| failed(path, Box::new(error)))?;
     }
+    key_permissions(&client.key).map_err(|problem| failed(&client.key, problem.into()))?;
     builder
         .set_certificate_chain_file(&client.certificate)
         .map_err(|error| failed(&client.certificate, error.into()))?;
@@ -400,6 +401,27 @@ fn load_client_certificate(
     builder
         .check_private_key()
         .map_err(|_| failed(&client.key, "the key does not belong to the certificate".into()))?;
+    Ok(())
+}
+
+/// libpq's rule for a private key file, which it refuses otherwise: a regular file without
+/// group or world access (0600 or less), or — owned by root — at most readable by its group
+/// (0640 or less). datadiff refuses what libpq refuses, so a key works or fails the same with
+/// psql.
+fn key_permissions(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let metadata = std::fs::metadata(path).map_err(|error| error.to_string())?;
+    if !metadata.is_file() {
+        return Err("the private key is not a regular file".to_owned());
+    }
+    let forbidden = if metadata.uid() == 0 { 0o037 } else { 0o077 };
+    if metadata.mode() & forbidden != 0 {
+        return Err(format!(
+            "the private key file has group or world access (mode {:04o}); as libpq, datadiff uses it only with \
+             permissions u=rw (0600) or less, or u=rw,g=r (0640) or less when root owns it: chmod 0600 it",
+            metadata.mode() & 0o7777
+        ));
+    }
     Ok(())
 }
 

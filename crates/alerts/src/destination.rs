@@ -9,7 +9,8 @@
 
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::path::PathBuf;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use datadiff_config::Secret;
@@ -189,17 +190,51 @@ impl Destination {
             Destination::Log { path } => {
                 let mut line = alert.to_json().to_string();
                 line.push('\n');
-                // One write of the whole line to a file opened for appending: concurrent
-                // writers' lines do not interleave.
-                let outcome = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .and_then(|mut file| file.write_all(line.as_bytes()))
-                    .map_err(|error| DeliveryProblem::File { path: path.clone(), message: error.to_string() });
+                let outcome =
+                    append_record(path, &line).map_err(|message| DeliveryProblem::File { path: path.clone(), message });
                 vec![DestinationAttempt { destination: self.name(), outcome }]
             }
         }
+    }
+}
+
+/// Appends one JSON line to the log at `path`, whole or not at all.
+///
+/// The line goes out in one `write` to a file opened for appending, so concurrent writers'
+/// records never interleave. A write that got only part of the line in (a full disk, a quota,
+/// a file-size limit) is undone by truncating the file back to its length before the write —
+/// when nothing else was appended meanwhile; otherwise the failure says that a part was left.
+/// Either way the record is not delivered. A file whose last record lacks its line end (a
+/// writer that died mid-line) gets one before the new record, so the new record is readable.
+fn append_record(path: &Path, line: &str) -> Result<(), String> {
+    let mut file = OpenOptions::new().read(true).create(true).append(true).open(path).map_err(|e| e.to_string())?;
+    let before = file.metadata().map_err(|e| e.to_string())?;
+    let regular = before.is_file();
+    let before = before.len();
+    let mut record = Vec::with_capacity(line.len() + 1);
+    if regular && before > 0 {
+        let mut last = [0_u8];
+        if file.read_at(&mut last, before - 1).is_ok_and(|read| read == 1) && last[0] != b'\n' {
+            record.push(b'\n');
+        }
+    }
+    record.extend_from_slice(line.as_bytes());
+    let (written, error) = match file.write(&record) {
+        Ok(written) if written == record.len() => return Ok(()),
+        Ok(written) => (written, format!("the file took only {written} of the record's {} bytes", record.len())),
+        Err(error) => (0, error.to_string()),
+    };
+    if !regular {
+        return Err(error);
+    }
+    // Undo a partial record, unless another writer appended after it (its record stays).
+    match file.metadata() {
+        Ok(now) if now.len() == before => Err(error),
+        Ok(now) if now.len() == before + written as u64 => match file.set_len(before) {
+            Ok(()) => Err(format!("{error}; the partial record was removed")),
+            Err(undo) => Err(format!("{error}; {written} bytes of it were left in the file ({undo})")),
+        },
+        _ => Err(format!("{error}; {written} bytes of it were left in the file")),
     }
 }
 
@@ -395,6 +430,17 @@ mod tests {
         assert_eq!(webhook.name(), "webhook");
         let debug = format!("{victorops:?} {webhook:?}");
         assert!(!debug.contains("api-key") && !debug.contains("token"), "{debug}");
+    }
+
+    #[test]
+    fn a_record_after_a_line_cut_short_starts_a_line_of_its_own() {
+        let path = std::env::temp_dir().join(format!("datadiff-alerts-unit-{}.jsonl", std::process::id()));
+        std::fs::write(&path, "{\"a\":1}\n{\"cut\":").unwrap();
+        append_record(&path, "{\"b\":2}\n").unwrap();
+        append_record(&path, "{\"c\":3}\n").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(text, "{\"a\":1}\n{\"cut\":\n{\"b\":2}\n{\"c\":3}\n");
     }
 
     #[test]

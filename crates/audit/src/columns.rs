@@ -110,6 +110,40 @@ pub enum ColumnMatchError {
         /// The replica table.
         table: String,
     },
+    /// `--deleted-column` names the replica column of a source column (the key or a compared
+    /// one), not a marker of the replica's own.
+    #[error(
+        "--deleted-column {marker} is the replica column of the source column {source_column} of {table}: a deleted \
+         marker must be a column only the replica has (__deleted, _sdc_deleted_at)"
+    )]
+    DeletedMarkerCompared {
+        /// The marker column given.
+        marker: String,
+        /// The source column that matches it.
+        source_column: String,
+        /// The source table.
+        table: String,
+    },
+}
+
+/// Refuses a deleted marker on the replica table (`--deleted-column`) that a source column —
+/// the key included — matches by the rule of the module docs: such a column is data the
+/// source has, and as a marker it would take live rows out of the comparison.
+pub(crate) fn check_deleted_marker(
+    tables: &Tables<'_>,
+    map: &[(String, String)],
+    marker: &str,
+) -> Result<(), ColumnMatchError> {
+    for column in tables.source {
+        if replica_match(tables, map, &column.name)?.is_some_and(|replica| replica.name == marker) {
+            return Err(ColumnMatchError::DeletedMarkerCompared {
+                marker: marker.to_owned(),
+                source_column: column.name.clone(),
+                table: tables.source_table.to_owned(),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn counted(count: usize, one: &str, many: &str) -> String {

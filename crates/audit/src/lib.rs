@@ -73,7 +73,7 @@ use datadiff_access::stream::{self, ColumnType, Decoder, KeyDecoder, RowQuery, R
 use datadiff_access::{Session, SessionSettings};
 use datadiff_access::{TableName, split_identifiers};
 
-use crate::columns::{Selection, Tables, match_columns};
+use crate::columns::{Selection, Tables, check_deleted_marker, match_columns};
 use crate::tombstone::DeletedMarker;
 use crate::watch::{BOTH, Role, Watch};
 
@@ -746,6 +746,9 @@ impl Plan {
             replica_table: &replica_table_text,
             replica: &replica_columns,
         };
+        if let Some(marker) = skip {
+            check_deleted_marker(&tables, &options.column_map, marker)?;
+        }
         let selection = Selection {
             requested: options.columns.as_deref(),
             excluded: &options.exclude_columns,

@@ -113,6 +113,17 @@ impl Store {
         }
     }
 
+    /// A store of its own with the same settings, on a new connection (a pool of one): for
+    /// recording what happened after a connection of this store's pool stopped answering,
+    /// without waiting on that connection — or on another idle one of the same pool that may
+    /// be stuck the same way.
+    pub fn reopen(&self) -> Result<Store, Error> {
+        Store::open_with(
+            (*self.config).clone(),
+            PoolOptions { max_size: 1, checkout_timeout: Some(self.checkout_timeout) },
+        )
+    }
+
     /// The settings it was opened with.
     pub fn config(&self) -> &BackendConfig {
         &self.config

@@ -1,7 +1,6 @@
 //! `datadiff audit`: the parity audit before a cutover (SPEC §9).
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -11,6 +10,7 @@ use datadiff_audit::{self as audit, AuditOptions, AuditProgress, CdcMetadata, Re
 use crate::console::Console;
 use crate::exit::Exit;
 use crate::logging::Invocation;
+use crate::output_file::OutputFile;
 use crate::progress::ScanProgress;
 
 /// Verify that a replica table equals its source before a cutover. Exits 0 on PASS, 1 on
@@ -76,7 +76,10 @@ pub(crate) struct AuditArgs {
     /// hashes otherwise. The answer is the same.
     #[arg(long, value_name = "STRATEGY", default_value = "auto", value_parser = strategy)]
     strategy: datadiff_diff_core::segment::Strategy,
-    /// Write the JSON report to FILE instead of stdout.
+    /// Write the JSON report to FILE instead of stdout: a regular file or a new path (a
+    /// symbolic link is followed; a device, FIFO, socket or directory is refused). A report an
+    /// earlier run left there is removed when the audit starts, so an audit that ends without
+    /// a report (exit 2, a signal) leaves none.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
     /// Output format of the report on stdout.
@@ -188,12 +191,24 @@ fn statement_timeout(text: &str) -> Result<std::time::Duration, String> {
 
 /// Runs the audit and prints or writes its report.
 ///
-/// With `--report`, the path holds this audit's report or nothing once the command ends: the
-/// report is written to a new file in the same directory and renamed over the path (a reader
-/// never sees half a report, and an earlier report stays whole until replaced), and an audit
-/// that ends without a report (a refusal or an error, exit 2) removes a file left at the path
-/// by an earlier run, so an old PASS cannot be read as this audit's verdict.
+/// With `--report`, the path holds this audit's report or nothing from the moment the audit
+/// starts: the path is checked first (a regular file, a new path, or a symbolic link to
+/// either; a device, FIFO, socket or directory is refused, exit 2, untouched), then a report an
+/// earlier run left there is removed — so whatever ends this audit without a report (a
+/// refusal, an error, SIGTERM, SIGINT, SIGHUP, even SIGKILL or a power cut) no earlier PASS
+/// can be read as its verdict — and the new report is written to a new file in the same
+/// directory and renamed over the path (a reader never sees half a report).
 pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exit> {
+    let report_file = match &args.report {
+        Some(path) => {
+            let file = OutputFile::check("--report", "the report", path)?;
+            if file.remove_earlier()? {
+                tracing::info!(path = %path.display(), "removed the earlier report: this audit writes its own or none");
+            }
+            Some(file)
+        }
+        None => None,
+    };
     // The start line comes with the inventory: refusals and connection errors before it stay
     // one line.
     let mut invocation = None;
@@ -209,24 +224,13 @@ pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exi
         progress.finish();
         result
     });
-    let report = match result {
-        Ok(report) => report,
-        Err(error) => {
-            if let Some(path) = &args.report {
-                remove_stale_report(path, console);
-            }
-            return Err(error.into());
-        }
-    };
+    let report = result?;
     let json = report.to_json();
     let stderr = console.stderr();
-    match &args.report {
-        Some(path) => {
-            if let Err(source) = write_atomically(path, json.as_bytes()) {
-                remove_stale_report(path, console);
-                return Err(datadiff_audit::Error::WriteReport { path: path.clone(), source }.into());
-            }
-            let line = format!("{} (report: {})", report.summary_line(), path.display());
+    match &report_file {
+        Some(file) => {
+            file.write(json.as_bytes())?;
+            let line = format!("{} (report: {})", report.summary_line(), file.path().display());
             writeln!(console.stdout(), "{line}").context("writing to stdout")?;
         }
         None => {
@@ -242,36 +246,4 @@ pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exi
         invocation.finish_audit(report.status == Status::Pass, exit);
     }
     Ok(exit)
-}
-
-/// Writes `contents` to a new file beside `path` (`.<name>.<pid>.tmp`), flushes it to disk
-/// and renames it over `path`; the temporary file is removed when any step fails.
-fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().ok_or_else(|| std::io::Error::other("the report path names no file"))?;
-    let mut temporary_name = std::ffi::OsString::from(".");
-    temporary_name.push(name);
-    temporary_name.push(format!(".{}.tmp", std::process::id()));
-    let temporary = path.with_file_name(temporary_name);
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temporary)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
-}
-
-/// Removes a report an earlier run left at `path`; a failure (other than there being none) is
-/// a warning on stderr, since the audit already fails.
-fn remove_stale_report(path: &Path, console: &Console) {
-    match std::fs::remove_file(path) {
-        Ok(()) => tracing::info!(path = %path.display(), "removed the earlier report: this audit wrote none"),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => {
-            console.stderr().line(&format!("warning: cannot remove the earlier report {}: {error}", path.display()))
-        }
-    }
 }

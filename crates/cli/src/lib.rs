@@ -67,7 +67,8 @@
 //!
 //! Tables use upstream's columns and upstream's timestamp form (Python's `isoformat()`:
 //! `2026-07-22T13:00:00+00:00`), a blank for an unknown value — never `None`. JSON uses RFC
-//! 3339 with `Z` (`2026-07-22T13:00:00Z`) and `null`; every JSON document is an object. CSV
+//! 3339 with `Z` (`2026-07-22T13:00:00Z`) and `null`; every JSON document is an object, but
+//! `list`'s, which is a bare list as PipelineWise prints it. CSV
 //! (reports) has a header row of the JSON field names, the JSON values as fields (times RFC
 //! 3339 with `Z`, lists as compact JSON, `null` empty), CRLF line ends, RFC 4180 quoting.
 //! On a terminal (stdout), a table wider than the window wraps its text columns at blanks,
@@ -91,7 +92,7 @@
 //!   The run table shows `Check, Status, Slot status, UTC start, UTC end, Run ID, Reason`;
 //!   the rerun table `Check, Status, Attempt, UTC start, UTC end, Original run ID,
 //!   Remediation run ID, Remediation reference, Reason`.
-//! * **`list`**: `{"checks": [...]}`, each: `full_check_name`, `revision`, `is_current`,
+//! * **`list`**: a bare list `[...]`, as PipelineWise prints it, each: `full_check_name`, `revision`, `is_current`,
 //!   `frequency`, `window` (`{start_seconds, end_seconds}`), `checks`, `initial_full_scan`,
 //!   `historical_scan_pending`, `verified_status` (CONTIGUOUS, BLOCKED, NOT_RUN),
 //!   `verified_start`, `verified_end`, `check_id`, `target_id`, `tap_id`,
@@ -173,6 +174,7 @@ mod list;
 mod listing;
 mod logging;
 mod migrate;
+mod output_file;
 mod progress;
 mod project;
 mod report;
@@ -194,7 +196,7 @@ pub use exit::Exit;
 
 /// Prove, continuously and with evidence, that a PostgreSQL replica matches its source.
 #[derive(Debug, Parser)]
-#[command(name = "datadiff", version)]
+#[command(name = "datadiff", version, after_help = exit::help::PROGRAM)]
 struct Cli {
     #[command(flatten)]
     verbosity: logging::Verbosity,
@@ -233,35 +235,35 @@ impl Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Validate the project's data-diff configuration (no database is contacted).
-    #[command(name = "validate")]
+    #[command(name = "validate", after_help = exit::help::VALIDATE)]
     Validate(validate::ValidateArgs),
     /// Import the project's data-diff definitions into the backend (migrating it first).
-    #[command(name = "import_config", visible_alias = "import")]
+    #[command(name = "import_config", visible_alias = "import", after_help = exit::help::IMPORT)]
     ImportConfig(import::ImportArgs),
     /// List the imported data-diff checks and their watermarks.
-    #[command(name = "list_data_diff_checks", visible_alias = "list")]
+    #[command(name = "list_data_diff_checks", visible_alias = "list", after_help = exit::help::PLAIN)]
     ListDataDiffChecks(list::ListArgs),
     /// Run the due data-diff checks (one scheduler tick).
-    #[command(name = "run_data_diff_checks", visible_alias = "run")]
+    #[command(name = "run_data_diff_checks", visible_alias = "run", after_help = exit::help::RUN)]
     RunDataDiffChecks(run::RunArgs),
     /// Remediate a failed or errored run.
-    #[command(name = "rerun_data_diff_check", visible_alias = "rerun")]
+    #[command(name = "rerun_data_diff_check", visible_alias = "rerun", after_help = exit::help::RERUN)]
     RerunDataDiffCheck(rerun::RerunArgs),
     /// Show or migrate the backend schema.
-    #[command(name = "migrate")]
+    #[command(name = "migrate", after_help = exit::help::PLAIN)]
     Migrate(migrate::MigrateArgs),
     /// Check connections, schema, grants, columns and preflight verdicts (writes nothing).
-    #[command(name = "doctor")]
+    #[command(name = "doctor", after_help = exit::help::DOCTOR)]
     Doctor(doctor::DoctorArgs),
     /// Print a report from the backend.
-    #[command(name = "report")]
+    #[command(name = "report", after_help = exit::help::REPORT)]
     Report(report::ReportArgs),
     /// Verify a whole replica table against its source before a cutover (no backend).
-    #[command(name = "audit")]
+    #[command(name = "audit", after_help = exit::help::AUDIT)]
     Audit(audit::AuditArgs),
     /// Show datadiff at work on a throwaway PostgreSQL cluster (needs the server binaries).
     #[cfg(feature = "demo")]
-    #[command(name = "demo")]
+    #[command(name = "demo", after_help = exit::help::DEMO)]
     Demo(demo::DemoArgs),
 }
 
@@ -314,10 +316,11 @@ where
     let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => {
-            // clap renders help, version and usage errors; usage errors quote arguments.
+            // clap renders help, version and usage errors; usage errors quote arguments, which
+            // are cut short when long (a pasted file must not flood the terminal).
             let text = secret::redact(&error.render().to_string());
             if error.use_stderr() {
-                console.stderr().line(text.trim_end());
+                console.stderr().line(shorten_quoted(&text).trim_end());
                 return Exit::Error;
             }
             let _ = write!(console.stdout(), "{text}");
@@ -349,6 +352,29 @@ where
         }
     })
 }
+
+/// The argument a usage error quotes (`invalid value '…' for`, `unexpected argument '…'
+/// found`) cut to its start with its length when longer than [`QUOTED_MAX`] characters:
+/// `'xxxxxxxx… (100000 characters)'`.
+fn shorten_quoted(text: &str) -> String {
+    let mut out = text.to_owned();
+    for (opening, closing) in [("invalid value '", "' for '"), ("unexpected argument '", "' found")] {
+        let Some(start) = out.find(opening).map(|at| at + opening.len()) else { continue };
+        let Some(length) = out[start..].find(closing) else { continue };
+        let quoted = &out[start..start + length];
+        let characters = quoted.chars().count();
+        if characters > QUOTED_MAX {
+            let kept: String = quoted.chars().take(QUOTED_KEPT).collect();
+            out.replace_range(start..start + length, &format!("{kept}… ({characters} characters)"));
+        }
+    }
+    out
+}
+
+/// The longest argument a usage error prints whole.
+const QUOTED_MAX: usize = 200;
+/// How much of a longer one it prints.
+const QUOTED_KEPT: usize = 40;
 
 /// One line naming what to fix; with `verbose`, the cause chain below it.
 fn report_error(console: &Console, error: &anyhow::Error, verbose: bool) {

@@ -108,7 +108,8 @@ pub(crate) fn run(args: &ListArgs, console: &mut Console) -> anyhow::Result<Exit
         listing.push(row(check));
     }
     let text = match args.output_format {
-        OutputFormat::Json => format!("{:#}\n", json!({ "checks": listing.json_rows() })),
+        // PipelineWise prints a bare list of the rows: scripts written against it keep working.
+        OutputFormat::Json => format!("{:#}\n", serde_json::Value::Array(listing.json_rows())),
         OutputFormat::Table if listing.is_empty() => "No data-diff checks found\n".to_owned(),
         OutputFormat::Table => listing.table_within(console.stdout_width()),
     };

@@ -40,11 +40,13 @@
 //! the text goes to a temporary file beside FILE (`.FILE.<pid>.tmp`, which node_exporter's
 //! textfile collector ignores: it reads `*.prom`), is synced and renamed over FILE, so a
 //! scrape never sees half a file; when the backend cannot be read the old file stays and
-//! `datadiff_report_timestamp_seconds` shows its age. Without `--output`, stdout.
+//! `datadiff_report_timestamp_seconds` shows its age. Without `--output`, stdout. FILE is
+//! checked before the backend is read: a symbolic link is followed, anything but a regular
+//! file or a new path (a device such as `/dev/full`, a FIFO, a socket, a directory) is
+//! refused, exit 2 naming it (`output_file.rs` has the rules).
 //! `--output-format` does not apply (JSON or CSV is a usage error).
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -56,6 +58,7 @@ use serde_json::{Value as Json, json};
 use crate::console::Console;
 use crate::exit::Exit;
 use crate::listing::{Cell, Column, Listing, MIN_WRAPPED_WIDTH, ReportFormat, column, field, wrap};
+use crate::output_file::OutputFile;
 use crate::project::{ProjectArgs, open_gated};
 use crate::timestamp;
 
@@ -82,19 +85,26 @@ pub(crate) struct ReportArgs {
 #[derive(Debug, Subcommand)]
 enum ReportKind {
     /// The verified watermark of every current definition, with its lag.
+    #[command(after_help = crate::exit::help::REPORT)]
     Watermarks(WatermarksArgs),
     /// PASS and FAIL/ERROR result counts per table per UTC day (every revision and trigger).
+    #[command(after_help = crate::exit::help::REPORT)]
     Daily(PlainArgs),
     /// Unresolved failed or errored slots of current definitions.
+    #[command(after_help = crate::exit::help::REPORT)]
     Failures(PlainArgs),
     /// Failed runs and their remediation attempts.
+    #[command(after_help = crate::exit::help::REPORT)]
     Remediations(PlainArgs),
     /// The row differences (keys and column names) a run's row_diff recorded.
+    #[command(after_help = crate::exit::help::REPORT)]
     Differences(DifferencesArgs),
     /// One attempt's whole record: window, trigger, status, error, preflight, every check's
     /// values and query times, and the row_diff totals.
+    #[command(after_help = crate::exit::help::REPORT)]
     Run(RunReportArgs),
     /// Watermarks, latest attempts and open failures as Prometheus metrics (text format).
+    #[command(after_help = crate::exit::help::REPORT)]
     Metrics(MetricsArgs),
 }
 
@@ -102,9 +112,16 @@ enum ReportKind {
 #[derive(Debug, Args)]
 struct MetricsArgs {
     /// Write to this file atomically (a temporary file beside it, renamed over it) instead of
-    /// stdout: e.g. /var/lib/node_exporter/textfile_collector/datadiff.prom.
+    /// stdout: e.g. /var/lib/node_exporter/textfile_collector/datadiff.prom. A symbolic link
+    /// is followed; a device, FIFO, socket or directory is refused (exit 2).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Hidden here: `report`'s `--output-format` does not apply to the Prometheus text format
+    /// (given, it is refused), so the metrics' help does not offer it. It takes the global
+    /// argument's place in this subcommand (clap propagates a global argument only where its
+    /// id is not taken), and its value still reaches `report`'s.
+    #[arg(id = "output_format", long = "output-format", value_enum, hide = true)]
+    _output_format: Option<ReportFormat>,
     #[command(flatten)]
     verbosity: crate::logging::Verbosity,
 }
@@ -173,14 +190,21 @@ pub(crate) fn run(args: &ReportArgs, console: &mut Console) -> anyhow::Result<Ex
     if let (ReportKind::Metrics(_), ReportFormat::Json | ReportFormat::Csv) = (&args.report, args.output_format) {
         anyhow::bail!("report metrics prints the Prometheus text format: --output-format does not apply to it");
     }
+    // The output file is checked before any work: a device, FIFO or directory is refused.
+    let output = match &args.report {
+        ReportKind::Metrics(MetricsArgs { output: Some(path), .. }) => {
+            Some(OutputFile::check("--output", "the metrics", path)?)
+        }
+        _ => None,
+    };
     let project = args.project.load_with_backend(console)?;
     let store = open_gated(&project, 1)?;
     let now = args.at.unwrap_or_else(Utc::now);
     let (name, listing, mut extra, verdict) = match &args.report {
-        ReportKind::Metrics(metrics) => {
+        ReportKind::Metrics(_) => {
             let text = metrics_text(&store.metrics_report(now)?, now);
-            match &metrics.output {
-                Some(path) => write_atomically(path, &text)?,
+            match &output {
+                Some(file) => file.write(text.as_bytes())?,
                 None => console.stdout().write_all(text.as_bytes()).context("writing to stdout")?,
             }
             return Ok(Exit::Success);
@@ -811,27 +835,6 @@ fn escape_label_value(value: &str) -> String {
 /// Unix seconds, with microseconds as a fraction.
 fn unix_seconds(instant: DateTime<Utc>) -> f64 {
     instant.timestamp_micros() as f64 / 1e6
-}
-
-/// Writes `text` to `path` the textfile collector's way: a temporary file in the same
-/// directory, synced, then renamed over `path`.
-fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let name = path
-        .file_name()
-        .with_context(|| format!("--output {}: not a file name", path.display()))?
-        .to_string_lossy()
-        .into_owned();
-    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written.with_context(|| format!("writing the metrics to {}", path.display()))
 }
 
 /// Whole and fractional seconds of a lag (JSON's `verification_lag_seconds`).

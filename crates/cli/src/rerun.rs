@@ -67,6 +67,8 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
     let project = args.project.load_with_backend(console)?;
     let store = open_gated(&project, 1)?;
     store.gate_for_remediation(&project.dir, args.run_id)?;
+    let connections = Connections::from_project(&project);
+    connections.check_services().map_err(anyhow::Error::msg)?;
     let invocation = Invocation::start("rerun_data_diff_check", &format!("run_id={}", args.run_id));
     let clock = match args.at {
         Some(at) => Clock::at(at),
@@ -74,8 +76,7 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
     };
     let terminal = console.stderr_is_terminal();
     let meter = ProgressMeter::new();
-    let mut context =
-        TickContext::new(store, Connections::from_project(&project)).with_clock(clock).with_signal_handling(true);
+    let mut context = TickContext::new(store, connections).with_clock(clock).with_signal_handling(true);
     if terminal {
         context = context.with_progress(meter.clone());
     }

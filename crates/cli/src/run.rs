@@ -99,6 +99,8 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     }
     warn_changed_definitions(&project, &store, &selection, console);
     warn_removed_taps(&project, &store, &selection, console);
+    let connections = Connections::from_project(&project);
+    connections.check_services().map_err(anyhow::Error::msg)?;
 
     let now = args.at.unwrap_or_else(Utc::now);
     let invocation =
@@ -107,7 +109,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
         Some(at) => Clock::at(at),
         None => Clock::System,
     };
-    let context = TickContext::new(store, Connections::from_project(&project))
+    let context = TickContext::new(store, connections)
         .with_selection(selection)
         .with_force(args.force)
         .with_jobs(args.jobs)

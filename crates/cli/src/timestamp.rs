@@ -42,13 +42,28 @@ pub(crate) fn parse_recording_at(text: &str) -> Result<DateTime<Utc>, String> {
     let ahead = at - Utc::now();
     if ahead > MAX_AT_AHEAD {
         return Err(format!(
-            "the time is {} min ahead of this machine's clock; a command that records may run at most {} min \
+            "the time is {} ahead of this machine's clock; a command that records may run at most {} min \
              ahead (a window that has not happened yet cannot be verified)",
-            ahead.num_minutes(),
+            span_text(ahead),
             MAX_AT_AHEAD.num_minutes()
         ));
     }
     Ok(at)
+}
+
+/// A positive span in whole seconds, in the two largest units that matter: `5 min 59 s`,
+/// `2 h 5 min`, `3 d 4 h` (a unit of zero is left out: `6 min`, `1 h`).
+fn span_text(span: chrono::Duration) -> String {
+    let seconds = span.num_seconds().max(0);
+    let (days, hours, minutes, rest) = (seconds / 86_400, seconds / 3_600 % 24, seconds / 60 % 60, seconds % 60);
+    let parts: [(i64, &str); 2] = match (days, hours, minutes) {
+        (0, 0, _) => [(minutes, "min"), (rest, "s")],
+        (0, _, _) => [(hours, "h"), (minutes, "min")],
+        _ => [(days, "d"), (hours, "h")],
+    };
+    let text: Vec<String> =
+        parts.iter().filter(|(value, _)| *value > 0).map(|(value, unit)| format!("{value} {unit}")).collect();
+    if text.is_empty() { "0 s".to_owned() } else { text.join(" ") }
 }
 
 /// Parses `--at` (a clap value parser).
@@ -83,6 +98,16 @@ mod tests {
         let fine = at + chrono::TimeDelta::microseconds(1_500);
         assert_eq!(table(Some(fine)), "2026-07-22T13:00:00.001500+00:00");
         assert_eq!(rfc3339(fine), "2026-07-22T13:00:00.001500Z");
+    }
+
+    #[test]
+    fn spans_ahead_are_exact_to_the_unit_shown() {
+        let span = |seconds| span_text(chrono::Duration::seconds(seconds));
+        assert_eq!(span(5 * 60 + 59), "5 min 59 s");
+        assert_eq!(span(6 * 60), "6 min");
+        assert_eq!(span(3_600 + 5 * 60 + 7), "1 h 5 min");
+        assert_eq!(span(2 * 86_400 + 3 * 3_600), "2 d 3 h");
+        assert_eq!(span(42), "42 s");
     }
 
     #[test]

@@ -37,7 +37,8 @@ pub struct WebhookSettings {
 /// A JSON-lines file receiving each alert (extension).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogSettings {
-    /// The file; relative paths are resolved against the project directory.
+    /// The file; [`crate::load`] resolves a relative path against the project directory to an
+    /// absolute path.
     pub path: PathBuf,
 }
 

@@ -11,10 +11,14 @@
 //!   server rejects at every run).
 //! * `ssl_ca`: the CA certificates that verify the server — a PEM file's path (relative to the
 //!   project directory) or the PEM text itself. Setting it asks for verification, so the file
-//!   must exist when the project loads.
+//!   must exist, and the file or text hold PEM certificates, when the project loads.
 //! * `ssl_cert` and `ssl_key`: a client certificate and its unencrypted private key, each a
 //!   path or PEM text, only together, and only read under verified TLS (`ssl: true` or an
-//!   `ssl_ca`), as upstream; otherwise they are ignored with a warning.
+//!   `ssl_ca`), as upstream; otherwise they are ignored with a warning. Read, they must hold a
+//!   certificate and the key that belongs to it.
+//!
+//! A `tap-mysql` `db_conn` also needs `host` (or `replica_host`): MySQL is reached over TCP,
+//! with no local default — an error when the project loads, not at every run.
 //!
 //! A PostgreSQL side's `db_conn` (a `tap-postgres` tap, a `target-postgres` target) also
 //! takes libpq's per-connection keys ([`LIBPQ_KEYS`]), with libpq's meanings:
@@ -43,6 +47,7 @@ use datadiff_diff_core::definition::SslMode;
 use datadiff_diff_core::mysql::MySqlEngine;
 
 use crate::Secret;
+use crate::certificate::{self, PemKind};
 use crate::document::{Document, join};
 use crate::tls::{SideTls, certificate_file, client_certificate};
 use crate::yaml::Node;
@@ -271,6 +276,7 @@ impl DbConn {
         let port_value = port(document, "port");
         let replica_port = port(document, "replica_port");
         let ssl = document.optional_flag(conn, &path, "ssl").unwrap_or(false);
+        let is_mysql = mysql.is_some();
         let mysql = match mysql {
             Some(dir) => MySqlKeys::read(document, conn, &path, dir, ssl),
             None => MySqlKeys::default(),
@@ -279,7 +285,7 @@ impl DbConn {
             Some(dir) => LibpqKeys::read(document, conn, &path, dir, ssl),
             None => LibpqKeys::default(),
         };
-        Some(DbConn {
+        let conn_value = DbConn {
             host: document.optional_text(conn, &path, "host"),
             port: port_value,
             user: document.optional_text(conn, &path, "user"),
@@ -295,7 +301,16 @@ impl DbConn {
             ssl_cert: mysql.ssl_cert,
             ssl_key: mysql.ssl_key,
             libpq,
-        })
+        };
+        // tap-mysql connects over TCP: there is no local-socket default to fall back on.
+        if is_mysql && conn_value.host.is_none() && conn_value.replica_host.is_none() {
+            document.problem(
+                &join(&path, "host"),
+                Some(conn.line),
+                "a tap-mysql db_conn needs host (or replica_host): the MySQL source is reached over TCP",
+            );
+        }
+        Some(conn_value)
     }
 }
 
@@ -405,16 +420,44 @@ impl MySqlKeys {
                 format!("MySQL ssl_cert and ssl_key must be configured together ({missing} is missing)"),
             );
         }
+        let mut contents = Vec::new();
         for (key, value) in [("ssl_ca", &ssl_ca), ("ssl_cert", &ssl_cert), ("ssl_key", &ssl_key)] {
-            if let Some(Pem::File(file)) = value
-                && !file.is_file()
-            {
-                document.problem(
-                    &join(path, key),
-                    line(key),
-                    format!("{} does not exist ({key} is a PEM file's path or the PEM text itself)", file.display()),
-                );
+            let kind = if key == "ssl_key" { PemKind::PrivateKey } else { PemKind::Certificates };
+            let (what, pem) = match value {
+                None => continue,
+                Some(Pem::File(file)) if file.is_dir() => {
+                    let message = format!("{} is a directory, not a PEM file", file.display());
+                    document.problem(&join(path, key), line(key), message);
+                    continue;
+                }
+                Some(Pem::File(file)) if !file.is_file() => {
+                    let message = format!(
+                        "{} does not exist ({key} is a PEM file's path or the PEM text itself)",
+                        file.display()
+                    );
+                    document.problem(&join(path, key), line(key), message);
+                    continue;
+                }
+                Some(Pem::File(file)) => match std::fs::read(file) {
+                    Ok(pem) => (format!("{} ", file.display()), pem),
+                    Err(error) => {
+                        document.problem(&join(path, key), line(key), format!("{}: {error}", file.display()));
+                        continue;
+                    }
+                },
+                // The text may be a key: the message never quotes it.
+                Some(Pem::Text(text)) => ("the PEM text ".to_owned(), text.expose().as_bytes().to_vec()),
+            };
+            match certificate::check_pem(&pem, kind) {
+                Ok(()) => contents.push((key, pem)),
+                Err(problem) => document.problem(&join(path, key), line(key), format!("{what}{problem}")),
             }
+        }
+        let content = |wanted: &str| contents.iter().find(|(key, _)| *key == wanted).map(|(_, pem)| pem);
+        if let (Some(certificate), Some(key)) = (content("ssl_cert"), content("ssl_key"))
+            && let Err(problem) = certificate::check_pair(certificate, key)
+        {
+            document.problem(&join(path, "ssl_key"), line("ssl_key"), format!("ssl_key: {problem}"));
         }
         MySqlKeys { engine, ssl_ca, ssl_cert, ssl_key }
     }

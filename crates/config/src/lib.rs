@@ -92,6 +92,7 @@
 
 mod alerts;
 mod backend;
+mod certificate;
 mod connection;
 mod definitions;
 mod document;

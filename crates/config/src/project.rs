@@ -372,10 +372,13 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
         }
         documents.push(document);
     }
+    // Resolved once, to an absolute path: a relative `--dir` must not be joined again by a
+    // reader that resolves against the project directory itself (`p/p/alerts.jsonl`).
     if let Some(log) = alerts.log.as_mut()
         && log.path.is_relative()
     {
-        log.path = dir.join(&log.path);
+        let joined = dir.join(&log.path);
+        log.path = std::path::absolute(&joined).unwrap_or(joined);
     }
 
     let mut problems: Vec<Problem> = Vec::new();

@@ -15,16 +15,20 @@
 //!     postgres: {sslmode: verify-ca, sslrootcert: certs/dwh-ca.pem}
 //! ```
 //!
-//! Relative paths are resolved against the project directory, and every file must exist
-//! when the project loads. Without `sslmode` the side keeps its `db_conn` meaning (`ssl:
-//! true` is `require`, else `prefer`); a mode weaker than `require` for a `db_conn` with
-//! `ssl: true` is an error, and so is `allow` (a plaintext attempt first).
+//! Relative paths are resolved against the project directory, and every file is checked
+//! when the project loads: a regular file holding PEM certificates (`sslrootcert`,
+//! `sslcert`) or an unencrypted private key belonging to `sslcert` (`sslkey`), a key file
+//! with libpq's permissions (see `certificate.rs`). Without `sslmode` the side keeps its
+//! `db_conn` meaning (`ssl: true` is `require`, else `prefer`); a mode weaker than `require`
+//! for a `db_conn` with `ssl: true` is an error, and so is `allow` (a plaintext attempt
+//! first).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use datadiff_diff_core::definition::SslMode;
 
+use crate::certificate::{self, PemKind};
 use crate::document::{Document, join};
 use crate::yaml::Node;
 
@@ -144,11 +148,21 @@ pub(crate) fn client_certificate(
             );
         }
     }
+    if let (Some(certificate), Some(key)) = (&sslcert, &sslkey)
+        && let (Ok(certificate_pem), Ok(key_pem)) = (std::fs::read(certificate), std::fs::read(key))
+        && let Err(problem) = certificate::check_pair(&certificate_pem, &key_pem)
+    {
+        let line = node.get("sslkey").map(|n| n.line);
+        document.problem(&join(path, "sslkey"), line, format!("sslkey file {}: {problem}", key.display()));
+        return (None, None);
+    }
     (sslcert, sslkey)
 }
 
 /// A certificate file key: a string, resolved against `dir`, that must name an existing
-/// file (`system` is kept as is where `system_allowed`, libpq's name for the trust store).
+/// regular file holding what the key takes — certificates, or for `sslkey` an unencrypted
+/// private key whose file has the permissions libpq requires (0600, or 0640 owned by root)
+/// — (`system` is kept as is where `system_allowed`, libpq's name for the trust store).
 pub(crate) fn certificate_file(
     document: &mut Document,
     node: &Node,
@@ -168,8 +182,38 @@ pub(crate) fn certificate_file(
     }
     let file = PathBuf::from(&text);
     let file = if file.is_absolute() { file } else { dir.join(file) };
-    if !file.is_file() {
-        document.problem(&join(path, key), line, format!("{key} file {} does not exist", file.display()));
+    let problem = |document: &mut Document, what: String| {
+        document.problem(&join(path, key), line, format!("{key} file {} {what}", file.display()));
+    };
+    match std::fs::metadata(&file) {
+        Ok(metadata) if metadata.is_dir() => {
+            problem(document, "is a directory, not a PEM file".to_owned());
+            return None;
+        }
+        Ok(metadata) if !metadata.is_file() => {
+            problem(document, "is not a regular file".to_owned());
+            return None;
+        }
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            problem(document, "does not exist".to_owned());
+            return None;
+        }
+        Err(error) => {
+            problem(document, format!("cannot be read: {error}"));
+            return None;
+        }
+    }
+    let kind = if key == "sslkey" { PemKind::PrivateKey } else { PemKind::Certificates };
+    let checked = std::fs::read(&file)
+        .map_err(|error| format!("cannot be read: {error}"))
+        .and_then(|pem| certificate::check_pem(&pem, kind))
+        .and_then(|()| match kind {
+            PemKind::PrivateKey => certificate::check_key_permissions(&file),
+            PemKind::Certificates => Ok(()),
+        });
+    if let Err(what) = checked {
+        problem(document, what);
         return None;
     }
     Some(file)

@@ -29,17 +29,28 @@
 //!    is the only data check, step 4 fingerprints its source streaming `SELECT`.
 //! 8. **Finish** (T4): status, error, results, evidence and coverage in one transaction.
 //!
+//! **One deadline.** A server that does not answer a step within the statement timeout plus
+//! [`datadiff_access::ANSWER_GRACE`] (its connect timeout while connecting) ends the attempt
+//! ERROR at once: a cancel request goes to it, both sessions are given up without waiting for
+//! a rollback, and no later step — `row_diff` included — is started, so nothing waits on a
+//! server a second time. An attempt against a server that stops answering therefore ends
+//! within the statement timeout plus 5 s of the server's last answer, plus the backend's time
+//! to record it.
+//!
 //! Any failure (connection, catalog, statement timeout, missing column, unreadable value) is
 //! an ERROR attempt with a one-line reason and no results — except a failed step 6 (the
 //! aggregate query or its values: `row_checksum` over more columns than a function takes
-//! arguments, a date beyond the timestamp range, `min_key` on a uuid key) when `row_diff` is
-//! planned: `row_diff` handles such tables, so it still runs and the attempt ends ERROR (which
-//! beats its FAIL) with the failure's text, then `row_diff`'s own failure text, keeping the
-//! metadata results, `row_diff`'s result and its differences; when no preflight was recorded
-//! yet, a placeholder preflight carrying the same reason is recorded first. A lost lease at
-//! any write is a SKIPPED summary (late results discarded). Any other backend failure ends
-//! the execution with [`Error::Backend`]: the attempt stays RUNNING until the stale sweep
-//! retires it, as upstream's does.
+//! arguments, a date beyond the timestamp range, `min_key` on a uuid key; not a server that
+//! did not answer) when `row_diff` is planned: `row_diff` handles such tables, so it still
+//! runs and the attempt ends ERROR (which beats its FAIL) with the failure's text, then
+//! `row_diff`'s own failure text, keeping the metadata results, `row_diff`'s result and its
+//! differences; when no preflight was recorded yet, a placeholder preflight carrying the same
+//! reason is recorded first. A lost lease at any write is a SKIPPED summary (late results
+//! discarded). A backend write that got no answer within the store's deadline (its session
+//! stuck while the backend still takes connections) records the attempt ERROR with that
+//! cause over a fresh connection, as a signal's interruption is recorded. Any other backend
+//! failure ends the execution with [`Error::Backend`]: the attempt stays RUNNING until the
+//! stale sweep retires it, as upstream's does.
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, Completion, Difference, NewPreflight, Store, StoredDefinition};
@@ -136,9 +147,16 @@ struct Sides {
 }
 
 impl Sides {
+    /// Rolls both back and closes them, or — once either got no answer — gives both up
+    /// without waiting (the attempt's one deadline has passed).
     fn close(self) {
-        self.source.close();
-        self.target.close();
+        AnySide::close_both(self.source, self.target);
+    }
+
+    /// Whether a server did not answer within its deadline: the attempt waits on no server
+    /// again.
+    fn deadline_passed(&self) -> bool {
+        self.source.is_abandoned() || self.target.is_abandoned()
     }
 }
 
@@ -203,7 +221,7 @@ impl<'a> AttemptRun<'a> {
             Ok(outcome) => outcome,
             Err(Stop::Failed(reason)) => Outcome::failed(reason),
             Err(Stop::LeaseLost(reason)) => return Ok(self.lease_lost(reason)),
-            Err(Stop::Backend(error)) => return Err(error),
+            Err(Stop::Backend(error)) => return self.recorded_after_no_answer(error),
         };
         if self.registration.interrupted() {
             return Err(Error::Interrupted { run_id: self.attempt.run_id });
@@ -213,15 +231,17 @@ impl<'a> AttemptRun<'a> {
             match self.record(&PreflightRecord::placeholder(reason)) {
                 Ok(()) => {}
                 Err(WriteStop::LeaseLost(reason)) => return Ok(self.lease_lost(reason)),
-                Err(WriteStop::Backend(error)) => return Err(error),
+                Err(WriteStop::Backend(error)) => return self.recorded_after_no_answer(error),
             }
         }
         self.finish(outcome)
     }
 
-    /// Steps 1–7: everything up to the outcome. Open sessions are left in `sides` for the
-    /// caller to close whatever happens.
-    fn compare(&mut self, connections: &Connections, sides: &mut Option<Sides>) -> Result<Outcome, Stop> {
+    /// Steps 1–7: everything up to the outcome. Open sessions are left in `opened` for the
+    /// caller to close whatever happens — unless `row_diff` runs: they are closed before it,
+    /// while their servers answer, since it streams on connections of its own (a server that
+    /// freezes while it streams then has no session of the attempt left to wait on).
+    fn compare(&mut self, connections: &Connections, opened: &mut Option<Sides>) -> Result<Outcome, Stop> {
         let stored: &'a StoredDefinition = self.stored;
         let definition = &stored.definition;
         let concurrent = self.options.concurrent_sides;
@@ -254,7 +274,7 @@ impl<'a> AttemptRun<'a> {
         };
         self.registration.add_canceller(source.canceller());
         self.registration.add_canceller(target.canceller());
-        let sides = sides.insert(Sides { source, target });
+        let sides = opened.insert(Sides { source, target });
 
         // Step 3: the plan, from both catalogs.
         let (source_columns, target_columns): (TableColumns, TableColumns) =
@@ -396,7 +416,13 @@ impl<'a> AttemptRun<'a> {
             });
             match compared {
                 Ok(compared) => results = compared,
-                Err(reason) if matches!(row_diff_plan, Some((_, Ok(_)))) && !self.registration.interrupted() => {
+                // Not after a server that did not answer: the attempt's one deadline has
+                // passed, and row_diff would wait on the same server again.
+                Err(reason)
+                    if matches!(row_diff_plan, Some((_, Ok(_))))
+                        && !self.registration.interrupted()
+                        && !sides.deadline_passed() =>
+                {
                     aggregate_failure = Some(reason);
                 }
                 Err(reason) => return Err(Stop::Failed(reason)),
@@ -419,6 +445,9 @@ impl<'a> AttemptRun<'a> {
                 _ => counted,
             };
             let rows = RowCounts { expected, counted };
+            if let Some(sides) = opened.take() {
+                sides.close();
+            }
             results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, rows));
         }
         match aggregate_failure {
@@ -541,11 +570,68 @@ impl<'a> AttemptRun<'a> {
             }
             Err(error) => match error.lease_lost() {
                 Some(reason) => Ok(self.lease_lost(reason)),
-                None => Err(Error::Backend {
-                    action: format!("finishing an attempt of {}", self.stored.definition.full_check_name),
-                    source: error,
-                }),
+                None => {
+                    let action = format!("finishing an attempt of {}", self.stored.definition.full_check_name);
+                    self.recorded_after_no_answer(Error::Backend { action, source: error })
+                }
             },
+        }
+    }
+
+    /// After a backend operation of this attempt got no answer within the store's deadline
+    /// (its session stuck — a frozen server process, a lock that is never released — while
+    /// the backend may still take new connections): records the attempt ERROR with that very
+    /// cause over a fresh connection ([`Store::reopen`]), as a signal's interruption is
+    /// recorded, rather than leaving it RUNNING for the stale sweep's generic lease expiry.
+    /// Returns the attempt's summary, or `error` itself for any other failure and when the
+    /// backend cannot be reached that way either (the tick then stops: the backend is gone).
+    fn recorded_after_no_answer(self, error: Error) -> Result<RunSummary, Error> {
+        let Error::Backend { source: cause @ datadiff_backend_store::Error::NoAnswer { .. }, .. } = &error else {
+            return Err(error);
+        };
+        let reason = cause.to_string();
+        let attempt = InFlightAttempt { run_id: self.attempt.run_id, check_id: self.attempt.check_id };
+        let (outcome, clock) = (Outcome::failed(reason.clone()), self.options.clock);
+        let recorded = self.store.reopen().and_then(|fresh| {
+            let recorded = fresh.bounded("recording an attempt's cause", move |store| {
+                Ok(crate::execute::record_stopped(store, attempt, outcome, "stuck", clock))
+            })?;
+            Ok((fresh, recorded))
+        });
+        match recorded {
+            Ok((_, Ok(true))) => {
+                tracing::warn!(run_id = %attempt.run_id, %reason, "recorded the attempt ERROR over a fresh backend connection");
+                Ok(RunSummary {
+                    check: CheckIdentity::of(self.stored),
+                    status: SummaryStatus::Error,
+                    slot_status: Some(RunStatus::Error),
+                    scheduled_for: Some(self.attempt.scheduled_for),
+                    bounds: Some(self.attempt.bounds),
+                    run_id: Some(self.attempt.run_id),
+                    attempt: Some(self.attempt.attempt),
+                    trigger: Some(self.attempt.trigger),
+                    rerun_of_run_id: self.attempt.rerun_of_run_id,
+                    remediation_reference: self.attempt.remediation_reference,
+                    reason: Some(reason),
+                    results: Vec::new(),
+                    preflight: self.preflight.map(|(_, facts)| facts),
+                })
+            }
+            // Finished meanwhile (the stuck write may have committed): as stored.
+            Ok((fresh, Ok(false))) => match fresh.attempt(attempt.run_id) {
+                Ok(Some(stored)) if stored.status != RunStatus::Running => {
+                    Ok(crate::tick::summary_of_attempt(CheckIdentity::of(self.stored), &stored))
+                }
+                _ => Err(error),
+            },
+            Ok((_, Err(failure))) => {
+                tracing::error!(error = %crate::error::chain(&failure), "recording the attempt over a fresh connection failed");
+                Err(error)
+            }
+            Err(failure) => {
+                tracing::error!(error = %crate::error::chain(&failure), "no fresh backend connection to record the attempt");
+                Err(error)
+            }
         }
     }
 

@@ -196,6 +196,31 @@ impl Connections {
         })
     }
 
+    /// Checks, before any attempt, that every connection service a tap's or a target's
+    /// `db_conn` names (`service:`) can be read: an unknown service or an invalid service file
+    /// is a problem of the whole invocation (exit 2), not an ERROR of each attempt. The error
+    /// names the tap or target, the key and the files.
+    pub fn check_services(&self) -> Result<(), String> {
+        let sides = self
+            .taps
+            .iter()
+            .map(|(id, db_conn)| ("Tap", "source", id, db_conn.as_ref().map(DbConn::source_endpoint)))
+            .chain(
+                self.targets
+                    .iter()
+                    .map(|(id, db_conn)| ("Target", "target", id, db_conn.as_ref().map(DbConn::target_endpoint))),
+            );
+        for (kind, role, id, endpoint) in sides {
+            let Some(name) = endpoint.as_ref().and_then(|endpoint| endpoint.libpq.service.as_deref()) else {
+                continue;
+            };
+            if let Err(error) = datadiff_access::service::lookup(role, name, &self.environment) {
+                return Err(format!("{kind} '{id}' db_conn.service: {}", datadiff_access::chain(&error)));
+            }
+        }
+        Ok(())
+    }
+
     fn side_config(
         &self,
         side: Side,

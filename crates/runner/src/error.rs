@@ -12,7 +12,8 @@ pub enum Error {
     #[error(transparent)]
     Access(#[from] datadiff_access::Error),
     /// The backend store failed: opening it, or a write of an attempt. An attempt that was
-    /// started stays RUNNING until the stale sweep retires it.
+    /// started stays RUNNING until the stale sweep retires it (one whose write only got no
+    /// answer is recorded ERROR over a fresh connection instead, when the backend takes one).
     #[error("{action} failed")]
     Backend {
         /// What was being done, e.g. `starting an attempt of postgres/tap/public/t`.

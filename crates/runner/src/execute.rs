@@ -133,7 +133,20 @@ pub fn record_interrupted(
     signal: Signal,
     clock: Clock,
 ) -> Result<bool, Error> {
-    let outcome = Outcome::signal(signal);
+    record_stopped(store, attempt, Outcome::signal(signal), "interrupted", clock)
+}
+
+/// Records an attempt that could not finish its own way (`outcome`: ERROR with its reason) —
+/// interrupted by a signal, or cut off from its backend session — with a placeholder
+/// preflight when none was recorded, and its coverage transition; `what` names it in errors.
+/// `Ok(false)` when the attempt already finished (its lease is gone).
+pub(crate) fn record_stopped(
+    store: &Store,
+    attempt: InFlightAttempt,
+    outcome: Outcome,
+    what: &str,
+    clock: Clock,
+) -> Result<bool, Error> {
     let error = outcome.error.clone().unwrap_or_default();
     let placeholder = PreflightRecord::placeholder(error.clone());
     let preflight = NewPreflight {
@@ -147,7 +160,7 @@ pub fn record_interrupted(
         has_leading_index: None,
     };
     let backend = |action: &str| {
-        let action = format!("{action} of interrupted run {}", attempt.run_id);
+        let action = format!("{action} of {what} run {}", attempt.run_id);
         move |source| Error::Backend { action, source }
     };
     // An already linked preflight is reused by the store (one per attempt).

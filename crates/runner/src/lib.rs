@@ -157,7 +157,9 @@
 //! * **A backend failure** during an attempt (other than a lost lease, which is SKIPPED)
 //!   ends the execution with [`Error::Backend`] and leaves the attempt RUNNING for the stale
 //!   sweep, as upstream's exception does; [`RunSummary::failed_without_run`] is the summary
-//!   upstream then prints.
+//!   upstream then prints. A write that only got no answer (its backend session stuck while
+//!   the backend takes new connections) is the exception: the attempt is recorded ERROR with
+//!   that cause over a fresh connection, as a signal's interruption is.
 //! * **`row_diff`** streams each side on a second connection made from the side's settings
 //!   (see the `row_diff` module: its plan, values, evidence and failure texts); with
 //!   `row_diff` as the only data check the preflight fingerprints its source streaming

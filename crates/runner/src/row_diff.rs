@@ -51,6 +51,8 @@
 //!   preflight fingerprints the source streaming `SELECT` with `%s` in place of the two
 //!   window bounds, the form upstream fingerprints its own queries in.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Datelike, Utc};
@@ -436,10 +438,8 @@ impl RowDiffPlan {
         );
         let (((source_supported, source_link, source_unique), _), ((target_supported, target_link, target_unique), _)) =
             (source_facts?, target_facts?);
-        let close = |source: SideSession, target: SideSession| {
-            source.close();
-            target.close();
-        };
+        // Given up without a wait when either did not answer (the attempt's one deadline).
+        let close = SideSession::close_both;
         if !(source_supported && target_supported) {
             close(source, target);
             return stream_because("a server is older than PostgreSQL 14 (no hash_record_extended)".to_owned());
@@ -564,6 +564,7 @@ where
         let mut source = Timed::new(source_rows, progress);
         let mut target = Timed::new(target_rows, None);
         let stoppers = [source.rows.stopper(), target.rows.stopper()];
+        let awaited = [Arc::clone(&source.awaited), Arc::clone(&target.awaited)];
         let (done, finished) = crossbeam_channel::bounded::<()>(0);
         let deadline = started + answer_deadline(route);
         let expired_sides = &expired;
@@ -572,12 +573,20 @@ where
             while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = finished.recv_timeout(INTERRUPT_POLL) {
                 let late = Instant::now() >= deadline;
                 if late {
-                    let waiting = [Side::Source, Side::Target]
+                    // The side that did not answer is the one the merge waits for; the other
+                    // may only be held back by the merge (its reader blocked on a full queue).
+                    let reading = |(_, stopper): &(Side, &StreamStopper)| !stopper.reader_completed();
+                    let sides = [Side::Source, Side::Target];
+                    let mut waiting: Vec<Side> = sides
                         .into_iter()
                         .zip(&stoppers)
-                        .filter(|(_, stopper)| !stopper.reader_completed())
-                        .map(|(side, _)| side)
+                        .zip(&awaited)
+                        .filter(|(pair, awaited)| reading(pair) && awaited.load(Ordering::Acquire))
+                        .map(|((side, _), _)| side)
                         .collect();
+                    if waiting.is_empty() {
+                        waiting = sides.into_iter().zip(&stoppers).filter(reading).map(|(side, _)| side).collect();
+                    }
                     let _ = expired_sides.set(waiting);
                 }
                 if late || interrupted() {
@@ -752,11 +761,13 @@ struct Timed<'scope, 'meter> {
     rows: RowStream<'scope>,
     ended: Option<Instant>,
     progress: Option<StreamProgress<'meter>>,
+    /// Set while the merge waits for this side's next row (read by the deadline watcher).
+    awaited: Arc<AtomicBool>,
 }
 
 impl<'scope, 'meter> Timed<'scope, 'meter> {
     fn new(rows: RowStream<'scope>, progress: Option<StreamProgress<'meter>>) -> Timed<'scope, 'meter> {
-        Timed { rows, ended: None, progress }
+        Timed { rows, ended: None, progress, awaited: Arc::new(AtomicBool::new(false)) }
     }
 }
 
@@ -764,7 +775,9 @@ impl Iterator for Timed<'_, '_> {
     type Item = Result<stream::EncodedRow, Box<Error>>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        self.awaited.store(true, Ordering::Release);
         let next = self.rows.next_boxed();
+        self.awaited.store(false, Ordering::Release);
         match (&next, &mut self.progress) {
             (Some(_), Some(progress)) => progress.row(),
             (None, progress) => {

@@ -197,11 +197,10 @@ impl Endpoint {
                     // Stopped while waiting for the server (a lock, a sort before the first
                     // row): cancel the query over a connection of its own, best effort.
                     let token = client.cancel_token();
-                    let cancel = async {
+                    cancel_detached(self.connect_timeout, move || async move {
                         let socket = tap::open(&config, None).await.ok()?;
                         token.cancel_query_raw(socket, NoTls).await.ok()
-                    };
-                    let _ = tokio::time::timeout(self.connect_timeout, cancel).await;
+                    });
                 }
                 // The tap ended the connection: nothing to close politely.
                 Err(_) if outcome.ended() => {}
@@ -238,7 +237,7 @@ impl Endpoint {
         stop: &StopSignal,
     ) -> Result<Flow, Error>
     where
-        T: MakeTlsConnect<Socket> + Clone,
+        T: MakeTlsConnect<Socket> + Clone + Send + 'static,
         T::Stream: Send + 'static,
     {
         let role = self.role.as_str();
@@ -263,7 +262,7 @@ impl Endpoint {
                 // Abandoned mid-stream: the server may still be computing (a sort before the
                 // first row); cancel it rather than wait for it to notice the closed socket.
                 let token = client.cancel_token();
-                let _ = tokio::time::timeout(self.connect_timeout, token.cancel_query(tls)).await;
+                cancel_detached(self.connect_timeout, move || async move { token.cancel_query(tls).await });
             }
             Ok(Flow::Continue) | Err(_) => {
                 // Close politely: end the transaction, then let the connection send Terminate.
@@ -274,6 +273,25 @@ impl Endpoint {
         }
         result
     }
+}
+
+/// Runs a stopped stream's cancel request on a thread of its own, for at most `timeout`,
+/// without waiting for it: a stream is stopped when its deadline passed, and a server that
+/// stopped answering (or a network that drops packets) may not answer the cancel's connection
+/// either — the reader ends at once and the attempt's one deadline holds.
+fn cancel_detached<F, C>(timeout: Duration, cancel: C)
+where
+    C: FnOnce() -> F + Send + 'static,
+    F: Future,
+{
+    let _ = std::thread::Builder::new().name("datadiff-stream-cancel".to_owned()).spawn(move || {
+        if let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build() {
+            // The timer is made inside the runtime, which it needs.
+            runtime.block_on(async move {
+                let _ = tokio::time::timeout(timeout, cancel()).await;
+            });
+        }
+    });
 }
 
 /// What became of a future run alongside its connection.

@@ -403,7 +403,10 @@ impl MySqlStop {
         self.stopped.store(true, Ordering::Release);
         let canceller = self.canceller.lock().ok().and_then(|guard| guard.clone());
         if let Some(canceller) = canceller {
-            canceller.cancel();
+            // Not waited for: a server that stopped answering may not take the KILL QUERY's
+            // connection either, and whoever stops the stream must not wait on it.
+            let _ =
+                std::thread::Builder::new().name("datadiff-mysql-cancel".to_owned()).spawn(move || canceller.cancel());
         }
     }
 

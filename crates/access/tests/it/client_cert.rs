@@ -163,3 +163,24 @@ fn side_sessions_and_their_row_streams_use_the_sides_tls() {
         std::thread::scope(|scope| RowStream::connect(scope, endpoint, query, StreamOptions::default()).collect());
     assert!(rows.iter().any(Result::is_err), "the stream must not connect to a host the certificate does not name");
 }
+
+#[test]
+fn a_private_key_others_can_read_is_refused_as_libpq_refuses_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let client = &fixture().client;
+    let readable = fixture().files.path().join("readable.key");
+    std::fs::copy(&client.key, &readable).unwrap();
+    std::fs::set_permissions(&readable, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let text = dsn_text(
+        "localhost",
+        &format!(
+            "sslmode=verify-full sslrootcert={} sslcert={} sslkey={}",
+            ca(),
+            client.certificate.display(),
+            readable.display()
+        ),
+    );
+    let error = connect(&text).err().unwrap();
+    assert!(error.contains(&readable.display().to_string()), "names the key file: {error}");
+    assert!(error.contains("has group or world access (mode 0644)"), "{error}");
+}

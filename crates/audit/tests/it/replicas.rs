@@ -292,3 +292,31 @@ fn tombstones_are_counted_in_the_scanned_snapshot() {
     assert_eq!((report.replica_rows, report.tombstones, report.missing), (4, 3, 1));
     assert_eq!(report.status, Status::Block);
 }
+
+/// `--deleted-column` must name a marker the replica has on its own: the key or a column the
+/// source has too (so one the audit would compare) is refused, naming it — never every row
+/// marked deleted and the audit passed on nothing.
+#[test]
+fn a_deleted_column_that_is_the_key_or_a_source_column_is_refused() {
+    let pair = Pair::new(SOURCE, &replica_with_marker("__deleted", "text", "'false'", "'true'"));
+    for (marker, source_column) in [("id", "id"), ("email", "email"), ("plan", "plan")] {
+        let error = run(&pair, marker).unwrap_err();
+        assert!(
+            matches!(&error, Error::Columns(ColumnMatchError::DeletedMarkerCompared { marker: m, source_column: s, .. })
+                if m == marker && s == source_column),
+            "{marker}: {error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "--deleted-column {marker} is the replica column of the source column {source_column} of \
+                 public.customers: a deleted marker must be a column only the replica has (__deleted, _sdc_deleted_at)"
+            )
+        );
+    }
+    // With --columns too.
+    let mut options = pair.options("public.customers");
+    options.deleted_column = Some("plan".to_owned());
+    options.columns = Some(vec!["email".to_owned()]);
+    assert!(matches!(audit(&options, &no_env(), &mut |_| {}), Err(Error::Columns(_))));
+}

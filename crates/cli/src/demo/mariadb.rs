@@ -256,7 +256,8 @@ mod tests {
         for (name, text) in files {
             std::fs::write(dir.path().join(name), text).unwrap();
         }
-        std::fs::write(dir.path().join(CA_FILE), "pem\n").unwrap();
+        // A real certificate: the project loader reads it.
+        datadiff_testkit::write_unrelated_ca(&dir.path().join(CA_FILE)).unwrap();
         std::fs::write(dir.path().join("tap_shop.yml"), tap_file("127.0.0.1", 3307, &reader)).unwrap();
         let project = datadiff_config::load(dir.path(), None).unwrap();
         assert!(project.warnings.is_empty(), "{:?}", project.warnings);

@@ -141,3 +141,65 @@ fn an_unknown_strategy_is_a_usage_error_naming_the_choices() {
     assert_eq!(exit, Exit::Success);
     assert!(stdout.contains("--strategy"), "{stdout}");
 }
+
+/// `--at` beyond the tolerance says how far ahead it is to the second: 5 min 59 s is not
+/// "5 min ahead" of a limit of 5 min.
+#[test]
+fn an_at_just_beyond_the_tolerance_says_how_far_ahead_it_is() {
+    let at = (chrono::Utc::now() + chrono::TimeDelta::seconds(5 * 60 + 59) + chrono::TimeDelta::milliseconds(900))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let (exit, _, stderr) = datadiff(&["run", "--all", "--dir", "/nonexistent", "--at", &at]);
+    assert_eq!(exit, Exit::Error);
+    assert!(stderr.contains("the time is 5 min 59 s ahead of this machine's clock"), "{stderr}");
+    assert!(stderr.contains("at most 5 min ahead"), "{stderr}");
+}
+
+/// A bad run id is named, never echoed whole: a 100,000-character argument costs one line.
+#[test]
+fn a_bad_run_id_is_not_echoed_in_full() {
+    let long = "x".repeat(100_000);
+    for args in [
+        vec!["report", "--dir", "/nonexistent", "run", "--run-id", long.as_str()],
+        vec!["report", "--dir", "/nonexistent", "differences", "--run-id", long.as_str()],
+        vec!["rerun", "--dir", "/nonexistent", "--run-id", long.as_str(), "--remediation-ref", "r"],
+    ] {
+        let (exit, _, stderr) = datadiff(&args);
+        assert_eq!(exit, Exit::Error);
+        assert!(stderr.contains("not a run id (a UUID)"), "{}", &stderr[..stderr.len().min(300)]);
+        assert!(stderr.len() < 1_000, "{} bytes of stderr", stderr.len());
+    }
+}
+
+/// `report metrics --help` offers no `--output-format` (it prints only the Prometheus text
+/// format), and every command's help ends with the exit codes.
+#[test]
+fn help_shows_only_what_a_command_takes_and_its_exit_codes() {
+    let (exit, stdout, _) = datadiff(&["report", "metrics", "--help"]);
+    assert_eq!(exit, Exit::Success);
+    assert!(!stdout.contains("--output-format"), "{stdout}");
+    assert!(stdout.contains("--output <FILE>"), "{stdout}");
+    let (_, stdout, _) = datadiff(&["report", "watermarks", "--help"]);
+    assert!(stdout.contains("--output-format"), "the other reports keep it: {stdout}");
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["audit", "--help"],
+        &["report", "--help"],
+        &["report", "metrics", "--help"],
+        &["validate", "--help"],
+    ] {
+        let (exit, stdout, _) = datadiff(args);
+        assert_eq!(exit, Exit::Success);
+        assert!(stdout.contains("\nExit codes:\n  0  "), "{args:?}: {stdout}");
+        assert!(stdout.contains("\n  2  "), "{args:?}: {stdout}");
+    }
+    // Refused as ever, in either position.
+    for args in [
+        &["report", "--dir", "/nonexistent", "metrics", "--output-format", "json"][..],
+        &["report", "--dir", "/nonexistent", "--output-format", "csv", "metrics"],
+    ] {
+        let (exit, _, stderr) = datadiff(args);
+        assert_eq!(exit, Exit::Error);
+        assert!(stderr.contains("--output-format does not apply to it"), "{args:?}: {stderr}");
+    }
+}

@@ -114,3 +114,55 @@ pub(crate) fn single_problem(defaults: &str, table_extra: &str, data_diff: &str)
     assert_eq!(found.len(), 1, "{found:#?}");
     found.into_iter().next().unwrap_or_else(|| panic!("one problem"))
 }
+
+/// Real PEM files in `dir/certs`: `ca.pem` (a CA certificate), `dd.crt` and `dd.key` (a
+/// client certificate and its key, the key `0600` as libpq requires). Returns their texts.
+pub(crate) fn write_certificates(dir: &std::path::Path) -> Certificates {
+    use std::os::unix::fs::PermissionsExt as _;
+    let certificates = Certificates::generate();
+    let certs = dir.join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    std::fs::write(certs.join("ca.pem"), &certificates.ca).unwrap();
+    std::fs::write(certs.join("dd.crt"), &certificates.certificate).unwrap();
+    std::fs::write(certs.join("dd.key"), &certificates.key).unwrap();
+    std::fs::set_permissions(certs.join("dd.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    certificates
+}
+
+/// PEM texts of a CA certificate, a client certificate and the client certificate's key.
+pub(crate) struct Certificates {
+    pub(crate) ca: String,
+    pub(crate) certificate: String,
+    pub(crate) key: String,
+}
+
+impl Certificates {
+    /// Fresh ones, not written anywhere.
+    pub(crate) fn generate_for_test() -> Certificates {
+        Certificates::generate()
+    }
+
+    fn generate() -> Certificates {
+        use openssl::x509::{X509, X509Name};
+        use openssl::{asn1::Asn1Time, ec::EcGroup, ec::EcKey, hash::MessageDigest, nid::Nid, pkey::PKey};
+        let self_signed = |common_name: &str| {
+            let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
+            let key = PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap();
+            let mut name = X509Name::builder().unwrap();
+            name.append_entry_by_text("CN", common_name).unwrap();
+            let name = name.build();
+            let mut builder = X509::builder().unwrap();
+            builder.set_subject_name(&name).unwrap();
+            builder.set_issuer_name(&name).unwrap();
+            builder.set_pubkey(&key).unwrap();
+            builder.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
+            builder.set_not_after(&Asn1Time::days_from_now(1).unwrap()).unwrap();
+            builder.sign(&key, MessageDigest::sha256()).unwrap();
+            let text = |pem: Vec<u8>| String::from_utf8(pem).unwrap();
+            (text(builder.build().to_pem().unwrap()), text(key.private_key_to_pem_pkcs8().unwrap()))
+        };
+        let (ca, _) = self_signed("datadiff test CA");
+        let (certificate, key) = self_signed("datadiff");
+        Certificates { ca, certificate, key }
+    }
+}

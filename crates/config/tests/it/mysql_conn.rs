@@ -4,7 +4,7 @@
 use datadiff_config::{DbConn, Pem, Project};
 use datadiff_diff_core::mysql::MySqlEngine;
 
-use crate::{CONFIG, TARGET, VALID, load_ok, problems, project, tap};
+use crate::{CONFIG, Certificates, TARGET, VALID, load_ok, problems, project, tap, write_certificates};
 
 /// A tap-mysql tap whose flow `db_conn` mapping carries `extra` (e.g. `engine: mariadb`),
 /// in a project with `certs/ca.pem`, `certs/dd.crt` and `certs/dd.key`.
@@ -14,10 +14,7 @@ fn mysql_project(extra: &str) -> tempfile::TempDir {
         &format!("db_conn: {{host: primary, dbname: payments{extra}}}"),
     );
     let dir = project(&[("config.yml", CONFIG), ("target_postgres.yml", TARGET), ("tap_payments.yml", &text)]);
-    std::fs::create_dir(dir.path().join("certs")).unwrap();
-    for name in ["ca.pem", "dd.crt", "dd.key"] {
-        std::fs::write(dir.path().join("certs").join(name), "pem\n").unwrap();
-    }
+    write_certificates(dir.path());
     dir
 }
 
@@ -42,10 +39,15 @@ fn engine_and_tls_keys_are_read_with_paths_resolved_against_the_project() {
     assert_eq!(conn.engine, None, "without engine the server's version decides");
 }
 
+/// PEM text as a double-quoted YAML scalar holds it: line ends escaped.
+fn yaml_text(pem: &str) -> String {
+    pem.replace('\n', "\\n")
+}
+
 #[test]
 fn pem_text_is_taken_as_is_and_never_printed() {
-    let pem = "-----BEGIN PRIVATE KEY-----\\nc2VjcmV0LWtleQ==\\n-----END PRIVATE KEY-----\\n";
-    let cert = "-----BEGIN CERTIFICATE-----\\nY2VydA==\\n-----END CERTIFICATE-----\\n";
+    let certificates = Certificates::generate_for_test();
+    let (pem, cert) = (yaml_text(&certificates.key), yaml_text(&certificates.certificate));
     let dir = mysql_project(&format!(", ssl: 'true', ssl_cert: \"{cert}\", ssl_key: \"{pem}\""));
     let project = load_ok(&dir);
     let conn = db_conn(&project);
@@ -55,7 +57,8 @@ fn pem_text_is_taken_as_is_and_never_printed() {
         other => panic!("expected PEM text, got {other:?}"),
     }
     assert!(matches!(conn.ssl_cert, Some(Pem::Text(_))));
-    assert!(!format!("{project:?}").contains("c2VjcmV0LWtleQ"), "the key's text is redacted");
+    let body = certificates.key.lines().nth(1).unwrap();
+    assert!(!format!("{project:?}").contains(body), "the key's text is redacted");
 }
 
 #[test]
@@ -112,5 +115,45 @@ fn connection_keys_do_not_enter_the_definition_hash() {
     assert_eq!(
         hashes(", engine: mysql, ssl: true, ssl_ca: certs/ca.pem, ssl_cert: certs/dd.crt, ssl_key: certs/dd.key"),
         plain
+    );
+}
+
+/// A tap-mysql's PEM values (files or text) must hold certificates (`ssl_ca`, `ssl_cert`)
+/// or an unencrypted key (`ssl_key`), and its `db_conn` a host: found when the project loads,
+/// never at every run.
+#[test]
+fn mysql_pem_values_and_the_host_are_checked_when_the_project_loads() {
+    let found = |extra: &str, prepare: &dyn Fn(&std::path::Path)| {
+        let dir = mysql_project(extra);
+        prepare(dir.path());
+        problems(&dir)
+            .into_iter()
+            .map(|problem| (problem.path, problem.message.replace(&format!("{}/", dir.path().display()), "")))
+            .collect::<Vec<_>>()
+    };
+    let garbage = |dir: &std::path::Path| std::fs::write(dir.join("certs/ca.pem"), "garbage\n").unwrap();
+    assert_eq!(
+        found(", ssl_ca: certs/ca.pem", &garbage),
+        [("db_conn.ssl_ca".to_owned(), "certs/ca.pem holds no PEM certificate".to_owned())]
+    );
+    let text = "-----BEGIN CERTIFICATE-----\\nbm90IGEgY2VydGlmaWNhdGU=\\n-----END CERTIFICATE-----\\n";
+    assert_eq!(
+        found(&format!(", ssl_ca: \"{text}\""), &|_| {}),
+        [("db_conn.ssl_ca".to_owned(), "the PEM text holds no PEM certificate".to_owned())]
+    );
+    assert_eq!(
+        found(", ssl: true, ssl_cert: certs/dd.crt, ssl_key: certs/dd.crt", &|_| {}),
+        [("db_conn.ssl_key".to_owned(), "certs/dd.crt holds a certificate, not a private key".to_owned())]
+    );
+    let hostless = tap("", "", VALID)
+        .replace("type: tap-postgres", "type: tap-mysql")
+        .replace("db_conn: {host: primary, dbname: payments}", "db_conn: {dbname: payments, user: reader}");
+    let dir = project(&[("config.yml", CONFIG), ("target_postgres.yml", TARGET), ("tap_payments.yml", &hostless)]);
+    let problems = problems(&dir);
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert_eq!((problems[0].file.as_str(), problems[0].path.as_str()), ("tap_payments.yml", "db_conn.host"));
+    assert_eq!(
+        problems[0].message,
+        "a tap-mysql db_conn needs host (or replica_host): the MySQL source is reached over TCP"
     );
 }

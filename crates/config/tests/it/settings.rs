@@ -186,7 +186,7 @@ fn non_ascii_names_hash_as_python() {
 id: zahlungen
 type: tap-mysql
 target: postgres
-db_conn: {dbname: kasse}
+db_conn: {host: kasse.internal, dbname: kasse}
 schemas:
   - source_schema: öffentlich
     target_schema: ZIEL_ß

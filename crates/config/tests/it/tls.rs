@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use datadiff_config::SideTls;
 use datadiff_diff_core::definition::SslMode;
 
-use crate::{CONFIG, TARGET, VALID, load_ok, problems, project, tap};
+use crate::{CONFIG, TARGET, VALID, load_ok, problems, project, tap, write_certificates};
 
 /// A project with `datadiff.yml` = `extensions`, the certificate files `certs/ca.pem`,
-/// `certs/dd.crt` and `certs/dd.key` (contents do not matter to the loader), and `target`.
+/// `certs/dd.crt` and `certs/dd.key` (real PEM: the loader reads them), and `target`.
 fn with_certs(target: &str, extensions: &str) -> tempfile::TempDir {
     let text = tap("", "", VALID);
     let dir = project(&[
@@ -18,10 +18,7 @@ fn with_certs(target: &str, extensions: &str) -> tempfile::TempDir {
         ("tap_payments.yml", &text),
         ("datadiff.yml", extensions),
     ]);
-    std::fs::create_dir(dir.path().join("certs")).unwrap();
-    for name in ["ca.pem", "dd.crt", "dd.key"] {
-        std::fs::write(dir.path().join("certs").join(name), "pem\n").unwrap();
-    }
+    write_certificates(dir.path());
     dir
 }
 
@@ -141,4 +138,52 @@ fn libpq_keys_datadiff_does_not_apply_and_contradictions_are_errors_naming_the_k
     assert!(has("db_conn.application_name", "pipelinewise-data-diff-source"), "{paths:#?}");
     assert!(has("db_conn.sslrootcert", "certs/missing.pem does not exist"), "{paths:#?}");
     assert!(has("db_conn.sslcert", "needs sslkey"), "{paths:#?}");
+}
+
+/// A PEM file must hold what its key takes, found when the project loads (`validate`), not at
+/// every run: garbage, a certificate given as `sslkey`, a key that is not the certificate's, a
+/// key file other users can read (libpq refuses it), a directory given as a file.
+#[test]
+fn pem_files_must_hold_what_their_key_takes() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let problem_of = |extensions: &str, prepare: &dyn Fn(&std::path::Path)| {
+        let dir = with_certs(TARGET, extensions);
+        prepare(dir.path());
+        let found = problems(&dir);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        let problem = &found[0];
+        assert_eq!(problem.file, "datadiff.yml");
+        (problem.path.clone(), problem.message.replace(&format!("{}/", dir.path().display()), ""))
+    };
+    let tap_tls = |settings: &str| format!("tls:\n  taps:\n    payments: {{{settings}}}\n");
+
+    let garbage = |dir: &std::path::Path| std::fs::write(dir.join("certs/ca.pem"), "not a certificate\n").unwrap();
+    assert_eq!(
+        problem_of(&tap_tls("sslmode: verify-ca, sslrootcert: certs/ca.pem"), &garbage),
+        ("tls.taps.payments.sslrootcert".into(), "sslrootcert file certs/ca.pem holds no PEM certificate".into())
+    );
+    assert_eq!(
+        problem_of(&tap_tls("sslmode: verify-ca, sslrootcert: certs"), &|_| {}),
+        ("tls.taps.payments.sslrootcert".into(), "sslrootcert file certs is a directory, not a PEM file".into())
+    );
+    assert_eq!(
+        problem_of(&tap_tls("sslcert: certs/dd.crt, sslkey: certs/ca.pem"), &|dir| {
+            std::fs::set_permissions(dir.join("certs/ca.pem"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        }),
+        ("tls.taps.payments.sslkey".into(), "sslkey file certs/ca.pem holds a certificate, not a private key".into())
+    );
+    let readable = |dir: &std::path::Path| {
+        std::fs::set_permissions(dir.join("certs/dd.key"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    };
+    let (path, message) = problem_of(&tap_tls("sslcert: certs/dd.crt, sslkey: certs/dd.key"), &readable);
+    assert_eq!(path, "tls.taps.payments.sslkey");
+    assert!(message.starts_with("sslkey file certs/dd.key has group or world access (mode 0644)"), "{message}");
+    let other_key = |dir: &std::path::Path| {
+        let other = crate::Certificates::generate_for_test();
+        std::fs::write(dir.join("certs/dd.key"), other.key).unwrap();
+    };
+    assert_eq!(
+        problem_of("backend_db: {sslcert: certs/dd.crt, sslkey: certs/dd.key}\n", &other_key),
+        ("backend_db.sslkey".into(), "sslkey file certs/dd.key: the key does not belong to the certificate".into())
+    );
 }

@@ -13,7 +13,7 @@ use datadiff_diff_core::{
     definition::{CheckDefinition, CheckType, Extensions, SourceType, TargetType},
 };
 use datadiff_runner::{Clock, Connections, ExecutionOptions, RunSummary, execute};
-use datadiff_testkit::{Database, SUPERUSER, shared_cluster};
+use datadiff_testkit::{Cluster, Database, SUPERUSER, shared_cluster};
 use serde_json::Value as Json;
 
 static NEXT_ROLE: AtomicU64 = AtomicU64::new(1);
@@ -107,9 +107,15 @@ impl Context {
     /// Fresh source, replica and backend databases; the source and replica set up with their
     /// SQL, the backend migrated as its DDL role for its application role.
     pub(crate) fn new(source_sql: &str, replica_sql: &str) -> Context {
+        Context::with_sides_on(shared_cluster(), source_sql, replica_sql)
+    }
+
+    /// [`Context::new`] with the source and the replica on `sides` (a cluster a test may
+    /// freeze or stop); the backend stays on the shared cluster.
+    pub(crate) fn with_sides_on(sides: &'static Cluster, source_sql: &str, replica_sql: &str) -> Context {
         let cluster = shared_cluster();
-        let source = cluster.fresh_database().unwrap();
-        let replica = cluster.fresh_database().unwrap();
+        let source = sides.fresh_database().unwrap();
+        let replica = sides.fresh_database().unwrap();
         let backend = cluster.fresh_database().unwrap();
         source.client().unwrap().batch_execute(source_sql).unwrap();
         replica.client().unwrap().batch_execute(replica_sql).unwrap();
@@ -306,9 +312,9 @@ impl Context {
     }
 }
 
-/// A superuser `db_conn` for a database of the shared cluster.
+/// A superuser `db_conn` for a database of a throwaway cluster.
 pub(crate) fn db_conn(database: &Database<'_>) -> DbConn {
-    let cluster = shared_cluster();
+    let cluster = database.cluster();
     DbConn {
         host: Some(cluster.host().to_owned()),
         port: Some(cluster.port()),
