@@ -100,6 +100,9 @@
 //! * **reladiff**: `reladiff <source> public.events <replica> <replica table> -k id -c account
 //!   -c amount -c kind -c note -w <the window> -a hashdiff --stats [-j N]`, default bisection
 //!   settings. Its counts are checked too (a mismatch is printed, not fatal).
+//! * **digest scan alone: source / replica**: one side's whole-table digest, the segment
+//!   overview's `SELECT` for these tables written out (`digest_scan`), by `psql` — the
+//!   servers' own hashing, the floor of a segment comparison of identical tables.
 
 #![allow(clippy::print_stdout, reason = "a benchmark program prints its figures")]
 
@@ -772,6 +775,26 @@ fn psql_floor(url: &str, table: &str) -> Command {
     command
 }
 
+/// One side's whole-table digest scan alone, as the segment strategy's overview computes it
+/// for these tables (`account`, `amount`, `kind`, `note` compared; `id` the integer key), by
+/// `psql`: the server's own hashing with nothing else around it — the floor of a segment
+/// comparison of identical tables, which scans each side once.
+fn digest_scan(url: &str, table: &str) -> Command {
+    let amount = "\"amount\", CASE WHEN \"amount\" < 0 THEN -1 WHEN \"amount\" = 'Infinity' THEN 2 \
+                  WHEN \"amount\" = 'NaN' THEN 3 WHEN \"amount\" IS NOT NULL THEN 1 END";
+    let row = format!("\"id\", ((\"id\")::bigint >> 32), \"account\", {amount}, \"kind\", \"note\"");
+    let sql = format!(
+        "SELECT min(row_position), max(row_position), count(*), \
+         sum(pg_catalog.hashint8extended(h & 4294967295, pg_catalog.hashint8extended(h >> 32, 25700)))::text \
+         FROM (SELECT \"id\"::bigint AS row_position, pg_catalog.hash_record_extended(ROW({row}), 25700) AS h \
+         FROM \"public\".{} OFFSET 0) AS hashed",
+        quote_ident(table)
+    );
+    let mut command = Command::new("psql");
+    command.args([url, "-X", "-q", "-A", "-t", "-c", &sql]);
+    command
+}
+
 /// The `datadiff` binary of this build (`cargo bench` builds it beside this program).
 fn datadiff_binary() -> Result<PathBuf, Failure> {
     let path = match option_env!("CARGO_BIN_EXE_datadiff") {
@@ -1011,6 +1034,15 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                         .into());
                     }
                     results.record(rows, round, tables, &name, measured, floor);
+                }
+                for (name, url, table) in [
+                    ("digest scan alone: source", setup.source_url(), "events"),
+                    ("digest scan alone: replica", setup.replica_url(), tables.replica_table()),
+                ] {
+                    if options.wanted(name, true) {
+                        let measured = measure(meter, vec![digest_scan(&url, table)], &[0])?;
+                        results.record(rows, round, tables, name, measured, floor);
+                    }
                 }
                 let aggregates = tap_id(AGGREGATE_TAP, tables, None);
                 for (name, child) in [
