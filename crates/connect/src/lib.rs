@@ -17,8 +17,8 @@
 //!   certificate it rejects fails the connection with a [`CertificateRejected`], which names
 //!   the cause in psql's words (on every route: the driver's connections through
 //!   [`ClientTls::lazy`], connections made outside the driver through
-//!   [`CertificateRejected::of_handshake`]); [`tls_context`] and [`verifying_tls`] are the
-//!   one place an OpenSSL context is built.
+//!   [`CertificateRejected::of_handshake`]); [`tls_context`] is the one place an OpenSSL
+//!   context is built.
 //! * [`LazyTls`] hands the driver a connector that builds its OpenSSL context only when a
 //!   server accepts TLS (a plaintext server never pays for loading the CA bundle).
 //! * [`within_deadline`] bounds a whole connection — TCP, TLS and authentication — as libpq's

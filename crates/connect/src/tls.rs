@@ -359,7 +359,8 @@ impl ClientTls {
         }
     }
 
-    /// The driver's connector.
+    /// The driver's connector, built now. A certificate it rejects fails with OpenSSL's
+    /// error; [`ClientTls::lazy`] names the cause instead.
     pub fn connector(&self) -> Result<MakeTlsConnector, ErrorStack> {
         Ok(make_connector(self.ssl_connector()?, self.check_host, None))
     }
@@ -563,9 +564,10 @@ fn certificate_names(certificate: &openssl::x509::X509Ref) -> Vec<String> {
     names
 }
 
-/// The verifying connector every verifying connection without a client certificate uses: it
-/// trusts exactly the certificates of a root file ([`RootCertificates::File`]), else the
-/// system's trust store, and checks the host name only for [`Verify::ChainAndHost`].
+/// A verifying connector without a client certificate: it trusts exactly the certificates of
+/// a root file ([`RootCertificates::File`]), else the system's trust store, and checks the
+/// host name only for [`Verify::ChainAndHost`]. A certificate it rejects fails with OpenSSL's
+/// error; [`ClientTls::new`] and [`ClientTls::lazy`] name the cause instead.
 pub fn verifying_tls(roots: &RootCertificates, verify: Verify) -> Result<MakeTlsConnector, TlsSetupError> {
     Ok(make_connector(tls_context(roots, Some(verify), None)?, verify == Verify::ChainAndHost, None))
 }
