@@ -7,6 +7,8 @@
 //! * [`core`]: canonical values, keys, the sorted-key merge diff and schedule math (pure);
 //! * [`watermark`]: the verified-watermark model (pure);
 //! * [`config`]: PipelineWise project directory to validated definitions;
+//! * [`connect`]: how every PostgreSQL connection is made: libpq-style connection strings,
+//!   the password and service files, `sslmode` and TLS, connect deadlines, keepalives;
 //! * [`store`]: the backend database: migrations, connections, repositories, reports;
 //! * [`preflight`]: source preflight verdicts and their gatherer;
 //! * [`access`]: source and replica access: connections, read-only sessions, catalog reads,
@@ -29,6 +31,7 @@ pub use datadiff_alerts as alerts;
 pub use datadiff_audit as audit;
 pub use datadiff_backend_store as store;
 pub use datadiff_config as config;
+pub use datadiff_connect as connect;
 pub use datadiff_diff_core as core;
 pub use datadiff_preflight as preflight;
 pub use datadiff_runner as runner;

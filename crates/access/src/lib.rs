@@ -5,13 +5,16 @@
 //!
 //! # Overview
 //!
-//! * [`Dsn`] parses libpq-style connection strings (URI or key=value) with libpq's fallbacks
-//!   (`PGPASSWORD`, the password file [`passfile_lookup`], the connection service file
-//!   [`service`], `PGHOST`…), read from an [`Environment`] captured once.
-//! * [`TlsSettings`] and [`RootCertificates`]: libpq's `sslmode` rules ([`datadiff_diff_core::definition::SslMode`]), decided in
-//!   one place ([`tls`]), client certificates included; [`ClientTls`] is a connection's TLS
-//!   ready to use; [`LazyTls`] builds an unverified TLS context only for a server that
-//!   accepts TLS.
+//! * The connection settings are the connection crate's (`datadiff-connect`), re-exported
+//!   here with their paths unchanged: [`Dsn`] parses libpq-style connection strings (URI or
+//!   key=value) with libpq's fallbacks (`PGPASSWORD`, the password file [`passfile_lookup`],
+//!   the connection service file [`service`], `PGHOST`…), read from an [`Environment`]
+//!   captured once; [`TlsSettings`] and [`RootCertificates`] hold libpq's `sslmode` rules
+//!   ([`datadiff_diff_core::definition::SslMode`]), decided in one place ([`tls`]), client
+//!   certificates included; [`ClientTls`] is a connection's TLS ready to use (a server
+//!   certificate it rejects is named as psql names it: [`CertificateRejected`]); [`LazyTls`]
+//!   builds an unverified TLS context only for a server that accepts TLS; [`within_deadline`]
+//!   bounds a whole connection. Their errors are [`Error::Settings`].
 //! * [`Session`] is a read-only session with the audit's settings ([`SessionSettings`]);
 //!   [`DatabaseIdentity`] tells whether two sessions reach the same database.
 //! * [`SideSession`] is one side of a scheduled attempt, set up as PipelineWise sets it up
@@ -49,40 +52,32 @@
 //! `MIN`, one aggregate query, and the ordered row stream of `row_diff`).
 
 mod any_side;
-mod deadline;
-mod dsn;
-mod environment;
 mod error;
-mod lazy_tls;
+mod lend;
 mod mysql_side;
-mod passfile;
 pub mod segment;
-pub mod service;
 mod session;
 mod side;
 pub mod stream;
 mod table;
-pub mod tls;
 
 pub use any_side::{AnyCanceller, AnySide};
-pub use deadline::{
-    DeadlineError, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, TCP_USER_TIMEOUT, with_keepalive_defaults,
-    within_deadline,
+// The connection crate's items, re-exported so that `datadiff_access::Dsn` and the others
+// keep their paths for the other crates and for embedders.
+pub use datadiff_connect::{
+    ANSWER_GRACE, DEFAULT_CONNECT_TIMEOUT, DeadlineError, Dsn, Environment, KEEPALIVES_COUNT, KEEPALIVES_IDLE,
+    KEEPALIVES_INTERVAL, LazyTls, LazyTlsConnect, PassfileQuery, Service, ServiceParam, TCP_USER_TIMEOUT, chain,
+    passfile_lookup, service, tls, with_keepalive_defaults, within_deadline,
 };
-pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
-pub use environment::Environment;
-pub use error::{Error, chain};
-pub use lazy_tls::{LazyTls, LazyTlsConnect};
+pub use datadiff_connect::{
+    CertificateRejected, ClientCertificate, ClientTls, RootCertificates, TlsSettings, TlsSetupError, Verify,
+    tls_context, unverified_connector, unverified_tls, verifying_tls,
+};
+pub use error::Error;
 pub use mysql_side::{MySqlCanceller, MySqlSideConfig, MySqlSideSession, mysql_one_line};
-pub use passfile::{PassfileQuery, lookup as passfile_lookup};
-pub use service::{Service, ServiceParam};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
-pub use side::{ANSWER_GRACE, SideCanceller, SideConfig, SideSession, one_line, table_columns};
+pub use side::{SideCanceller, SideConfig, SideSession, one_line, table_columns};
 pub use table::{TableName, TableNameError, split_identifiers};
-pub use tls::{
-    ClientCertificate, ClientTls, RootCertificates, TlsSettings, TlsSetupError, Verify, tls_context,
-    unverified_connector, unverified_tls, verifying_tls,
-};
 
 /// Splits a comma-separated list of column names (double quotes allowed around a name that
 /// contains a comma); `None` when a quote is unterminated.

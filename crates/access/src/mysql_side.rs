@@ -52,11 +52,10 @@ use mysql::consts::ColumnType;
 use mysql::prelude::Queryable;
 use mysql::{ClientIdentity, Conn, Opts, OptsBuilder, SslOpts};
 
-use crate::deadline::{
-    KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, LentError, TCP_USER_TIMEOUT, on_helper_thread,
-    within_deadline,
+use crate::lend::{LentError, on_helper_thread};
+use datadiff_connect::{
+    ANSWER_GRACE, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, TCP_USER_TIMEOUT, within_deadline,
 };
-use crate::side::ANSWER_GRACE;
 
 /// The character set number MySQL gives binary strings (`BINARY`, `VARBINARY`, `BLOB`).
 const BINARY_CHARSET: u16 = 63;

@@ -10,11 +10,9 @@ use std::fmt;
 use std::time::Duration;
 
 use postgres::{CancelToken, Client, NoTls};
-use postgres_openssl::MakeTlsConnector;
 
-use crate::deadline::{DeadlineError, within_deadline};
-use crate::dsn::Dsn;
 use crate::error::Error;
+use datadiff_connect::{DeadlineError, Dsn, LazyTls, within_deadline};
 
 /// The statement timeout of audit sessions (the seed's 15 minutes).
 pub const AUDIT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
@@ -53,7 +51,7 @@ pub struct Session {
     role: String,
     client: Client,
     /// The connector `sslmode` asked for (`prefer` has one even when the server declines).
-    tls: Option<MakeTlsConnector>,
+    tls: Option<LazyTls>,
     /// Whether the connection is encrypted, as the server reports it.
     encrypted: bool,
 }
@@ -168,7 +166,7 @@ impl Session {
 #[derive(Clone)]
 pub struct Canceller {
     token: CancelToken,
-    tls: Option<MakeTlsConnector>,
+    tls: Option<LazyTls>,
 }
 
 impl fmt::Debug for Canceller {

@@ -39,8 +39,9 @@ use postgres::types::{FromSql, ToSql, Type};
 use postgres::{CancelToken, Client};
 
 use crate::LazyTls;
-use crate::deadline::{LentError, on_helper_thread, within_deadline};
+use crate::lend::{LentError, on_helper_thread};
 use crate::stream::{Decoder, Family};
+use datadiff_connect::{ANSWER_GRACE, within_deadline};
 
 /// One side's connection settings (`Debug` redacts the password, as [`postgres::Config`]
 /// does).
@@ -57,10 +58,6 @@ pub struct SideConfig {
     /// The TLS to connect with (verification, client certificate): [`crate::ClientTls`].
     pub tls: crate::ClientTls,
 }
-
-/// What a side session waits for an answer beyond the statement timeout before it gives up
-/// on the server (see [`SideSession`]).
-pub const ANSWER_GRACE: Duration = Duration::from_secs(5);
 
 /// A connected side inside its read-only transaction.
 ///
@@ -117,9 +114,7 @@ impl SideSession {
         let cannot_connect =
             |reason: String| format!("cannot connect to the {side} database {}: {reason}", config.address);
         let tls = config.tls.lazy();
-        // A rejected server certificate is named as psql names it ([`ClientTls::explain`]).
-        let client = connect_within(&config.config, tls.clone(), config.connect_timeout)
-            .map_err(|reason| cannot_connect(config.tls.explain(&reason)))?;
+        let client = connect_within(&config.config, tls.clone(), config.connect_timeout).map_err(cannot_connect)?;
         let canceller = SideCanceller { token: client.cancel_token(), tls };
         let statement_timeout = Duration::from_secs(statement_timeout.as_secs().max(1));
         let mut session = SideSession { side, client: Some(client), canceller, statement_timeout };
@@ -418,7 +413,11 @@ fn connect_within(config: &postgres::Config, tls: LazyTls, deadline: Duration) -
     crate::with_keepalive_defaults(&mut config);
     match within_deadline("datadiff-connect", deadline, move || config.connect(tls)) {
         Ok(Ok(client)) => Ok(client),
-        Ok(Err(error)) => Err(one_line(&error)),
+        // A rejected server certificate is named as psql names it.
+        Ok(Err(error)) => match datadiff_connect::CertificateRejected::find(&error) {
+            Some(rejected) => Err(format!("TLS handshake failed: {rejected}")),
+            None => Err(one_line(&error)),
+        },
         Err(error) => Err(crate::chain(&error)),
     }
 }

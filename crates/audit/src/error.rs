@@ -57,3 +57,11 @@ impl Error {
         matches!(self, Error::Refused(_))
     }
 }
+
+/// A connection setting that cannot be read (a DSN, the password or service file, TLS files)
+/// is an access error ([`datadiff_access::Error::Settings`]).
+impl From<datadiff_connect::Error> for Error {
+    fn from(error: datadiff_connect::Error) -> Self {
+        Error::Access(error.into())
+    }
+}

@@ -10,14 +10,11 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use datadiff_access::{
-    ClientCertificate, LazyTls, RootCertificates, TlsSetupError, Verify, tls_context, unverified_connector,
-};
+use datadiff_connect::{ClientCertificate, ClientTls, LazyTls, RootCertificates, TlsSetupError, Verify};
 use datadiff_diff_core::definition::SslMode;
 use postgres::config::SslMode as DriverSslMode;
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
-use postgres_openssl::MakeTlsConnector;
 
 use crate::config::BackendConfig;
 use crate::error::Error;
@@ -61,8 +58,8 @@ impl fmt::Display for Role {
 /// configured timeouts and TLS.
 ///
 /// The whole login (TCP, TLS, authentication; both tries of `allow`) is bounded by
-/// `connect_timeout`, as libpq's is, through the access layer's
-/// [`within_deadline`](datadiff_access::within_deadline); `0` waits indefinitely.
+/// `connect_timeout`, as libpq's is, through the connection crate's
+/// [`within_deadline`](datadiff_connect::within_deadline); `0` waits indefinitely.
 pub(crate) fn connect(config: &BackendConfig, role: Role) -> Result<Client, Error> {
     let timeout = config.connect_timeout;
     if timeout.is_zero() {
@@ -70,11 +67,11 @@ pub(crate) fn connect(config: &BackendConfig, role: Role) -> Result<Client, Erro
     }
     let owned = config.clone();
     let connected =
-        datadiff_access::within_deadline("datadiff-backend-connect", timeout, move || connect_now(&owned, role));
+        datadiff_connect::within_deadline("datadiff-backend-connect", timeout, move || connect_now(&owned, role));
     match connected {
         Ok(result) => result,
         // No helper thread: connect here, bounded by the TCP timeout only.
-        Err(datadiff_access::DeadlineError::Thread(_)) => connect_now(config, role),
+        Err(datadiff_connect::DeadlineError::Thread(_)) => connect_now(config, role),
         Err(_) => Err(Error::ConnectTimeout {
             role,
             user: match role {
@@ -131,7 +128,7 @@ fn connect_now(config: &BackendConfig, role: Role) -> Result<Client, Error> {
 fn driver_config(config: &BackendConfig, role: Role) -> postgres::Config {
     let mut driver = postgres::Config::new();
     driver.host(&config.host).port(config.port).dbname(&config.dbname);
-    datadiff_access::with_keepalive_defaults(&mut driver);
+    datadiff_connect::with_keepalive_defaults(&mut driver);
     let mut options = String::from("-c timezone=UTC");
     match role {
         Role::Application => {
@@ -154,7 +151,7 @@ fn driver_config(config: &BackendConfig, role: Role) -> postgres::Config {
 /// The connector for `verify` (`None`: the certificate is not checked) and the backend's
 /// client certificate. Root certificates for the verifying modes: the `sslrootcert` file;
 /// `system` for the system's trust store; else libpq's `~/.postgresql/root.crt` when it
-/// exists; else the system's trust store (the one builder: [`tls_context`]). Without
+/// exists; else the system's trust store (the one builder: [`ClientTls::new`]). Without
 /// verification and without a client certificate, the shared unverified context, built only
 /// when the server accepts TLS.
 fn tls_connector(config: &BackendConfig, verify: Option<Verify>) -> Result<LazyTls, Error> {
@@ -173,27 +170,19 @@ fn tls_connector(config: &BackendConfig, verify: Option<Verify>) -> Result<LazyT
         }
         (None, None) => None,
     };
-    if verify.is_none() && client.is_none() {
-        return Ok(LazyTls::new(unverified_connector));
-    }
     let roots = match config.sslrootcert.as_deref() {
         Some(path) if path == Path::new("system") => RootCertificates::System,
         Some(path) => RootCertificates::File(path.to_path_buf()),
-        None => default_root_file().map_or(RootCertificates::Unset, RootCertificates::File),
+        None if verify.is_some() => default_root_file().map_or(RootCertificates::Unset, RootCertificates::File),
+        None => RootCertificates::Unset,
     };
-    let context = tls_context(&roots, verify, client.as_ref()).map_err(|error| match error {
+    // A rejected server certificate fails the connection with its cause in psql's words.
+    let tls = ClientTls::new(&roots, verify, client.as_ref()).map_err(|error| match error {
         TlsSetupError::OpenSsl(source) => Error::Tls(source),
         TlsSetupError::Roots { path, source } => Error::RootCertificate { path, source },
         TlsSetupError::ClientCertificate { path, source } => Error::ClientCertificate { path, source },
     })?;
-    let check_host = verify == Some(Verify::ChainAndHost);
-    let mut connector = MakeTlsConnector::new(context);
-    // postgres-openssl checks the host name by default: only verify-full wants it.
-    connector.set_callback(move |configuration, _domain| {
-        configuration.set_verify_hostname(check_host);
-        Ok(())
-    });
-    Ok(LazyTls::ready(connector))
+    Ok(tls.lazy())
 }
 
 /// libpq's default root certificate file, when it exists.

@@ -79,11 +79,11 @@ impl Store {
     /// How long [`Store::bounded`] waits for one backend operation: the pool's checkout
     /// timeout (a new connection may have to be made), plus the application sessions'
     /// `statement_timeout` ([`DEFAULT_OPERATION_TIME`] when none is set), plus
-    /// [`datadiff_access::ANSWER_GRACE`].
+    /// [`datadiff_connect::ANSWER_GRACE`].
     pub fn operation_deadline(&self) -> Duration {
         self.checkout_timeout
             + self.config.statement_timeout.unwrap_or(DEFAULT_OPERATION_TIME)
-            + datadiff_access::ANSWER_GRACE
+            + datadiff_connect::ANSWER_GRACE
     }
 
     /// Runs `operation` on a helper thread (with a clone of this store: the same pool) and
@@ -102,10 +102,10 @@ impl Store {
     ) -> Result<T, Error> {
         let deadline = self.operation_deadline();
         let store = self.clone();
-        match datadiff_access::within_deadline("datadiff-backend", deadline, move || operation(&store)) {
+        match datadiff_connect::within_deadline("datadiff-backend", deadline, move || operation(&store)) {
             Ok(result) => result,
             // No helper thread could be started: nothing was sent to the backend.
-            Err(datadiff_access::DeadlineError::Thread(_)) => Err(Error::NoAnswer { action, seconds: 0 }),
+            Err(datadiff_connect::DeadlineError::Thread(_)) => Err(Error::NoAnswer { action, seconds: 0 }),
             Err(_) => {
                 tracing::warn!(action, seconds = deadline.as_secs(), "the backend did not answer");
                 Err(Error::NoAnswer { action, seconds: deadline.as_secs() })

@@ -30,16 +30,19 @@
 //!
 //! # MariaDB
 //!
-//! A [`MariaDb`] server is made the same way from Debian's `mariadb-server` programs
+//! With the `mariadb` feature (it brings the MySQL driver; the crates whose tests or demo use
+//! a MariaDB source enable it), a `MariaDb` server is made the same way from Debian's `mariadb-server` programs
 //! (`mariadb-install-db` and `mariadbd`, found in `$DATADIFF_TEST_MARIADB_BINDIR`, on `PATH`
 //! or in `/usr/sbin` and `/usr/bin`): a temporary directory with the `datadiff-testkit-`
 //! prefix, a free port on 127.0.0.1 (never 3306), its socket in that directory, password
 //! authentication over TCP, an unprivileged account (`mysql`, else `nobody`) when run as root,
-//! and the same watchdog. Without the programs, [`MariaDb::start`] fails with
+//! and the same watchdog. Without the programs, `MariaDb::start` fails with
 //! [`Error::MariaDbBinariesNotFound`], which says what to install; tests then fail loudly
 //! rather than skip.
 //!
 //! ```no_run
+//! # #[cfg(feature = "mariadb")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use datadiff_testkit::shared_mariadb;
 //! use mysql::prelude::Queryable;
 //!
@@ -50,7 +53,10 @@
 //! client.query_drop("CREATE TABLE t (id bigint PRIMARY KEY)")?;
 //! let mut reader = mysql::Conn::new(database.opts_for("reader", "reader-password"))?;
 //! let rows: Option<i64> = reader.query_first("SELECT COUNT(*) FROM t")?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "mariadb"))]
+//! # fn main() {}
 //! ```
 //!
 //! This crate is not published: it is a normal dependency of the CLI because `datadiff demo`
@@ -59,6 +65,7 @@
 mod binaries;
 mod cluster;
 mod error;
+#[cfg(feature = "mariadb")]
 mod mariadb;
 mod shared;
 mod tls;
@@ -68,8 +75,11 @@ mod watchdog;
 pub use binaries::{BINDIR_ENV, MARIADB_BINDIR_ENV, MariaDbBinaries, find_bindir, find_mariadb_binaries};
 pub use cluster::{Cluster, ClusterOptions, DIR_PREFIX, Database, SUPERUSER, quote_ident, quote_literal};
 pub use error::Error;
+#[cfg(feature = "mariadb")]
 pub use mariadb::{
     MARIADB_SUPERUSER, MariaDb, MariaDbDatabase, MariaDbOptions, quote_mysql_ident, quote_mysql_literal,
 };
-pub use shared::{shared_cluster, shared_mariadb};
+pub use shared::shared_cluster;
+#[cfg(feature = "mariadb")]
+pub use shared::shared_mariadb;
 pub use tls::{ClientCertificateFiles, write_unrelated_ca, write_unrelated_client_certificate};

@@ -138,7 +138,14 @@ pub(super) async fn open(config: &tokio_postgres::Config, tls: Option<&SslConnec
                 .and_then(|configuration| configuration.into_ssl(&name))
                 .map_err(io::Error::other)?;
             let mut stream = tokio_openssl::SslStream::new(ssl, stream).map_err(io::Error::other)?;
-            Pin::new(&mut stream).connect().await.map_err(io::Error::other)?;
+            if let Err(error) = Pin::new(&mut stream).connect().await {
+                // A rejected server certificate is named as psql names it, not as OpenSSL's
+                // internal error.
+                return Err(match datadiff_connect::CertificateRejected::of_handshake(stream.ssl(), &name) {
+                    Some(rejected) => io::Error::other(rejected),
+                    None => io::Error::other(error),
+                });
+            }
             Ok(ServerStream::Tls(Box::new(stream)))
         }
         b'N' if mode == SslMode::Require => Err(io::Error::other("the server does not support TLS")),

@@ -81,7 +81,7 @@ fn a_wrong_ca_or_host_name_is_refused_by_the_client_with_a_clear_message() {
     // 127.0.0.1 is not on the certificate: verify-full refuses it, verify-ca does not check.
     let text = dsn_text("127.0.0.1", &format!("sslmode=verify-full sslrootcert={} {}", ca(), client_params()));
     let error = connect(&text).err().unwrap();
-    assert!(error.contains("certificate verify failed") && error.contains("address mismatch"), "{error}");
+    assert!(error.contains("does not match host name \"127.0.0.1\""), "{error}");
     let text = dsn_text("127.0.0.1", &format!("sslmode=verify-ca sslrootcert={} {}", ca(), client_params()));
     assert!(connect(&text).unwrap().uses_tls().unwrap());
 }
@@ -183,4 +183,82 @@ fn a_private_key_others_can_read_is_refused_as_libpq_refuses_it() {
     let error = connect(&text).err().unwrap();
     assert!(error.contains(&readable.display().to_string()), "names the key file: {error}");
     assert!(error.contains("has group or world access (mode 0644)"), "{error}");
+}
+
+/// Whether `text` shows OpenSSL's internal error (`error:0A000086:SSL
+/// routines:tls_post_process_server_certificate:certificate verify failed:
+/// ../ssl/statem/statem_clnt.c:1889:`) rather than the cause.
+fn shows_openssl_internals(text: &str) -> bool {
+    text.contains("0A000086") || text.contains("statem") || text.contains("SSL routines")
+}
+
+#[test]
+fn an_audit_session_names_a_rejected_server_certificate_as_psql_does() {
+    // 127.0.0.1 is not on the certificate (it names localhost only).
+    let text = dsn_text("127.0.0.1", &format!("sslmode=verify-full sslrootcert={} {}", ca(), client_params()));
+    let error = connect(&text).err().unwrap();
+    assert!(error.starts_with("cannot connect to the replica database"), "{error}");
+    assert!(error.contains("server certificate for \"localhost\" does not match host name \"127.0.0.1\""), "{error}");
+    assert!(!shows_openssl_internals(&error), "{error}");
+
+    // A CA that did not sign the server's certificate: the file is named.
+    let wrong = fixture().files.path().join("session-unrelated-ca.pem");
+    write_unrelated_ca(&wrong).unwrap();
+    let text = dsn_text("localhost", &format!("sslmode=verify-ca sslrootcert={} {}", wrong.display(), client_params()));
+    let error = connect(&text).err().unwrap();
+    assert!(error.contains("certificate verify failed: "), "{error}");
+    assert!(
+        error.contains(&format!("no root certificate in {} signed the server's certificate", wrong.display())),
+        "{error}"
+    );
+    assert!(!shows_openssl_internals(&error), "{error}");
+
+    // A root certificate file that does not exist: named before connecting.
+    let missing = fixture().files.path().join("session-missing-root.crt");
+    let text =
+        dsn_text("localhost", &format!("sslmode=verify-full sslrootcert={} {}", missing.display(), client_params()));
+    let error = connect(&text).err().unwrap();
+    assert!(error.contains(&format!("root certificate file \"{}\" does not exist", missing.display())), "{error}");
+    assert!(!shows_openssl_internals(&error), "{error}");
+}
+
+/// The first error of a row stream of `public.t` through `side`'s own connection.
+fn stream_error(side: &SideConfig) -> String {
+    let table: TableName = "public.t".parse().unwrap();
+    let query = RowQuery::for_table(&table, "id", KeyDecoder::Int, vec![], None);
+    let endpoint = Endpoint::new("target", &side.config, Some(side.tls.ssl_connector().unwrap()));
+    let rows: Vec<_> =
+        std::thread::scope(|scope| RowStream::connect(scope, endpoint, query, StreamOptions::default()).collect());
+    let error = rows.into_iter().find_map(Result::err).expect("the stream must not connect");
+    chain(&error)
+}
+
+#[test]
+fn a_row_stream_names_a_rejected_server_certificate_as_psql_does() {
+    let fixture = fixture();
+    let settings = |mode, roots| TlsSettings { mode, roots, client: Some(fixture.client.clone()) };
+    let right = RootCertificates::File(fixture.cluster.ca_certificate().unwrap().to_path_buf());
+
+    let error = stream_error(&side_config("127.0.0.1", &settings(SslMode::VerifyFull, right)));
+    assert!(error.starts_with("cannot connect the target stream"), "{error}");
+    assert!(error.contains("server certificate for \"localhost\" does not match host name \"127.0.0.1\""), "{error}");
+    assert!(!shows_openssl_internals(&error), "{error}");
+
+    let wrong = fixture.files.path().join("stream-unrelated-ca.pem");
+    write_unrelated_ca(&wrong).unwrap();
+    let error =
+        stream_error(&side_config("localhost", &settings(SslMode::VerifyCa, RootCertificates::File(wrong.clone()))));
+    assert!(error.contains("certificate verify failed: "), "{error}");
+    assert!(
+        error.contains(&format!("no root certificate in {} signed the server's certificate", wrong.display())),
+        "{error}"
+    );
+    assert!(!shows_openssl_internals(&error), "{error}");
+
+    // A root certificate file that does not exist: the side's TLS (which its streams use)
+    // cannot be made, and says why.
+    let missing = fixture.files.path().join("stream-missing-root.crt");
+    let error = settings(SslMode::VerifyFull, RootCertificates::File(missing.clone())).client_tls().unwrap_err();
+    let error = chain(&error.for_role("target"));
+    assert!(error.contains(&format!("root certificate file \"{}\" does not exist", missing.display())), "{error}");
 }

@@ -70,6 +70,33 @@ fn verify_ca_refuses_a_certificate_from_another_ca() {
     assert!(error.is_connection(), "{error}");
 }
 
+/// A rejected server certificate is named as psql names it, not as OpenSSL's internal error
+/// (`error:0A000086:SSL routines:…:certificate verify failed: ../ssl/statem/statem_clnt.c`).
+#[test]
+fn a_rejected_server_certificate_names_its_cause_as_psql_does() {
+    let backend = backend_on(tls_cluster());
+    let failure = |config| datadiff_connect::chain(&open_ssl(config).unwrap_err());
+    let internals = |text: &str| text.contains("0A000086") || text.contains("statem") || text.contains("SSL routines");
+
+    let error = failure(with(&backend.config, "127.0.0.1", SslMode::VerifyFull, Some(right_ca())));
+    assert!(error.starts_with("backend connection failed"), "{error}");
+    assert!(error.contains("server certificate for \"localhost\" does not match host name \"127.0.0.1\""), "{error}");
+    assert!(!internals(&error), "{error}");
+
+    let error = failure(with(&backend.config, "localhost", SslMode::VerifyCa, Some(wrong_ca())));
+    assert!(error.contains("certificate verify failed: "), "{error}");
+    assert!(
+        error.contains(&format!("no root certificate in {} signed the server's certificate", wrong_ca().display())),
+        "{error}"
+    );
+    assert!(!internals(&error), "{error}");
+
+    let missing = tls_cluster().dir().join("datadiff-store-missing-root.crt");
+    let error = failure(with(&backend.config, "localhost", SslMode::VerifyFull, Some(missing.clone())));
+    assert!(error.contains(&format!("root certificate file \"{}\" does not exist", missing.display())), "{error}");
+    assert!(!internals(&error), "{error}");
+}
+
 #[test]
 fn require_encrypts_without_verifying_unless_a_root_certificate_is_given() {
     let backend = backend_on(tls_cluster());
@@ -136,40 +163,6 @@ fn allow_falls_back_to_tls_when_the_server_rejects_plaintext() {
     assert!(open_ssl(with(&backend.config, "127.0.0.1", SslMode::Allow, None)).unwrap());
 }
 
-/// How often [`counted_tls`] built a connector.
-static BUILT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-fn counted_tls() -> Result<postgres_openssl::MakeTlsConnector, String> {
-    BUILT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let mut builder = openssl::ssl::SslConnector::builder(openssl::ssl::SslMethod::tls_client())
-        .map_err(|error| error.to_string())?;
-    builder.set_verify(openssl::ssl::SslVerifyMode::NONE);
-    Ok(postgres_openssl::MakeTlsConnector::new(builder.build()))
-}
-
-fn prefer_ssl(cluster: &Cluster) -> bool {
-    let backend = backend_on(cluster);
-    let mut config = postgres::Config::new();
-    config
-        .host(&backend.config.host)
-        .port(backend.config.port)
-        .user(&backend.config.user)
-        .password(&backend.config.password)
-        .dbname(&backend.config.dbname)
-        .ssl_mode(postgres::config::SslMode::Prefer);
-    let mut client = config.connect(datadiff_access::LazyTls::new(counted_tls)).unwrap();
-    client.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).unwrap().get(0)
-}
-
-#[test]
-fn lazy_tls_builds_its_connector_only_for_a_server_that_accepts_tls() {
-    // The one test using BUILT: the count is exact.
-    assert!(!prefer_ssl(datadiff_testkit::shared_cluster()));
-    assert_eq!(BUILT.load(std::sync::atomic::Ordering::SeqCst), 0, "a plaintext server cost a TLS context");
-    assert!(prefer_ssl(tls_cluster()));
-    assert_eq!(BUILT.load(std::sync::atomic::Ordering::SeqCst), 1);
-}
-
 static CLIENT_CERT_CLUSTER: OnceLock<Cluster> = OnceLock::new();
 
 /// A cluster where every role but the superuser needs a client certificate naming it.
@@ -204,7 +197,7 @@ fn a_client_certificate_opens_and_migrates_a_backend_that_requires_one() {
     // Without the certificate the server refuses the login.
     let error = open_ssl(BackendConfig { sslcert: None, sslkey: None, ..config.clone() }).unwrap_err();
     assert!(error.is_connection(), "{error}");
-    let text = datadiff_access::chain(&error);
+    let text = datadiff_connect::chain(&error);
     assert!(text.contains("connection requires a valid client certificate"), "{text}");
 
     // A missing key file is a configuration error naming it, before connecting.

@@ -8,7 +8,7 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use datadiff_testkit::{Cluster, MariaDb, SUPERUSER};
+use datadiff_testkit::{Cluster, SUPERUSER};
 
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("--mariadb") {
@@ -39,8 +39,15 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+#[cfg(not(feature = "mariadb"))]
 fn mariadb() -> ExitCode {
-    let server = match MariaDb::start() {
+    eprintln!("datadiff-testkit: built without the mariadb feature (cargo run -p datadiff-testkit --features mariadb)");
+    ExitCode::from(2)
+}
+
+#[cfg(feature = "mariadb")]
+fn mariadb() -> ExitCode {
+    let server = match datadiff_testkit::MariaDb::start() {
         Ok(server) => server,
         Err(error) => {
             eprintln!("datadiff-testkit: {error}");

@@ -1,4 +1,4 @@
-//! TLS for source and replica sessions, with libpq's `sslmode` meanings.
+//! TLS for PostgreSQL connections, with libpq's `sslmode` meanings.
 //!
 //! | `sslmode` | TLS | server certificate | host name |
 //! |---|---|---|---|
@@ -22,8 +22,9 @@
 //!
 //! **Why a verification failed.** OpenSSL reports every rejected server certificate as the
 //! same internal error (`error:0A000086:SSL routines:…:certificate verify failed`). A
-//! verifying [`ClientTls`] records what its verification found, and [`ClientTls::explain`]
-//! names the cause as psql does: `server certificate for "localhost" does not match host
+//! verifying context records what its verification found, and a connection it rejects fails
+//! with a [`CertificateRejected`] (the driver's TLS error's cause, or a row stream's, through
+//! [`CertificateRejected::of_handshake`]) that names the cause as psql does: `server certificate for "localhost" does not match host
 //! name "127.0.0.1"`; `certificate verify failed: unable to get local issuer certificate`
 //! with which root certificates were used (a file, the system's store, or none configured);
 //! and a root certificate file that does not exist is `root certificate file "…" does not
@@ -31,6 +32,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use openssl::ex_data::Index;
+use openssl::ssl::{SslContext, SslRef};
 
 use datadiff_diff_core::definition::SslMode;
 use openssl::error::ErrorStack;
@@ -110,22 +114,21 @@ impl TlsSettings {
     /// The TLS of a connection with these settings ([`ClientTls`]); `disable` gets the
     /// unverified context, which the driver then never uses.
     pub fn client_tls(&self) -> Result<ClientTls, TlsSetupError> {
-        let verify = self.verify();
-        if self.mode == SslMode::Disable || (verify.is_none() && self.client.is_none()) {
+        if self.mode == SslMode::Disable {
             return Ok(ClientTls::unverified());
         }
-        let context = tls_context(&self.roots, verify, self.client.as_ref())?;
-        let diagnosis = verify.map(|_| Arc::new(Diagnosis { roots: self.roots.clone(), failure: Mutex::new(None) }));
-        Ok(ClientTls { context: Some(context), check_host: verify == Some(Verify::ChainAndHost), diagnosis })
+        ClientTls::new(&self.roots, self.verify(), self.client.as_ref())
     }
 
-    /// The connector for these settings; `None` for `disable`.
-    pub(crate) fn connector(&self, role: &str) -> Result<Option<MakeTlsConnector>, Error> {
+    /// The driver's connector for these settings, for the connection called `role` (used in
+    /// messages); `None` for `disable`. It builds an unverified context only when the server
+    /// accepts TLS, and names a rejected server certificate's cause ([`ClientTls::lazy`]).
+    pub fn connector(&self, role: &str) -> Result<Option<LazyTls>, Error> {
         if self.mode == SslMode::Disable {
             return Ok(None);
         }
         let tls = self.client_tls().map_err(|error| error.for_role(role))?;
-        tls.connector().map(Some).map_err(|source| Error::Tls { role: role.to_owned(), source })
+        Ok(Some(tls.lazy()))
     }
 }
 
@@ -165,7 +168,7 @@ pub enum TlsSetupError {
 }
 
 impl TlsSetupError {
-    /// The access error of the connection called `role`.
+    /// The error of the connection called `role` (used in messages).
     pub fn for_role(self, role: &str) -> Error {
         let role = role.to_owned();
         match self {
@@ -179,29 +182,29 @@ impl TlsSetupError {
 /// A connection's TLS, ready to use: the shared unverified context ([`unverified_tls`],
 /// built only when a server accepts TLS), or a context of its own that verifies the server
 /// and/or presents a client certificate. Cloning shares the context.
+///
+/// A connection whose server certificate its verification rejects fails with a
+/// [`CertificateRejected`] as the handshake error's cause, in psql's words.
 #[derive(Clone)]
 pub struct ClientTls {
     /// `None`: the shared unverified context.
     context: Option<SslConnector>,
     /// Whether the host name is checked (`verify-full`).
     check_host: bool,
-    /// For a verifying context: the roots it trusts and the last verification failure.
-    diagnosis: Option<Arc<Diagnosis>>,
 }
 
-/// What a verifying [`ClientTls`] keeps to explain a rejected certificate.
-#[derive(Debug)]
-struct Diagnosis {
-    /// The root certificates the context trusts.
-    roots: RootCertificates,
-    /// The last certificate a connection rejected (connections of one side rarely fail at
-    /// once; the newest failure is the one explained).
-    failure: Mutex<Option<VerifyFailure>>,
-}
-
-/// A certificate a connection rejected: OpenSSL's verification result and what it names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct VerifyFailure {
+/// A server certificate a connection's verification rejected, named as psql names it: a host
+/// name the certificate does not hold (`server certificate for "localhost" does not match
+/// host name "127.0.0.1"`), or a chain no trusted root signed (`certificate verify failed:
+/// unable to get local issuer certificate: …`, with the root certificates that were used: a
+/// file, the system's store, or none configured).
+///
+/// It is the cause of the driver's TLS error ([`CertificateRejected::find`] finds it in an
+/// error's chain) and of a row stream's failed handshake
+/// ([`CertificateRejected::of_handshake`]); OpenSSL's internal error text never shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.explain())]
+pub struct CertificateRejected {
     /// `X509_V_ERR_*`.
     code: i32,
     /// OpenSSL's text for it (`unable to get local issuer certificate`).
@@ -211,6 +214,8 @@ struct VerifyFailure {
     /// The names of the server's certificate: DNS and IP subject alternative names, else
     /// the subject's common name.
     names: Vec<String>,
+    /// The root certificates the context trusts.
+    roots: RootCertificates,
 }
 
 impl std::fmt::Debug for ClientTls {
@@ -237,9 +242,58 @@ const UNKNOWN_ISSUER: [i32; 5] = [
     21, // X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE
 ];
 
-impl VerifyFailure {
+impl CertificateRejected {
+    /// The rejected certificate among `error` and its causes (the driver's TLS error carries
+    /// it as its cause); `None` when the connection failed otherwise.
+    pub fn find<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a CertificateRejected> {
+        let mut current = Some(error);
+        while let Some(error) = current {
+            if let Some(rejected) = error.downcast_ref::<CertificateRejected>() {
+                return Some(rejected);
+            }
+            current = error.source();
+        }
+        None
+    }
+
+    /// Why the handshake of `ssl` (a connection to `host` from a context of
+    /// [`tls_context`] that verifies the server) failed, when its verification rejected the
+    /// server's certificate: for connections made outside the driver, such as row streams.
+    /// `None` for a context that verifies nothing or a handshake that failed otherwise.
+    pub fn of_handshake(ssl: &SslRef, host: &str) -> Option<CertificateRejected> {
+        let roots = ssl.ssl_context().ex_data(roots_index()?)?.clone();
+        let result = ssl.verify_result();
+        if result == openssl::x509::X509VerifyResult::OK {
+            return None;
+        }
+        // On the client side the chain starts with the server's own certificate.
+        let names = ssl
+            .peer_cert_chain()
+            .and_then(|chain| chain.iter().next().map(certificate_names))
+            .or_else(|| ssl.peer_certificate().map(|certificate| certificate_names(&certificate)))
+            .unwrap_or_default();
+        Some(CertificateRejected {
+            code: result.as_raw(),
+            reason: result.error_string().to_owned(),
+            host: host.to_owned(),
+            names,
+            roots,
+        })
+    }
+
+    /// The host name the connection asked for.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Whether the certificate was rejected for not naming the host (else: its chain).
+    pub fn is_name_mismatch(&self) -> bool {
+        NAME_MISMATCHES.contains(&self.code)
+    }
+
     /// The cause in psql's words, with the roots that were used.
-    fn explain(&self, roots: &RootCertificates) -> String {
+    fn explain(&self) -> String {
+        let roots = &self.roots;
         if NAME_MISMATCHES.contains(&self.code) {
             let first = self.names.first().map_or("", String::as_str);
             let others = match self.names.len().saturating_sub(1) {
@@ -272,21 +326,22 @@ impl ClientTls {
     /// libpq's `prefer` and `require` without root or client certificates: encrypted, the
     /// certificate not verified, the context built once per process when first needed.
     pub fn unverified() -> ClientTls {
-        ClientTls { context: None, check_host: false, diagnosis: None }
+        ClientTls { context: None, check_host: false }
     }
 
-    /// `reason` (a failed connection's one-line text) with a rejected server certificate's
-    /// cause in psql's words, when this context recorded one; `reason` unchanged otherwise.
-    pub fn explain(&self, reason: &str) -> String {
-        let Some(diagnosis) = &self.diagnosis else { return reason.to_owned() };
-        if !reason.contains("certificate verify failed") {
-            return reason.to_owned();
+    /// The TLS of a connection that checks `verify` about the server's certificate against
+    /// `roots` (`None`: nothing) and presents `client` when the server asks; without either,
+    /// [`ClientTls::unverified`].
+    pub fn new(
+        roots: &RootCertificates,
+        verify: Option<Verify>,
+        client: Option<&ClientCertificate>,
+    ) -> Result<ClientTls, TlsSetupError> {
+        if verify.is_none() && client.is_none() {
+            return Ok(ClientTls::unverified());
         }
-        let failure = diagnosis.failure.lock().unwrap_or_else(PoisonError::into_inner).take();
-        match failure {
-            Some(failure) => format!("TLS handshake failed: {}", failure.explain(&diagnosis.roots)),
-            None => reason.to_owned(),
-        }
+        let context = tls_context(roots, verify, client)?;
+        Ok(ClientTls { context: Some(context), check_host: verify == Some(Verify::ChainAndHost) })
     }
 
     /// Whether the server's certificate is verified or a client certificate is presented.
@@ -304,17 +359,19 @@ impl ClientTls {
         }
     }
 
-    /// The driver's connector.
+    /// The driver's connector, built now. A certificate it rejects fails with OpenSSL's
+    /// error; [`ClientTls::lazy`] names the cause instead.
     pub fn connector(&self) -> Result<MakeTlsConnector, ErrorStack> {
-        Ok(make_connector(self.ssl_connector()?, self.check_host, self.diagnosis.clone()))
+        Ok(make_connector(self.ssl_connector()?, self.check_host, None))
     }
 
     /// The driver's connector, built only when a server accepts TLS for the shared unverified
-    /// context ([`LazyTls`]); a context of its own is ready already.
+    /// context ([`LazyTls`]); a context of its own is ready already, and a server certificate
+    /// it rejects fails the handshake with a [`CertificateRejected`].
     pub fn lazy(&self) -> LazyTls {
         match &self.context {
             None => LazyTls::new(unverified_connector),
-            Some(context) => LazyTls::ready(make_connector(context.clone(), self.check_host, self.diagnosis.clone())),
+            Some(context) => LazyTls::verifying(context.clone(), self.check_host),
         }
     }
 }
@@ -367,6 +424,9 @@ pub fn tls_context(
                 }
                 builder.set_cert_store(store.build());
             }
+            if let Some(index) = roots_index() {
+                builder.set_ex_data(index, roots.clone());
+            }
             match verify {
                 Verify::ChainAndHost => builder.set_verify(SslVerifyMode::PEER),
                 Verify::Chain => builder.set_verify_callback(SslVerifyMode::PEER, |verified, context| {
@@ -393,7 +453,7 @@ fn load_client_certificate(
         // OpenSSL's "no such file" is a bare error code: say it plainly.
         std::fs::metadata(path).map_err(|error| failed(path, Box::new(error)))?;
     }
-    key_permissions(&client.key).map_err(|problem| failed(&client.key, problem.into()))?;
+    key_permissions(&client.key).map_err(|problem| failed(&client.key, problem))?;
     builder
         .set_certificate_chain_file(&client.certificate)
         .map_err(|error| failed(&client.certificate, error.into()))?;
@@ -408,11 +468,11 @@ fn load_client_certificate(
 /// group or world access (0600 or less), or — owned by root — at most readable by its group
 /// (0640 or less). datadiff refuses what libpq refuses, so a key works or fails the same with
 /// psql.
-fn key_permissions(path: &Path) -> Result<(), String> {
+fn key_permissions(path: &Path) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     use std::os::unix::fs::MetadataExt as _;
-    let metadata = std::fs::metadata(path).map_err(|error| error.to_string())?;
+    let metadata = std::fs::metadata(path)?;
     if !metadata.is_file() {
-        return Err("the private key is not a regular file".to_owned());
+        return Err("the private key is not a regular file".into());
     }
     let forbidden = if metadata.uid() == 0 { 0o037 } else { 0o077 };
     if metadata.mode() & forbidden != 0 {
@@ -420,33 +480,46 @@ fn key_permissions(path: &Path) -> Result<(), String> {
             "the private key file has group or world access (mode {:04o}); as libpq, datadiff uses it only with \
              permissions u=rw (0600) or less, or u=rw,g=r (0640) or less when root owns it: chmod 0600 it",
             metadata.mode() & 0o7777
-        ));
+        )
+        .into());
     }
     Ok(())
 }
 
-fn make_connector(context: SslConnector, check_host: bool, diagnosis: Option<Arc<Diagnosis>>) -> MakeTlsConnector {
+/// Where a connection's verification leaves the certificate it rejected.
+pub(crate) type RejectionSlot = Arc<Mutex<Option<CertificateRejected>>>;
+
+/// The driver's connector for `context`; with `rejected`, a certificate its verification
+/// rejects is recorded there, in psql's words, for the handshake's error.
+pub(crate) fn make_connector(
+    context: SslConnector,
+    check_host: bool,
+    rejected: Option<RejectionSlot>,
+) -> MakeTlsConnector {
+    let roots = roots_index().and_then(|index| context.context().ex_data(index).cloned());
     let mut connector = MakeTlsConnector::new(context);
     // postgres-openssl checks the host name by default: only verify-full wants it.
     connector.set_callback(move |configuration, domain| {
         configuration.set_verify_hostname(check_host);
-        if let Some(diagnosis) = &diagnosis {
+        if let (Some(slot), Some(roots)) = (&rejected, &roots) {
             // The context's policy again (a chain-only context tolerates a name mismatch),
             // recording why a certificate is rejected.
-            let diagnosis = Arc::clone(diagnosis);
+            let slot = Arc::clone(slot);
+            let roots = roots.clone();
             let host = domain.to_owned();
             configuration.set_verify_callback(SslVerifyMode::PEER, move |verified, context| {
                 let code = context.error().as_raw();
                 let accepted = verified || (!check_host && NAME_MISMATCHES.contains(&code));
                 if !accepted {
                     let names = context.current_cert().map(certificate_names).unwrap_or_default();
-                    let failure = VerifyFailure {
+                    let rejected = CertificateRejected {
                         code,
                         reason: context.error().error_string().to_owned(),
                         host: host.clone(),
                         names,
+                        roots: roots.clone(),
                     };
-                    *diagnosis.failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(failure);
+                    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(rejected);
                 }
                 accepted
             });
@@ -454,6 +527,13 @@ fn make_connector(context: SslConnector, check_host: bool, diagnosis: Option<Arc
         Ok(())
     });
     connector
+}
+
+/// The index under which a verifying context keeps the root certificates it trusts (for
+/// [`CertificateRejected`]); `None` when OpenSSL could not make one.
+fn roots_index() -> Option<Index<SslContext, RootCertificates>> {
+    static INDEX: OnceLock<Option<Index<SslContext, RootCertificates>>> = OnceLock::new();
+    *INDEX.get_or_init(|| SslContext::new_ex_index().ok())
 }
 
 /// A certificate's names as libpq reads them for its message: the DNS and IP subject
@@ -484,9 +564,10 @@ fn certificate_names(certificate: &openssl::x509::X509Ref) -> Vec<String> {
     names
 }
 
-/// The verifying connector every verifying connection without a client certificate uses: it
-/// trusts exactly the certificates of a root file ([`RootCertificates::File`]), else the
-/// system's trust store, and checks the host name only for [`Verify::ChainAndHost`].
+/// A verifying connector without a client certificate: it trusts exactly the certificates of
+/// a root file ([`RootCertificates::File`]), else the system's trust store, and checks the
+/// host name only for [`Verify::ChainAndHost`]. A certificate it rejects fails with OpenSSL's
+/// error; [`ClientTls::new`] and [`ClientTls::lazy`] name the cause instead.
 pub fn verifying_tls(roots: &RootCertificates, verify: Verify) -> Result<MakeTlsConnector, TlsSetupError> {
     Ok(make_connector(tls_context(roots, Some(verify), None)?, verify == Verify::ChainAndHost, None))
 }
@@ -505,9 +586,9 @@ pub fn unverified_tls() -> Result<SslConnector, ErrorStack> {
     .clone()
 }
 
-/// [`unverified_tls`] as the driver takes it, for [`crate::LazyTls`] (the error as text).
-pub fn unverified_connector() -> Result<MakeTlsConnector, String> {
-    unverified_tls().map(MakeTlsConnector::new).map_err(|error| error.to_string())
+/// [`unverified_tls`] as the driver takes it, for [`crate::LazyTls`].
+pub fn unverified_connector() -> Result<MakeTlsConnector, ErrorStack> {
+    unverified_tls().map(MakeTlsConnector::new)
 }
 
 #[cfg(test)]
