@@ -49,6 +49,7 @@
 //! `MIN`, one aggregate query, and the ordered row stream of `row_diff`).
 
 mod any_side;
+pub mod compare;
 mod deadline;
 mod dsn;
 mod environment;

@@ -25,7 +25,7 @@
 //!    streamed in key order through the merge; its result joins the others (last) and its
 //!    first differences become the attempt's evidence. Planned at step 3 from both
 //!    `pg_catalog`s (a MySQL source's types from its `information_schema.COLUMNS`, see
-//!    [`crate::row_diff_mysql`]); a plan that fails makes only its own result ERROR. When it
+//!    [`crate::row_diff`]); a plan that fails makes only its own result ERROR. When it
 //!    is the only data check, step 4 fingerprints its source streaming `SELECT`.
 //! 8. **Finish** (T4): status, error, results, evidence and coverage in one transaction.
 //!
@@ -68,8 +68,7 @@ use crate::error::Error;
 use crate::execute::ExecutionOptions;
 use crate::in_flight::{InFlightAttempt, Registration};
 use crate::progress;
-use crate::row_diff::{self, RowDiffPlan};
-use crate::row_diff_mysql::{AnyRowDiffPlan, MySqlRowDiffPlan};
+use crate::row_diff::{self, RowDiffPlan, SourceCatalog};
 use crate::summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 use datadiff_access::{AnySide, MySqlSideSession, SideSession};
 
@@ -299,7 +298,8 @@ impl<'a> AttemptRun<'a> {
                 };
                 let target_catalog = row_diff::catalog(target, &definition.target_schema, &definition.target_table)
                     .map_err(Stop::Failed)?;
-                let planned = MySqlRowDiffPlan::new(definition, &plan, &target_catalog).map(AnyRowDiffPlan::MySql);
+                let planned = RowDiffPlan::new(definition, &plan, SourceCatalog::MySql, &target_catalog)
+                    .map(|planned| planned.with_strategy(settings.strategy()));
                 Some((settings, planned))
             }
             Some(settings) => {
@@ -314,8 +314,9 @@ impl<'a> AttemptRun<'a> {
                     }
                 })
                 .map_err(Stop::Failed)?;
-                let planned = RowDiffPlan::new(definition, &plan, &source_catalog, &target_catalog)
-                    .map(|planned| AnyRowDiffPlan::Postgres(planned.with_strategy(settings.strategy())));
+                let planned =
+                    RowDiffPlan::new(definition, &plan, SourceCatalog::Postgres(&source_catalog), &target_catalog)
+                        .map(|planned| planned.with_strategy(settings.strategy()));
                 Some((settings, planned))
             }
         };
@@ -439,7 +440,7 @@ impl<'a> AttemptRun<'a> {
             let counted = counted_rows(&results);
             // The progress bar takes an estimate where nothing was counted.
             let expected = match (self.options.progress.is_some(), row_diff_plan, sides.source.as_postgres()) {
-                (true, Ok(AnyRowDiffPlan::Postgres(row_diff)), Some(source)) => {
+                (true, Ok(row_diff), Some(source)) => {
                     counted.or_else(|| estimated_rows(source, row_diff, start, bounds.end))
                 }
                 _ => counted,
@@ -474,7 +475,7 @@ impl<'a> AttemptRun<'a> {
     /// finish (they belong to this same attempt).
     fn row_diff(
         &mut self,
-        plan: &Result<AnyRowDiffPlan, String>,
+        plan: &Result<RowDiffPlan, String>,
         route: &Route,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
@@ -701,7 +702,7 @@ fn estimated_rows(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Option<u64> {
-    let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end));
+    let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end)?);
     let messages = source.with_client("EXPLAIN", move |client| client.simple_query(&explain)).ok()?.ok()?;
     messages.iter().find_map(|message| match message {
         SimpleQueryMessage::Row(row) => row.get(0).and_then(progress::plan_rows),
