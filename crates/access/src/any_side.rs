@@ -12,6 +12,7 @@ use datadiff_diff_core::{Side, attempt::Bounds, definition::CheckType, merge::Va
 
 use crate::mysql_side::{MySqlCanceller, MySqlSideSession};
 use crate::side::{SideCanceller, SideSession};
+use crate::side_error::SideError;
 
 /// An open side: PostgreSQL or MySQL/MariaDB.
 // Two of these live per attempt, for its length: the size difference does not matter.
@@ -34,7 +35,7 @@ impl AnySide {
     }
 
     /// The columns of `schema.table`, from the database's `information_schema`.
-    pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, String> {
+    pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, SideError> {
         match self {
             AnySide::Postgres(session) => session.columns(schema, table),
             AnySide::MySql(session) => session.columns(schema, table),
@@ -43,7 +44,12 @@ impl AnySide {
 
     /// The earliest timestamp before `cutoff` by `sql` (the side's dialect); `naive` says how
     /// PostgreSQL binds the cutoff (MySQL always binds naive UTC, its session being UTC).
-    pub fn minimum(&mut self, sql: &str, cutoff: DateTime<Utc>, naive: bool) -> Result<Option<DateTime<Utc>>, String> {
+    pub fn minimum(
+        &mut self,
+        sql: &str,
+        cutoff: DateTime<Utc>,
+        naive: bool,
+    ) -> Result<Option<DateTime<Utc>>, SideError> {
         match self {
             AnySide::Postgres(session) => session.minimum(sql, cutoff, naive),
             AnySide::MySql(session) => session.minimum(sql, cutoff),
@@ -58,7 +64,7 @@ impl AnySide {
         bounds: Bounds,
         naive: bool,
         metrics: &[CheckType],
-    ) -> Result<(Vec<Value>, f64), String> {
+    ) -> Result<(Vec<Value>, f64), SideError> {
         match self {
             AnySide::Postgres(session) => session.aggregate(sql, bounds, naive, metrics),
             AnySide::MySql(session) => session.aggregate(sql, bounds, metrics),

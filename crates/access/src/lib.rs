@@ -61,6 +61,7 @@ pub mod segment;
 pub mod service;
 mod session;
 mod side;
+mod side_error;
 pub mod stream;
 mod table;
 pub mod tls;
@@ -79,6 +80,7 @@ pub use passfile::{PassfileQuery, lookup as passfile_lookup};
 pub use service::{Service, ServiceParam};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
 pub use side::{ANSWER_GRACE, SideCanceller, SideConfig, SideSession, one_line, table_columns};
+pub use side_error::{SideError, SideErrorKind};
 pub use table::{TableName, TableNameError, split_identifiers};
 pub use tls::{
     ClientCertificate, ClientTls, RootCertificates, TlsSettings, TlsSetupError, Verify, tls_context,

@@ -248,10 +248,10 @@ impl<'a> AttemptRun<'a> {
         let timeout = route.statement_timeout;
         // A tap-mysql source opens its MySQL session; everything else is PostgreSQL.
         let open_source = || match &route.mysql_source {
-            Some(mysql) => MySqlSideSession::open(mysql, timeout).map(AnySide::MySql),
-            None => SideSession::open(&route.source, timeout).map(AnySide::Postgres),
+            Some(mysql) => MySqlSideSession::open(mysql, timeout).map(AnySide::MySql).map_err(String::from),
+            None => SideSession::open(&route.source, timeout).map(AnySide::Postgres).map_err(String::from),
         };
-        let open_target = || SideSession::open(&route.target, timeout).map(AnySide::Postgres);
+        let open_target = || SideSession::open(&route.target, timeout).map(AnySide::Postgres).map_err(String::from);
         let (source, target) = if concurrent {
             std::thread::scope(|scope| {
                 let target = scope.spawn(open_target);
@@ -276,12 +276,14 @@ impl<'a> AttemptRun<'a> {
         let sides = opened.insert(Sides { source, target });
 
         // Step 3: the plan, from both catalogs.
-        let (source_columns, target_columns): (TableColumns, TableColumns) =
-            on_both(concurrent, sides, |side| match side.side() {
+        let (source_columns, target_columns): (TableColumns, TableColumns) = on_both(concurrent, sides, |side| {
+            match side.side() {
                 Side::Source => side.columns(&definition.source_schema, &definition.source_table),
                 Side::Target => side.columns(&definition.target_schema, &definition.target_table),
-            })
-            .map_err(Stop::Failed)?;
+            }
+            .map_err(String::from)
+        })
+        .map_err(Stop::Failed)?;
         let plan = AggregatePlan::new(definition, &source_columns, &target_columns)
             .map_err(|e| Stop::Failed(e.to_string()))?;
         // `run --strategy` overrides each definition's strategy (the answer is the same).
@@ -344,16 +346,16 @@ impl<'a> AttemptRun<'a> {
                         let table = SourceTable { schema: &schema, table: &table, timestamp_column: &timestamp_column };
                         datadiff_preflight::preflight(client, &table, QueryFingerprint::of_sql(&fingerprint_sql))
                     })
-                    .map_err(Stop::Failed)?;
+                    .map_err(|error| Stop::Failed(error.into()))?;
                 self.recorded(&plan, &record)?
             }
             // MySQL/MariaDB: indexes from information_schema.STATISTICS, the same verdict.
             AnySide::MySql(source) => {
-                let indexes = source.indexes(&schema, &table);
+                let indexes = source.indexes(&schema, &table).map_err(String::from);
                 let count = |limit| match source.bounded_count(&schema, &table, limit) {
                     Ok(Some(rows)) => RowCount::Counted(rows),
                     Ok(None) => RowCount::Malformed,
-                    Err(text) => RowCount::Failed(text),
+                    Err(error) => RowCount::Failed(error.into()),
                 };
                 let record = datadiff_preflight::preflight_with(
                     &timestamp_column,
@@ -384,7 +386,7 @@ impl<'a> AttemptRun<'a> {
             let cutoff = bounds.end;
             let (source_minimum, target_minimum) = on_both(concurrent, sides, |side| {
                 let which = side.side();
-                side.minimum(plan.minimum_sql(which), cutoff, naive(which))
+                side.minimum(plan.minimum_sql(which), cutoff, naive(which)).map_err(String::from)
             })
             .map_err(Stop::Failed)?;
             match plan.historical_start(source_minimum, target_minimum, cutoff) {
@@ -409,7 +411,7 @@ impl<'a> AttemptRun<'a> {
         if !plan.metrics().is_empty() {
             let compared = on_both(concurrent, sides, |side| {
                 let which = side.side();
-                side.aggregate(plan.metric_sql(which), bounds, naive(which), plan.metrics())
+                side.aggregate(plan.metric_sql(which), bounds, naive(which), plan.metrics()).map_err(String::from)
             })
             .and_then(|((source_row, source_seconds), (target_row, target_seconds))| {
                 plan.compare(&source_row, &target_row, source_seconds, target_seconds)

@@ -506,6 +506,7 @@ impl HashSide for AttemptSide {
         let role = query.role().to_owned();
         session
             .with_client("segment overview", move |client| query.overview(client, check_duplicates))
+            .map_err(String::from)
             .and_then(|overview| overview.map_err(|error| described(&role, &error)))
             .map_err(|reason| format!("row_diff: {reason}"))
     }
@@ -515,6 +516,7 @@ impl HashSide for AttemptSide {
         let (role, splits) = (query.role().to_owned(), splits.to_vec());
         session
             .with_client("segment hashes", move |client| query.level(client, &splits))
+            .map_err(String::from)
             .and_then(|level| level.map_err(|error| described(&role, &error)))
             .map_err(|reason| format!("row_diff: {reason}"))
     }
