@@ -10,6 +10,7 @@
 use chrono::{DateTime, Utc};
 use datadiff_diff_core::{Side, attempt::Bounds, definition::CheckType, merge::Value, plan::TableColumns};
 
+#[cfg(feature = "mysql")]
 use crate::mysql_side::{MySqlCanceller, MySqlSideSession};
 use crate::side::{SideCanceller, SideSession};
 use crate::side_error::SideError;
@@ -22,6 +23,7 @@ pub enum AnySide {
     /// A PostgreSQL source or target.
     Postgres(SideSession),
     /// A MySQL or MariaDB source.
+    #[cfg(feature = "mysql")]
     MySql(MySqlSideSession),
 }
 
@@ -30,6 +32,7 @@ impl AnySide {
     pub fn side(&self) -> Side {
         match self {
             AnySide::Postgres(session) => session.side(),
+            #[cfg(feature = "mysql")]
             AnySide::MySql(session) => session.side(),
         }
     }
@@ -38,6 +41,7 @@ impl AnySide {
     pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, SideError> {
         match self {
             AnySide::Postgres(session) => session.columns(schema, table),
+            #[cfg(feature = "mysql")]
             AnySide::MySql(session) => session.columns(schema, table),
         }
     }
@@ -52,6 +56,7 @@ impl AnySide {
     ) -> Result<Option<DateTime<Utc>>, SideError> {
         match self {
             AnySide::Postgres(session) => session.minimum(sql, cutoff, naive),
+            #[cfg(feature = "mysql")]
             AnySide::MySql(session) => session.minimum(sql, cutoff),
         }
     }
@@ -67,6 +72,7 @@ impl AnySide {
     ) -> Result<(Vec<Value>, f64), SideError> {
         match self {
             AnySide::Postgres(session) => session.aggregate(sql, bounds, naive, metrics),
+            #[cfg(feature = "mysql")]
             AnySide::MySql(session) => session.aggregate(sql, bounds, metrics),
         }
     }
@@ -75,6 +81,7 @@ impl AnySide {
     pub fn canceller(&self) -> AnyCanceller {
         match self {
             AnySide::Postgres(session) => AnyCanceller::Postgres(session.canceller()),
+            #[cfg(feature = "mysql")]
             AnySide::MySql(session) => AnyCanceller::MySql(session.canceller()),
         }
     }
@@ -83,6 +90,7 @@ impl AnySide {
     pub fn as_postgres(&mut self) -> Option<&mut SideSession> {
         match self {
             AnySide::Postgres(session) => Some(session),
+            #[cfg(feature = "mysql")]
             AnySide::MySql(_) => None,
         }
     }
@@ -91,6 +99,7 @@ impl AnySide {
     pub fn close(self) {
         match self {
             AnySide::Postgres(session) => session.close(),
+            #[cfg(feature = "mysql")]
             AnySide::MySql(session) => session.close(),
         }
     }
@@ -100,6 +109,7 @@ impl AnySide {
     pub fn is_abandoned(&self) -> bool {
         match self {
             AnySide::Postgres(session) => session.is_abandoned(),
+            #[cfg(feature = "mysql")]
             AnySide::MySql(session) => session.is_abandoned(),
         }
     }
@@ -108,6 +118,7 @@ impl AnySide {
     pub fn abandon(self) {
         match self {
             AnySide::Postgres(session) => session.abandon(),
+            #[cfg(feature = "mysql")]
             AnySide::MySql(session) => session.abandon(),
         }
     }
@@ -134,6 +145,7 @@ pub enum AnyCanceller {
     /// PostgreSQL's cancel request.
     Postgres(SideCanceller),
     /// MySQL's `KILL QUERY` from a connection of its own.
+    #[cfg(feature = "mysql")]
     MySql(MySqlCanceller),
 }
 
@@ -142,6 +154,7 @@ impl AnyCanceller {
     pub fn cancel(&self) {
         match self {
             AnyCanceller::Postgres(canceller) => canceller.cancel(),
+            #[cfg(feature = "mysql")]
             AnyCanceller::MySql(canceller) => canceller.cancel(),
         }
     }
@@ -151,6 +164,7 @@ impl std::fmt::Debug for AnyCanceller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AnyCanceller::Postgres(_) => f.write_str("AnyCanceller::Postgres"),
+            #[cfg(feature = "mysql")]
             AnyCanceller::MySql(canceller) => write!(f, "AnyCanceller::MySql({canceller:?})"),
         }
     }

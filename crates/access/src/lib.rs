@@ -46,7 +46,9 @@
 //! It keeps no records (that is `datadiff-backend-store`) and decides nothing about checks
 //! (that is `datadiff-diff-core`): it connects, reads the catalog and streams rows. PostgreSQL
 //! is spoken everywhere; MySQL/MariaDB as a source (catalog facts, the preflight's facts,
-//! `MIN`, one aggregate query, and the ordered row stream of `row_diff`).
+//! `MIN`, one aggregate query, and the ordered row stream of `row_diff`) with the `mysql`
+//! cargo feature, which a program reading such a source enables (the runner, the command
+//! line): without it, the crate links no MySQL driver.
 
 mod any_side;
 pub mod compare;
@@ -55,6 +57,7 @@ mod dsn;
 mod environment;
 mod error;
 mod lazy_tls;
+#[cfg(feature = "mysql")]
 mod mysql_side;
 mod passfile;
 pub mod segment;
@@ -75,6 +78,7 @@ pub use dsn::{DEFAULT_CONNECT_TIMEOUT, Dsn};
 pub use environment::Environment;
 pub use error::{Error, chain};
 pub use lazy_tls::{LazyTls, LazyTlsConnect};
+#[cfg(feature = "mysql")]
 pub use mysql_side::{MySqlCanceller, MySqlSideConfig, MySqlSideSession, mysql_one_line};
 pub use passfile::{PassfileQuery, lookup as passfile_lookup};
 pub use service::{Service, ServiceParam};

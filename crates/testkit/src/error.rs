@@ -65,6 +65,7 @@ pub enum Error {
         tail: String,
     },
     /// A statement against the throwaway MariaDB server failed.
+    #[cfg(feature = "mariadb")]
     #[error("{action}")]
     MySql {
         /// What was being done.
@@ -96,6 +97,7 @@ impl Error {
         move |source| Error::Io { action, source }
     }
 
+    #[cfg(feature = "mariadb")]
     pub(crate) fn my(action: impl Into<String>) -> impl FnOnce(mysql::Error) -> Error {
         let action = action.into();
         move |source| Error::MySql { action, source }

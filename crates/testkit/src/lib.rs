@@ -59,6 +59,7 @@
 mod binaries;
 mod cluster;
 mod error;
+#[cfg(feature = "mariadb")]
 mod mariadb;
 mod shared;
 mod tls;
@@ -68,8 +69,11 @@ mod watchdog;
 pub use binaries::{BINDIR_ENV, MARIADB_BINDIR_ENV, MariaDbBinaries, find_bindir, find_mariadb_binaries};
 pub use cluster::{Cluster, ClusterOptions, DIR_PREFIX, Database, SUPERUSER, quote_ident, quote_literal};
 pub use error::Error;
+#[cfg(feature = "mariadb")]
 pub use mariadb::{
     MARIADB_SUPERUSER, MariaDb, MariaDbDatabase, MariaDbOptions, quote_mysql_ident, quote_mysql_literal,
 };
-pub use shared::{shared_cluster, shared_mariadb};
+pub use shared::shared_cluster;
+#[cfg(feature = "mariadb")]
+pub use shared::shared_mariadb;
 pub use tls::{ClientCertificateFiles, write_unrelated_ca, write_unrelated_client_certificate};

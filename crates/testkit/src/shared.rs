@@ -4,9 +4,11 @@
 use std::sync::OnceLock;
 
 use crate::cluster::Cluster;
+#[cfg(feature = "mariadb")]
 use crate::mariadb::MariaDb;
 
 static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
+#[cfg(feature = "mariadb")]
 static SHARED_MARIADB: OnceLock<Result<MariaDb, String>> = OnceLock::new();
 
 /// The cluster shared by every test of this process, started on first use.
@@ -37,6 +39,7 @@ pub fn shared_cluster() -> &'static Cluster {
 /// When the server cannot be started — for instance because the MariaDB server programs are
 /// not installed (the message says which package to install). Tests fail loudly rather than
 /// skip; programs call [`MariaDb::start`] and handle the error.
+#[cfg(feature = "mariadb")]
 pub fn shared_mariadb() -> &'static MariaDb {
     let started = SHARED_MARIADB.get_or_init(|| MariaDb::start().map_err(|error| error_chain(&error)));
     match started {

@@ -199,6 +199,7 @@ impl BatchWriter {
     }
 
     /// Appends one field written by `write` (its canonical encoding), framed.
+    #[cfg(feature = "mysql")]
     pub(crate) fn field_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> Result<(), String>) -> Result<(), String> {
         let at = self.buffer.len();
         self.buffer.extend_from_slice(&[0; 4]);

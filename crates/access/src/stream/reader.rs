@@ -48,6 +48,7 @@ use crate::stream::copy::{CopyParser, Flow, Tuple};
 use crate::stream::decoder::{Decoder, KeyDecoder};
 use crate::stream::encoded::{BatchWriter, EncodedRow};
 use crate::stream::endpoint::{Endpoint, StopSignal};
+#[cfg(feature = "mysql")]
 use crate::stream::mysql::MySqlStop;
 use crate::table::TableName;
 
@@ -159,6 +160,7 @@ pub(super) enum Stopper {
     /// connection.
     Wake(Arc<StopSignal>),
     /// The reader has its own MySQL session: flag it and `KILL QUERY` its statement.
+    #[cfg(feature = "mysql")]
     MySql(Arc<MySqlStop>),
     /// The reader has no server: a flag it checks per row.
     Flag(Arc<AtomicBool>),
@@ -170,6 +172,7 @@ impl StreamStopper {
         match &self.how {
             Stopper::Cancel(canceller) => canceller.cancel(),
             Stopper::Wake(stop) => stop.stop(),
+            #[cfg(feature = "mysql")]
             Stopper::MySql(stop) => stop.stop(),
             Stopper::Flag(stopped) => stopped.store(true, Ordering::Release),
         }

@@ -8,7 +8,9 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use datadiff_testkit::{Cluster, MariaDb, SUPERUSER};
+#[cfg(feature = "mariadb")]
+use datadiff_testkit::MariaDb;
+use datadiff_testkit::{Cluster, SUPERUSER};
 
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("--mariadb") {
@@ -39,6 +41,14 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Without the `mariadb` feature there is no MariaDB to start.
+#[cfg(not(feature = "mariadb"))]
+fn mariadb() -> ExitCode {
+    eprintln!("datadiff-testkit: built without the `mariadb` feature");
+    ExitCode::from(2)
+}
+
+#[cfg(feature = "mariadb")]
 fn mariadb() -> ExitCode {
     let server = match MariaDb::start() {
         Ok(server) => server,

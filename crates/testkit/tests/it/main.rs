@@ -3,5 +3,6 @@
 
 mod cleanup;
 mod clusters;
+#[cfg(feature = "mariadb")]
 mod mariadb;
 mod tls;
