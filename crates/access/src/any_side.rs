@@ -3,13 +3,15 @@
 //! from either — its catalog, the `MIN` of a timestamp, one aggregate row of canonical values,
 //! a canceller and a close — so that the runner's attempt flow is written once.
 //!
-//! An enum rather than a trait: there are two kinds, the runner matches on the kind where the
-//! two differ (the preflight reads `pg_index` or `information_schema.STATISTICS`; `row_diff`
-//! streams PostgreSQL only), and both sessions stay plain types with no boxing.
+//! What the two answer alike goes through the sealed trait [`Database`] (one dispatch, no
+//! match per method); the enum stays for what differs, where the runner matches on the kind
+//! (the preflight reads `pg_index` or `information_schema.STATISTICS`), and it keeps both
+//! sessions plain types with no boxing while they are open.
 
 use chrono::{DateTime, Utc};
 use datadiff_diff_core::{Side, attempt::Bounds, definition::CheckType, merge::Value, plan::TableColumns};
 
+use crate::database::Database;
 #[cfg(feature = "mysql")]
 use crate::mysql_side::{MySqlCanceller, MySqlSideSession};
 use crate::side::{SideCanceller, SideSession};
@@ -28,22 +30,41 @@ pub enum AnySide {
 }
 
 impl AnySide {
+    /// The side as a [`Database`]: what every database answers alike.
+    pub fn database(&self) -> &dyn Database {
+        match self {
+            AnySide::Postgres(session) => session,
+            #[cfg(feature = "mysql")]
+            AnySide::MySql(session) => session,
+        }
+    }
+
+    /// The side as a mutable [`Database`].
+    pub fn database_mut(&mut self) -> &mut dyn Database {
+        match self {
+            AnySide::Postgres(session) => session,
+            #[cfg(feature = "mysql")]
+            AnySide::MySql(session) => session,
+        }
+    }
+
+    /// The side as an owned [`Database`] (to close or abandon it).
+    fn into_database(self) -> Box<dyn Database> {
+        match self {
+            AnySide::Postgres(session) => Box::new(session),
+            #[cfg(feature = "mysql")]
+            AnySide::MySql(session) => Box::new(session),
+        }
+    }
+
     /// Which side it is.
     pub fn side(&self) -> Side {
-        match self {
-            AnySide::Postgres(session) => session.side(),
-            #[cfg(feature = "mysql")]
-            AnySide::MySql(session) => session.side(),
-        }
+        self.database().side()
     }
 
     /// The columns of `schema.table`, from the database's `information_schema`.
     pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, SideError> {
-        match self {
-            AnySide::Postgres(session) => session.columns(schema, table),
-            #[cfg(feature = "mysql")]
-            AnySide::MySql(session) => session.columns(schema, table),
-        }
+        self.database_mut().columns(schema, table)
     }
 
     /// The earliest timestamp before `cutoff` by `sql` (the side's dialect); `naive` says how
@@ -54,11 +75,7 @@ impl AnySide {
         cutoff: DateTime<Utc>,
         naive: bool,
     ) -> Result<Option<DateTime<Utc>>, SideError> {
-        match self {
-            AnySide::Postgres(session) => session.minimum(sql, cutoff, naive),
-            #[cfg(feature = "mysql")]
-            AnySide::MySql(session) => session.minimum(sql, cutoff),
-        }
+        self.database_mut().minimum(sql, cutoff, naive)
     }
 
     /// The aggregate row of `sql` over `bounds`, one canonical value per metric, and the
@@ -70,20 +87,12 @@ impl AnySide {
         naive: bool,
         metrics: &[CheckType],
     ) -> Result<(Vec<Value>, f64), SideError> {
-        match self {
-            AnySide::Postgres(session) => session.aggregate(sql, bounds, naive, metrics),
-            #[cfg(feature = "mysql")]
-            AnySide::MySql(session) => session.aggregate(sql, bounds, metrics),
-        }
+        self.database_mut().aggregate(sql, bounds, naive, metrics)
     }
 
     /// A handle cancelling the side's running statement.
     pub fn canceller(&self) -> AnyCanceller {
-        match self {
-            AnySide::Postgres(session) => AnyCanceller::Postgres(session.canceller()),
-            #[cfg(feature = "mysql")]
-            AnySide::MySql(session) => AnyCanceller::MySql(session.canceller()),
-        }
+        self.database().canceller()
     }
 
     /// The PostgreSQL session, when it is one.
@@ -97,30 +106,18 @@ impl AnySide {
 
     /// Rolls back and closes (best effort).
     pub fn close(self) {
-        match self {
-            AnySide::Postgres(session) => session.close(),
-            #[cfg(feature = "mysql")]
-            AnySide::MySql(session) => session.close(),
-        }
+        self.into_database().close()
     }
 
     /// Whether a statement got no answer within its deadline (the session gave up its
     /// connection).
     pub fn is_abandoned(&self) -> bool {
-        match self {
-            AnySide::Postgres(session) => session.is_abandoned(),
-            #[cfg(feature = "mysql")]
-            AnySide::MySql(session) => session.is_abandoned(),
-        }
+        self.database().is_abandoned()
     }
 
     /// Gives up the connection without waiting for the server.
     pub fn abandon(self) {
-        match self {
-            AnySide::Postgres(session) => session.abandon(),
-            #[cfg(feature = "mysql")]
-            AnySide::MySql(session) => session.abandon(),
-        }
+        self.into_database().abandon()
     }
 
     /// Closes both sides ([`AnySide::close`], at once on two threads) — or, when either was

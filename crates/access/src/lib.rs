@@ -52,6 +52,7 @@
 
 mod any_side;
 pub mod compare;
+mod database;
 mod deadline;
 mod dsn;
 mod environment;
@@ -70,6 +71,7 @@ mod table;
 pub mod tls;
 
 pub use any_side::{AnyCanceller, AnySide};
+pub use database::Database;
 pub use deadline::{
     DeadlineError, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, TCP_USER_TIMEOUT, with_keepalive_defaults,
     within_deadline,
