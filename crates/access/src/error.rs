@@ -183,6 +183,13 @@ pub enum Error {
         /// The one-line reason.
         message: String,
     },
+    /// A side was asked for segment hashes of rows the comparison cannot hash (a caller that
+    /// did not pass [`crate::compare::Comparison::unhashable`]).
+    #[error("the {role} rows cannot be hashed by segment")]
+    NotHashable {
+        /// Which connection.
+        role: String,
+    },
     /// The merge stopped for a reason not listed above.
     #[error("the merge stopped: {message}")]
     Merge {

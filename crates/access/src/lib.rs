@@ -49,15 +49,21 @@
 //! It keeps no records (that is `datadiff-backend-store`) and decides nothing about checks
 //! (that is `datadiff-diff-core`): it connects, reads the catalog and streams rows. PostgreSQL
 //! is spoken everywhere; MySQL/MariaDB as a source (catalog facts, the preflight's facts,
-//! `MIN`, one aggregate query, and the ordered row stream of `row_diff`).
+//! `MIN`, one aggregate query, and the ordered row stream of `row_diff`) with the `mysql`
+//! cargo feature, which a program reading such a source enables (the runner, the command
+//! line): without it, the crate links no MySQL driver.
 
 mod any_side;
+pub mod compare;
+mod database;
 mod error;
 mod lend;
+#[cfg(feature = "mysql")]
 mod mysql_side;
 pub mod segment;
 mod session;
 mod side;
+mod side_error;
 pub mod stream;
 mod table;
 
@@ -73,10 +79,13 @@ pub use datadiff_connect::{
     CertificateRejected, ClientCertificate, ClientTls, RootCertificates, TlsSettings, TlsSetupError, Verify,
     tls_context, unverified_connector, unverified_tls, verifying_tls,
 };
+pub use database::Database;
 pub use error::Error;
+#[cfg(feature = "mysql")]
 pub use mysql_side::{MySqlCanceller, MySqlSideConfig, MySqlSideSession, mysql_one_line};
 pub use session::{AUDIT_STATEMENT_TIMEOUT, Canceller, DatabaseIdentity, Session, SessionSettings};
 pub use side::{SideCanceller, SideConfig, SideSession, one_line, table_columns};
+pub use side_error::{SideError, SideErrorKind};
 pub use table::{TableName, TableNameError, split_identifiers};
 
 /// Splits a comma-separated list of column names (double quotes allowed around a name that

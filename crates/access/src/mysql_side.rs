@@ -56,6 +56,7 @@ use crate::lend::{LentError, on_helper_thread};
 use datadiff_connect::{
     ANSWER_GRACE, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, TCP_USER_TIMEOUT, within_deadline,
 };
+use crate::side_error::{SideError, SideErrorKind};
 
 /// The character set number MySQL gives binary strings (`BINARY`, `VARBINARY`, `BLOB`).
 const BINARY_CHARSET: u16 = 63;
@@ -297,10 +298,10 @@ impl std::fmt::Debug for MySqlSideSession {
 impl MySqlSideSession {
     /// Connects within the side's deadline, detects the engine and opens the read-only
     /// transaction with UTC and the statement timeout (whole seconds, at least one).
-    pub fn open(config: &MySqlSideConfig, statement_timeout: Duration) -> Result<MySqlSideSession, String> {
+    pub fn open(config: &MySqlSideConfig, statement_timeout: Duration) -> Result<MySqlSideSession, SideError> {
         let side = config.side;
-        let cannot_connect =
-            |reason: String| format!("cannot connect to the {side} database {}: {reason}", config.address());
+        let address = config.address();
+        let cannot_connect = |reason: String| SideError::cannot_connect(side, &address, reason);
         let statement_timeout = Duration::from_secs(statement_timeout.as_secs().max(1));
         // The socket timeouts are a backstop one second past the client deadline, so that a
         // server that stops answering meets the deadline (and gets its KILL QUERY) first.
@@ -339,9 +340,16 @@ impl MySqlSideSession {
         });
         let (conn, version) = match version {
             Ok((conn, Ok(Some(version)))) => (conn, version),
-            Ok((_, Ok(None))) => return Err(format!("{side} SELECT VERSION() returned no row")),
-            Ok((_, Err(error))) => return Err(failure(side, "reading the server version", &error)),
-            Err(error) => return Err(format!("{side} reading the server version failed: {error}")),
+            Ok((_, Ok(None))) => {
+                let line = format!("{side} SELECT VERSION() returned no row");
+                return Err(SideError::new(side, "reading the server version", SideErrorKind::Decode, line));
+            }
+            Ok((_, Err(error))) => {
+                return Err(failure(side, "reading the server version", SideErrorKind::Connect, &error));
+            }
+            Err(error) => {
+                return Err(SideError::failed(side, "reading the server version", SideErrorKind::Timeout, error));
+            }
         };
         let engine = config.engine.unwrap_or_else(|| MySqlEngine::detect(None, &version));
         let mut session = MySqlSideSession {
@@ -357,7 +365,7 @@ impl MySqlSideSession {
         let action = "starting the read-only transaction";
         session.supervised(action, move |conn| {
             for statement in &statements {
-                conn.query_drop(statement).map_err(|error| failure(side, action, &error))?;
+                conn.query_drop(statement).map_err(|error| failure(side, action, SideErrorKind::Server, &error))?;
             }
             Ok(())
         })?;
@@ -393,16 +401,20 @@ impl MySqlSideSession {
     /// The columns of `schema.table` from `information_schema.COLUMNS` ([`COLUMNS_QUERY`]):
     /// `COLUMN_TYPE` in the `udt_name` slot, so `tinyint(1)` is a boolean. A table the user
     /// cannot see has no columns.
-    pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, String> {
+    pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, SideError> {
         let (side, schema, table) = (self.side, schema.to_owned(), table.to_owned());
         let action = "catalog read";
         self.supervised(action, move |conn| {
-            let rows: Vec<mysql::Row> =
-                conn.exec(COLUMNS_QUERY, (&schema, &table)).map_err(|error| failure(side, action, &error))?;
+            let rows: Vec<mysql::Row> = conn
+                .exec(COLUMNS_QUERY, (&schema, &table))
+                .map_err(|error| failure(side, action, SideErrorKind::Catalog, &error))?;
             let columns = rows
                 .into_iter()
-                .map(|row| catalog_column(row).map_err(|problem| format!("{side} {action} failed: {problem}")))
-                .collect::<Result<Vec<_>, String>>()?;
+                .map(|row| {
+                    catalog_column(row)
+                        .map_err(|problem| SideError::failed(side, action, SideErrorKind::Catalog, problem))
+                })
+                .collect::<Result<Vec<_>, SideError>>()?;
             Ok(TableColumns::new(schema, table, columns))
         })
     }
@@ -410,22 +422,26 @@ impl MySqlSideSession {
     /// `MIN(ts) … WHERE ts < ?` with `cutoff` bound as naive UTC (the session's zone is UTC,
     /// so a `TIMESTAMP` column compares in UTC too); `None` when no row has a timestamp
     /// before the cutoff.
-    pub fn minimum(&mut self, sql: &str, cutoff: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, String> {
+    pub fn minimum(&mut self, sql: &str, cutoff: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, SideError> {
         let (side, sql) = (self.side, sql.to_owned());
         let action = "MIN query";
         self.supervised(action, move |conn| {
-            let row: Option<mysql::Row> =
-                conn.exec_first(&sql, (bound(cutoff),)).map_err(|error| failure(side, action, &error))?;
+            let row: Option<mysql::Row> = conn
+                .exec_first(&sql, (bound(cutoff),))
+                .map_err(|error| failure(side, action, SideErrorKind::Server, &error))?;
             let value = row.and_then(|row| row.as_ref(0).cloned()).unwrap_or(mysql::Value::NULL);
+            let unreadable = |what: &str| {
+                SideError::new(side, action, SideErrorKind::Decode, format!("{side} MIN query returned {what}"))
+            };
             match value {
                 mysql::Value::NULL => Ok(None),
                 mysql::Value::Date(..) => match decode_date_time(&value, true) {
                     Ok(Value::Timestamp(micros)) => DateTime::from_timestamp_micros(micros)
                         .map(Some)
-                        .ok_or_else(|| format!("{side} MIN query returned a timestamp out of range")),
-                    _ => Err(format!("{side} MIN query returned an unreadable timestamp")),
+                        .ok_or_else(|| unreadable("a timestamp out of range")),
+                    _ => Err(unreadable("an unreadable timestamp")),
                 },
-                _ => Err(format!("{side} MIN query returned an unreadable timestamp")),
+                _ => Err(unreadable("an unreadable timestamp")),
             }
         })
     }
@@ -433,34 +449,42 @@ impl MySqlSideSession {
     /// Runs the side's aggregate query over `bounds` (the start must be resolved; both bound
     /// as naive UTC) and decodes its one row, one canonical value per metric, with the
     /// query's wall time in seconds.
-    pub fn aggregate(&mut self, sql: &str, bounds: Bounds, metrics: &[CheckType]) -> Result<(Vec<Value>, f64), String> {
+    pub fn aggregate(
+        &mut self,
+        sql: &str,
+        bounds: Bounds,
+        metrics: &[CheckType],
+    ) -> Result<(Vec<Value>, f64), SideError> {
         let side = self.side;
+        let action = "aggregate query";
+        let decode = move |line: String| SideError::new(side, action, SideErrorKind::Decode, line);
         let Some(start) = bounds.start else {
-            return Err(format!("{side} aggregate query has no window start"));
+            let line = format!("{side} aggregate query has no window start");
+            return Err(SideError::new(side, action, SideErrorKind::Server, line));
         };
         let (sql, metrics) = (sql.to_owned(), metrics.to_vec());
-        let action = "aggregate query";
         self.supervised(action, move |conn| {
             let started = Instant::now();
             let row: Option<mysql::Row> = conn
                 .exec_first(&sql, (bound(start), bound(bounds.end)))
-                .map_err(|error| failure(side, action, &error))?;
+                .map_err(|error| failure(side, action, SideErrorKind::Server, &error))?;
             let seconds = started.elapsed().as_secs_f64();
-            let row = row.ok_or_else(|| format!("{side} aggregate query returned no row"))?;
+            let row = row.ok_or_else(|| decode(format!("{side} aggregate query returned no row")))?;
             if row.len() != metrics.len() {
-                return Err(format!(
+                return Err(decode(format!(
                     "{side} aggregate query returned {} columns, {} expected",
                     row.len(),
                     metrics.len()
-                ));
+                )));
             }
             let columns = row.columns();
             let mut values = Vec::with_capacity(metrics.len());
             for (index, check) in metrics.iter().enumerate() {
                 let value = row.as_ref(index).cloned().unwrap_or(mysql::Value::NULL);
                 let column = &columns[index];
-                let decoded = decode_value(column.column_type(), column.character_set(), value)
-                    .map_err(|problem| format!("{side} aggregate value of {check} cannot be read: {problem}"))?;
+                let decoded = decode_value(column.column_type(), column.character_set(), value).map_err(|problem| {
+                    decode(format!("{side} aggregate value of {check} cannot be read: {problem}"))
+                })?;
                 values.push(decoded);
             }
             Ok((values, seconds))
@@ -471,22 +495,24 @@ impl MySqlSideSession {
     /// the visibility column probed once per session ([`VisibilityProbe`]), then the table's
     /// index rows grouped into indexes ([`indexes_from_statistics`]). The error text is the
     /// preflight's `source index lookup failed: <message>`.
-    pub fn indexes(&mut self, schema: &str, table: &str) -> Result<Vec<MySqlIndex>, String> {
-        let context = "source index lookup failed";
+    pub fn indexes(&mut self, schema: &str, table: &str) -> Result<Vec<MySqlIndex>, SideError> {
+        let (side, action) = (self.side, "index lookup");
+        let failed =
+            move |kind, why: String| SideError::new(side, action, kind, format!("source index lookup failed: {why}"));
         let mut probe = self.visibility;
         let (schema, table) = (schema.to_owned(), table.to_owned());
-        let result = self.supervised("index lookup", move |conn| {
+        let result = self.supervised(action, move |conn| {
             let visibility = probe
                 .column(|| conn.query::<String, _>(VISIBILITY_PROBE_QUERY))
-                .map_err(|error| format!("{context}: {}", mysql_one_line(&error)))?;
+                .map_err(|error| failed(SideErrorKind::Catalog, mysql_one_line(&error)))?;
             let rows: Vec<mysql::Row> = conn
                 .exec(index_query(visibility), (&schema, &table))
-                .map_err(|error| format!("{context}: {}", mysql_one_line(&error)))?;
+                .map_err(|error| failed(SideErrorKind::Catalog, mysql_one_line(&error)))?;
             let rows = rows
                 .into_iter()
                 .map(statistics_row)
                 .collect::<Result<Vec<_>, String>>()
-                .map_err(|problem| format!("{context}: {problem}"))?;
+                .map_err(|problem| failed(SideErrorKind::Decode, problem))?;
             Ok((probe, indexes_from_statistics(&rows, visibility)))
         });
         let (probe, indexes) = result?;
@@ -497,13 +523,15 @@ impl MySqlSideSession {
     /// The preflight's bounded count of the whole table ([`bounded_count_sql`], the limit
     /// bound as an integer): `Ok(Some(n))`, `Ok(None)` for a result that is not one integer,
     /// or the text `bounded source row count failed: <message>`.
-    pub fn bounded_count(&mut self, schema: &str, table: &str, limit: i64) -> Result<Option<i64>, String> {
-        let context = "bounded source row count failed";
-        let sql = bounded_count_sql(schema, table, MySqlPlaceholders::Question)
-            .map_err(|error| format!("{context}: {error}"))?;
-        self.supervised("bounded row count", move |conn| {
-            let rows: Vec<mysql::Row> =
-                conn.exec(&sql, (limit,)).map_err(|error| format!("{context}: {}", mysql_one_line(&error)))?;
+    pub fn bounded_count(&mut self, schema: &str, table: &str, limit: i64) -> Result<Option<i64>, SideError> {
+        let (side, action) = (self.side, "bounded row count");
+        let failed = move |why: String| {
+            SideError::new(side, action, SideErrorKind::Server, format!("bounded source row count failed: {why}"))
+        };
+        let sql =
+            bounded_count_sql(schema, table, MySqlPlaceholders::Question).map_err(|error| failed(error.to_string()))?;
+        self.supervised(action, move |conn| {
+            let rows: Vec<mysql::Row> = conn.exec(&sql, (limit,)).map_err(|error| failed(mysql_one_line(&error)))?;
             Ok(match rows.as_slice() {
                 [row] => match row.as_ref(0) {
                     Some(mysql::Value::Int(n)) => Some(*n),
@@ -517,9 +545,11 @@ impl MySqlSideSession {
 
     /// The session's connection (inside its read-only transaction) and its canceller, for a
     /// reader that streams on it directly; an abandoned session has none.
-    pub(crate) fn into_stream(mut self) -> Result<(Conn, MySqlCanceller), String> {
+    pub(crate) fn into_stream(mut self) -> Result<(Conn, MySqlCanceller), SideError> {
         let side = self.side;
-        let conn = self.conn.take().ok_or_else(|| format!("the {side} session was abandoned"))?;
+        let abandoned =
+            || SideError::new(side, "row stream", SideErrorKind::Timeout, format!("the {side} session was abandoned"));
+        let conn = self.conn.take().ok_or_else(abandoned)?;
         Ok((conn, self.canceller.clone()))
     }
 
@@ -547,7 +577,7 @@ impl MySqlSideSession {
         }
         let action = "rollback";
         let closed = self.supervised_within(ANSWER_GRACE, action, move |conn| {
-            conn.query_drop("ROLLBACK").map_err(|error| failure(side, action, &error))
+            conn.query_drop("ROLLBACK").map_err(|error| failure(side, action, SideErrorKind::Server, &error))
         });
         if let Err(reason) = closed {
             tracing::debug!(side = %side, %reason, "closing the MySQL side session");
@@ -557,8 +587,8 @@ impl MySqlSideSession {
     fn supervised<T: Send + 'static>(
         &mut self,
         action: &str,
-        job: impl FnOnce(&mut Conn) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
+        job: impl FnOnce(&mut Conn) -> Result<T, SideError> + Send + 'static,
+    ) -> Result<T, SideError> {
         self.supervised_within(self.answer_deadline(), action, job)
     }
 
@@ -568,29 +598,34 @@ impl MySqlSideSession {
         &mut self,
         deadline: Duration,
         action: &str,
-        job: impl FnOnce(&mut Conn) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
+        job: impl FnOnce(&mut Conn) -> Result<T, SideError> + Send + 'static,
+    ) -> Result<T, SideError> {
         let side = self.side;
         let canceller = self.canceller.clone();
         match on_helper_thread(&mut self.conn, &format!("datadiff-{side}-mysql"), deadline, job, move || {
             canceller.cancel()
         }) {
             Ok(result) => result,
-            Err(LentError::NoAnswer) => Err(format!(
-                "{side} {action} failed: no answer from the {side} database within {} s (statement timeout {} s + \
-                 {} s grace); a KILL QUERY was sent and the connection abandoned",
-                deadline.as_secs(),
-                self.statement_timeout.as_secs(),
-                ANSWER_GRACE.as_secs(),
+            Err(LentError::NoAnswer) => Err(SideError::failed(
+                side,
+                action,
+                SideErrorKind::Timeout,
+                format_args!(
+                    "no answer from the {side} database within {} s (statement timeout {} s + {} s grace); a KILL \
+                     QUERY was sent and the connection abandoned",
+                    deadline.as_secs(),
+                    self.statement_timeout.as_secs(),
+                    ANSWER_GRACE.as_secs(),
+                ),
             )),
-            Err(other) => Err(other.failure(side, action)),
+            Err(other) => Err(crate::side::lent_failure(side, action, other)),
         }
     }
 }
 
 /// `<side> <action> failed: <message>`.
-fn failure(side: Side, action: &str, error: &mysql::Error) -> String {
-    format!("{side} {action} failed: {}", mysql_one_line(error))
+fn failure(side: Side, action: &str, kind: SideErrorKind, error: &mysql::Error) -> SideError {
+    SideError::failed(side, action, kind, mysql_one_line(error))
 }
 
 /// A MySQL driver error in one line: a server error's message only, else the error's own

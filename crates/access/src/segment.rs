@@ -231,15 +231,48 @@ fn numeric_fields(value: &str) -> String {
     )
 }
 
-/// Why a table is streamed rather than hashed by segment.
+/// Why a table is streamed rather than hashed by segment (the reason a comparison stores).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unhashable {
-    /// The key has no integer position (text keys, a uuid against text).
-    #[error("its key {0} has no integer position (only integer and uuid keys are segmented)")]
+    /// The key has no integer position (text keys, a uuid against text): names the source's
+    /// key column.
+    #[error("the key {0} has no integer position (only integer and uuid keys are segmented)")]
     Key(String),
-    /// A column pair whose SQL equality is not the comparison's.
+    /// A column pair whose SQL equality is not the comparison's: names the source's column.
     #[error("column {0} is compared across types in a way SQL cannot hash")]
     Column(String),
+}
+
+/// How one side hashes its rows: its key's position and the hash fields of its compared
+/// columns, in stream order (for [`SegmentQuery::new`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SideHashing {
+    /// How the side's key maps to a position.
+    pub position: Position,
+    /// The side's hash expressions of the compared columns ([`hash_pair`]).
+    pub fields: Vec<String>,
+}
+
+/// Both sides' hashing of a comparison — the key pair `(source key column, source decoder,
+/// target decoder)` and each compared column pair with its decoders — or why its rows cannot
+/// be hashed: a key without a position first, else the first pair [`hash_pair`] cannot hash.
+pub fn plan_hashing<'a>(
+    key: (&str, KeyDecoder, KeyDecoder),
+    columns: impl IntoIterator<Item = ((&'a ColumnType, Decoder), (&'a ColumnType, Decoder))>,
+) -> Result<(SideHashing, SideHashing), Unhashable> {
+    let (key_column, source_key, target_key) = key;
+    let (Some(source_position), Some(target_position)) = (Position::of(source_key), Position::of(target_key)) else {
+        return Err(Unhashable::Key(key_column.to_owned()));
+    };
+    let mut source = SideHashing { position: source_position, fields: Vec::new() };
+    let mut target = SideHashing { position: target_position, fields: Vec::new() };
+    for (source_column, target_column) in columns {
+        let (source_field, target_field) =
+            hash_pair(source_column, target_column).ok_or_else(|| Unhashable::Column(source_column.0.name.clone()))?;
+        source.fields.push(source_field);
+        target.fields.push(target_field);
+    }
+    Ok((source, target))
 }
 
 /// One side's segment queries: the table, its key and the hashed fields, over the rows a
@@ -283,6 +316,11 @@ impl SegmentQuery {
             position,
             filter: filter.map(str::to_owned),
         }
+    }
+
+    /// The role name its errors carry (`source`, `replica`, ...).
+    pub fn role(&self) -> &str {
+        &self.role
     }
 
     /// The rows a query hashes, as a subquery named `hashed`: this side's rows where `condition`
@@ -447,65 +485,18 @@ impl SegmentQuery {
     }
 }
 
-/// A side the search can ask: a session that runs [`SegmentQuery`]s (the audit's snapshot
-/// [`Session`](crate::Session), a scheduled attempt's [`SideSession`](crate::SideSession)).
+/// A side the search can ask: something that answers a [`SegmentQuery`]'s overview and
+/// levels for its rows (see [`crate::compare::CompareSide`], whose sides all are one).
 pub trait HashSide {
     /// Its failure.
     type Error: Send;
 
-    /// [`SegmentQuery::overview`] on this side.
-    fn overview(
-        &mut self,
-        query: &SegmentQuery,
-        check_duplicates: bool,
-    ) -> Result<Result<Option<Overview>, KeysNotUsable>, Self::Error>;
+    /// The overview of the side's rows ([`SegmentQuery::overview`] on a database).
+    fn overview(&mut self, check_duplicates: bool) -> Result<Result<Option<Overview>, KeysNotUsable>, Self::Error>;
 
-    /// [`SegmentQuery::level`] on this side.
-    fn level(&mut self, query: &SegmentQuery, splits: &[Split]) -> Result<Vec<ChildDigest>, Self::Error>;
-}
-
-impl HashSide for Client {
-    type Error = Error;
-
-    fn overview(
-        &mut self,
-        query: &SegmentQuery,
-        check_duplicates: bool,
-    ) -> Result<Result<Option<Overview>, KeysNotUsable>, Error> {
-        query.overview(self, check_duplicates)
-    }
-
-    fn level(&mut self, query: &SegmentQuery, splits: &[Split]) -> Result<Vec<ChildDigest>, Error> {
-        query.level(self, splits)
-    }
-}
-
-impl HashSide for crate::SideSession {
-    type Error = String;
-
-    fn overview(
-        &mut self,
-        query: &SegmentQuery,
-        check_duplicates: bool,
-    ) -> Result<Result<Option<Overview>, KeysNotUsable>, String> {
-        let (query, role) = (query.clone(), query.role.clone());
-        self.with_client("segment overview", move |client| query.overview(client, check_duplicates))?
-            .map_err(|error| described(&role, &error))
-    }
-
-    fn level(&mut self, query: &SegmentQuery, splits: &[Split]) -> Result<Vec<ChildDigest>, String> {
-        let (query, role, splits) = (query.clone(), query.role.clone(), splits.to_vec());
-        self.with_client("segment hashes", move |client| query.level(client, &splits))?
-            .map_err(|error| described(&role, &error))
-    }
-}
-
-/// `<role> <step> failed: <primary message>` for a side session's failure text.
-fn described(role: &str, error: &Error) -> String {
-    match error {
-        Error::Query { action, source, .. } => format!("{role} {action} failed: {}", crate::one_line(source)),
-        other => crate::chain(other),
-    }
+    /// What the side holds in every non-empty child of `splits` ([`SegmentQuery::level`] on a
+    /// database).
+    fn level(&mut self, splits: &[Split]) -> Result<Vec<ChildDigest>, Self::Error>;
 }
 
 /// Where the search is, for progress.
@@ -542,8 +533,8 @@ pub enum SegmentOutcome {
 /// Runs the segment search over both sides, each side's statement on its own thread, and
 /// says where the differences are. `phase` hears each step before it runs.
 pub fn search<S, T, E>(
-    source: (&mut S, &SegmentQuery, bool),
-    target: (&mut T, &SegmentQuery, bool),
+    source: (&mut S, bool),
+    target: (&mut T, bool),
     settings: SearchSettings,
     phase: &mut dyn FnMut(Phase),
 ) -> Result<SegmentOutcome, E>
@@ -552,13 +543,11 @@ where
     T: HashSide<Error = E> + Send,
     E: Send,
 {
-    let (source_side, source_query, source_duplicates) = source;
-    let (target_side, target_query, target_duplicates) = target;
+    let (source_side, source_duplicates) = source;
+    let (target_side, target_duplicates) = target;
     phase(Phase::Overview);
-    let (source_overview, target_overview) = concurrently(
-        || source_side.overview(source_query, source_duplicates),
-        || target_side.overview(target_query, target_duplicates),
-    );
+    let (source_overview, target_overview) =
+        concurrently(|| source_side.overview(source_duplicates), || target_side.overview(target_duplicates));
     let (source_overview, target_overview) = match (source_overview?, target_overview?) {
         (Ok(source), Ok(target)) => (source, target),
         (Err(why), _) => return Ok(SegmentOutcome::StreamAll(format!("on the source, {why}"))),
@@ -591,10 +580,8 @@ where
             Step::Hash(splits) => {
                 let splits = splits.to_vec();
                 phase(Phase::Level { level: search.level() + 1, splits: splits.len() });
-                let (source_digests, target_digests) = concurrently(
-                    || source_side.level(source_query, &splits),
-                    || target_side.level(target_query, &splits),
-                );
+                let (source_digests, target_digests) =
+                    concurrently(|| source_side.level(&splits), || target_side.level(&splits));
                 let (source_digests, target_digests) = (source_digests?, target_digests?);
                 if let Err(unknown) = search.record(&source_digests, &target_digests) {
                     return Ok(SegmentOutcome::StreamAll(unknown.to_string()));

@@ -40,6 +40,7 @@ use postgres::{CancelToken, Client};
 
 use crate::LazyTls;
 use crate::lend::{LentError, on_helper_thread};
+use crate::side_error::{SideError, SideErrorKind};
 use crate::stream::{Decoder, Family};
 use datadiff_connect::{ANSWER_GRACE, within_deadline};
 
@@ -109,10 +110,9 @@ impl SideCanceller {
 impl SideSession {
     /// Connects within the side's deadline and opens the read-only transaction with UTC and
     /// `statement_timeout` (whole seconds, at least one).
-    pub fn open(config: &SideConfig, statement_timeout: Duration) -> Result<SideSession, String> {
+    pub fn open(config: &SideConfig, statement_timeout: Duration) -> Result<SideSession, SideError> {
         let side = config.side;
-        let cannot_connect =
-            |reason: String| format!("cannot connect to the {side} database {}: {reason}", config.address);
+        let cannot_connect = |reason: String| SideError::cannot_connect(side, &config.address, reason);
         let tls = config.tls.lazy();
         let client = connect_within(&config.config, tls.clone(), config.connect_timeout).map_err(cannot_connect)?;
         let canceller = SideCanceller { token: client.cancel_token(), tls };
@@ -125,8 +125,9 @@ impl SideSession {
              SELECT pg_catalog.set_config('statement_timeout', '{seconds}s', true)"
         );
         let action = "starting the read-only transaction";
-        session
-            .supervised(action, move |client| client.batch_execute(&setup).map_err(|e| failure(side, action, &e)))?;
+        session.supervised(action, move |client| {
+            client.batch_execute(&setup).map_err(|e| failure(side, action, SideErrorKind::Server, &e))
+        })?;
         tracing::debug!(side = %side, address = %config.address, "side session open");
         Ok(session)
     }
@@ -147,7 +148,7 @@ impl SideSession {
         &mut self,
         action: &str,
         job: impl FnOnce(&mut Client) -> T + Send + 'static,
-    ) -> Result<T, String> {
+    ) -> Result<T, SideError> {
         self.supervised(action, move |client| Ok(job(client)))
     }
 
@@ -156,35 +157,47 @@ impl SideSession {
         self.canceller.clone()
     }
 
-    /// `<side> <action> failed: <message>`.
-    pub fn failure(&self, action: &str, error: &postgres::Error) -> String {
-        failure(self.side, action, error)
+    /// `<side> <action> failed: <message>`, a server's failure.
+    pub fn failure(&self, action: &str, error: &postgres::Error) -> SideError {
+        failure(self.side, action, SideErrorKind::Server, error)
     }
 
     /// The columns of `schema.table` ([`table_columns`]).
-    pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, String> {
+    pub fn columns(&mut self, schema: &str, table: &str) -> Result<TableColumns, SideError> {
         let (side, schema, table) = (self.side, schema.to_owned(), table.to_owned());
         self.supervised("catalog read", move |client| {
-            table_columns(client, &schema, &table).map_err(|error| failure(side, "catalog read", &error))
+            table_columns(client, &schema, &table)
+                .map_err(|error| failure(side, "catalog read", SideErrorKind::Catalog, &error))
         })
     }
 
     /// `MIN(ts) … WHERE ts < $1` with `cutoff` bound as the column wants it; `None` when no
     /// row has a timestamp before the cutoff.
-    pub fn minimum(&mut self, sql: &str, cutoff: DateTime<Utc>, naive: bool) -> Result<Option<DateTime<Utc>>, String> {
+    pub fn minimum(
+        &mut self,
+        sql: &str,
+        cutoff: DateTime<Utc>,
+        naive: bool,
+    ) -> Result<Option<DateTime<Utc>>, SideError> {
         let (side, sql) = (self.side, sql.to_owned());
-        self.supervised("MIN query", move |client| {
+        let action = "MIN query";
+        self.supervised(action, move |client| {
             let bound = Bound::of(cutoff, naive);
-            let row = client.query_one(&sql, &[bound.param()]).map_err(|error| failure(side, "MIN query", &error))?;
-            let field = row.try_get::<_, Raw<'_>>(0).map_err(|error| failure(side, "MIN query", &error))?;
+            let server = |error: postgres::Error| failure(side, action, SideErrorKind::Server, &error);
+            let row = client.query_one(&sql, &[bound.param()]).map_err(server)?;
+            let field =
+                row.try_get::<_, Raw<'_>>(0).map_err(|error| failure(side, action, SideErrorKind::Decode, &error))?;
             let Some(bytes) = field.0 else {
                 return Ok(None);
+            };
+            let unreadable = |what: &str| {
+                SideError::new(side, action, SideErrorKind::Decode, format!("{side} MIN query returned {what}"))
             };
             match Decoder::Timestamp.decode(bytes) {
                 Ok(Value::Timestamp(micros)) => DateTime::from_timestamp_micros(micros)
                     .map(Some)
-                    .ok_or_else(|| format!("{side} MIN query returned a timestamp out of range")),
-                Ok(_) | Err(_) => Err(format!("{side} MIN query returned an unreadable timestamp")),
+                    .ok_or_else(|| unreadable("a timestamp out of range")),
+                Ok(_) | Err(_) => Err(unreadable("an unreadable timestamp")),
             }
         })
     }
@@ -197,33 +210,43 @@ impl SideSession {
         bounds: Bounds,
         naive: bool,
         metrics: &[CheckType],
-    ) -> Result<(Vec<Value>, f64), String> {
+    ) -> Result<(Vec<Value>, f64), SideError> {
         let side = self.side;
+        let action = "aggregate query";
+        let decode = move |line: String| SideError::new(side, action, SideErrorKind::Decode, line);
         let Some(start) = bounds.start else {
-            return Err(format!("{side} aggregate query has no window start"));
+            return Err(SideError::new(
+                side,
+                action,
+                SideErrorKind::Server,
+                format!("{side} aggregate query has no window start"),
+            ));
         };
         let (sql, metrics) = (sql.to_owned(), metrics.to_vec());
-        let action = "aggregate query";
         self.supervised(action, move |client| {
             let (start, end) = (Bound::of(start, naive), Bound::of(bounds.end, naive));
             let started = Instant::now();
-            let row =
-                client.query_one(&sql, &[start.param(), end.param()]).map_err(|error| failure(side, action, &error))?;
+            let row = client
+                .query_one(&sql, &[start.param(), end.param()])
+                .map_err(|error| failure(side, action, SideErrorKind::Server, &error))?;
             let seconds = started.elapsed().as_secs_f64();
             if row.len() != metrics.len() {
-                return Err(format!(
+                return Err(decode(format!(
                     "{side} aggregate query returned {} columns, {} expected",
                     row.len(),
                     metrics.len()
-                ));
+                )));
             }
             let mut values = Vec::with_capacity(metrics.len());
             for (index, check) in metrics.iter().enumerate() {
-                let field = row.try_get::<_, Raw<'_>>(index).map_err(|error| failure(side, action, &error))?;
+                let field = row
+                    .try_get::<_, Raw<'_>>(index)
+                    .map_err(|error| failure(side, action, SideErrorKind::Decode, &error))?;
                 let value = match field.0 {
                     None => Value::Null,
-                    Some(bytes) => decode_aggregate(row.columns()[index].type_(), bytes)
-                        .map_err(|problem| format!("{side} aggregate value of {check} cannot be read: {problem}"))?,
+                    Some(bytes) => decode_aggregate(row.columns()[index].type_(), bytes).map_err(|problem| {
+                        decode(format!("{side} aggregate value of {check} cannot be read: {problem}"))
+                    })?,
                 };
                 values.push(value);
             }
@@ -272,7 +295,7 @@ impl SideSession {
         }
         let action = "rollback";
         let closed = self.supervised_within(ANSWER_GRACE, action, move |client| {
-            client.batch_execute("ROLLBACK").map_err(|error| failure(side, action, &error))
+            client.batch_execute("ROLLBACK").map_err(|error| failure(side, action, SideErrorKind::Server, &error))
         });
         if let Err(reason) = closed {
             tracing::debug!(side = %side, %reason, "closing the side session");
@@ -283,8 +306,8 @@ impl SideSession {
     fn supervised<T: Send + 'static>(
         &mut self,
         action: &str,
-        job: impl FnOnce(&mut Client) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
+        job: impl FnOnce(&mut Client) -> Result<T, SideError> + Send + 'static,
+    ) -> Result<T, SideError> {
         self.supervised_within(self.answer_deadline(), action, job)
     }
 
@@ -294,29 +317,45 @@ impl SideSession {
         &mut self,
         deadline: Duration,
         action: &str,
-        job: impl FnOnce(&mut Client) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
+        job: impl FnOnce(&mut Client) -> Result<T, SideError> + Send + 'static,
+    ) -> Result<T, SideError> {
         let side = self.side;
         let canceller = self.canceller.clone();
         match on_helper_thread(&mut self.client, &format!("datadiff-{side}-session"), deadline, job, move || {
             canceller.cancel()
         }) {
             Ok(result) => result,
-            Err(LentError::NoAnswer) => Err(format!(
-                "{side} {action} failed: no answer from the {side} database within {} s (statement_timeout {} s + \
-                 {} s grace); a cancel request was sent and the connection abandoned",
-                deadline.as_secs(),
-                self.statement_timeout.as_secs(),
-                ANSWER_GRACE.as_secs(),
+            Err(LentError::NoAnswer) => Err(SideError::failed(
+                side,
+                action,
+                SideErrorKind::Timeout,
+                format_args!(
+                    "no answer from the {side} database within {} s (statement_timeout {} s + {} s grace); a cancel \
+                     request was sent and the connection abandoned",
+                    deadline.as_secs(),
+                    self.statement_timeout.as_secs(),
+                    ANSWER_GRACE.as_secs(),
+                ),
             )),
-            Err(other) => Err(other.failure(side, action)),
+            Err(other) => Err(lent_failure(side, action, other)),
         }
     }
 }
 
 /// `<side> <action> failed: <message>`.
-fn failure(side: Side, action: &str, error: &postgres::Error) -> String {
-    format!("{side} {action} failed: {}", one_line(error))
+fn failure(side: Side, action: &str, kind: SideErrorKind, error: &postgres::Error) -> SideError {
+    SideError::failed(side, action, kind, one_line(error))
+}
+
+/// A statement's helper that gave no answer for another reason than its deadline: an
+/// abandoned connection is a timeout's consequence, a lost helper thread the session's
+/// failure.
+pub(crate) fn lent_failure(side: Side, action: &str, error: LentError) -> SideError {
+    let kind = match error {
+        LentError::Abandoned | LentError::NoAnswer => SideErrorKind::Timeout,
+        LentError::Thread(_) | LentError::Lost => SideErrorKind::Server,
+    };
+    SideError::new(side, action, kind, error.failure(side, action))
 }
 
 /// A window bound as the timestamp column wants it: `timestamptz` for an aware column,
@@ -452,6 +491,24 @@ mod tests {
         let timestamp = decode_aggregate(&Type::TIMESTAMP, &noon.to_be_bytes()).unwrap();
         assert_eq!(timestamp.canonical_text().as_deref(), Some("2026-07-22T12:00:00Z"));
         assert!(decode_aggregate(&Type::JSONB, b"\x01{}").unwrap_err().contains("jsonb"));
+    }
+
+    #[test]
+    fn a_refused_connection_is_a_typed_connect_error_worded_as_stored() {
+        let config = "host=/nonexistent port=1 user=x".parse::<postgres::Config>().unwrap();
+        let side = SideConfig {
+            side: Side::Target,
+            config,
+            address: "/nonexistent:1/x".to_owned(),
+            connect_timeout: Duration::from_secs(5),
+            tls: crate::ClientTls::default(),
+        };
+        let error = SideSession::open(&side, Duration::from_secs(1)).unwrap_err();
+        assert_eq!((error.side, error.step.as_str(), error.kind), (Side::Target, "connect", SideErrorKind::Connect));
+        let line = error.to_string();
+        assert!(line.starts_with("cannot connect to the target database /nonexistent:1/x: error connecting"), "{line}");
+        assert!(!line.contains('\n'));
+        assert_eq!(String::from(error), line, "the stored text is the Display");
     }
 
     #[test]

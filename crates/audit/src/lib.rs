@@ -45,6 +45,7 @@ mod columns;
 mod error;
 mod refusal;
 mod report;
+mod scan;
 mod tombstone;
 mod watch;
 
@@ -52,9 +53,10 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 use datadiff_diff_core::{
-    merge::{Key, MergeError, Summary, merge},
+    Side,
+    merge::MergeError,
     plan::quoted_ident,
-    segment::{AUTO_STREAM_ROWS, SearchSettings, Strategy, StrategyUsed},
+    segment::{SearchSettings, Strategy},
 };
 
 pub use columns::ColumnMatchError;
@@ -69,11 +71,14 @@ use datadiff_access::Environment;
 use datadiff_access::Error as AccessError;
 
 pub use crate::error::Error;
-use datadiff_access::stream::{self, ColumnType, Decoder, KeyDecoder, RowQuery, RowStream, StreamOptions};
+use datadiff_access::compare::{CompareError, Compared, Comparison, compare};
+use datadiff_access::segment::{self, SideHashing, Unhashable};
+use datadiff_access::stream::{self, ColumnType, Decoder, KeyDecoder};
 use datadiff_access::{Session, SessionSettings};
 use datadiff_access::{TableName, split_identifiers};
 
 use crate::columns::{Selection, Tables, check_deleted_marker, match_columns};
+use crate::scan::{ScanHooks, SideRows, SnapshotSide};
 use crate::tombstone::DeletedMarker;
 use crate::watch::{BOTH, Role, Watch};
 
@@ -454,80 +459,46 @@ fn audit_watched(
 
     let inventory_rows = u64::try_from(inventory.source_rows.max(inventory.replica_rows)).unwrap_or(0);
     let max_examples = usize::try_from(options.max_examples).unwrap_or(1);
-    let max_rows = u64::try_from(options.max_rows).unwrap_or(0);
-    let source_query =
-        RowQuery::for_table(&options.table, &plan.source_key_name, plan.source_key, plan.source_decoders(), None);
     // With a deleted column on the replica table itself, only its live rows are compared.
     let live = match (&options.metadata, &plan.marker) {
         (None, Some(marker)) => Some(marker.live_sql()),
         _ => None,
     };
-    let replica_query = RowQuery::for_table(
-        options.replica_table(),
-        &plan.replica_key_name,
-        plan.replica_key,
-        plan.replica_decoders(),
-        live.as_deref(),
-    );
-    let mut summary: Summary<Key> = Summary::new(max_examples, plan.names.clone());
-    let (scan, strategy) =
-        segments(options, &plan, &mut source, &mut replica, &links, live.as_deref(), inventory_rows, watch, progress)?;
-    let (source_query, replica_query) = match scan {
-        Scan::Everything => (Some(source_query), Some(replica_query)),
-        Scan::Nothing { matched } => {
-            summary.matched = matched;
-            (None, None)
-        }
-        Scan::Leaves { matched, source_filter, replica_filter } => {
-            summary.matched = matched;
-            (
-                Some(RowQuery::for_table(
-                    &options.table,
-                    &plan.source_key_name,
-                    plan.source_key,
-                    plan.source_decoders(),
-                    Some(&source_filter),
-                )),
-                Some(RowQuery::for_table(
-                    options.replica_table(),
-                    &plan.replica_key_name,
-                    plan.replica_key,
-                    plan.replica_decoders(),
-                    Some(&replica_filter),
-                )),
-            )
-        }
+    let (source_hashing, replica_hashing) = match &plan.hashes {
+        Ok((source, replica)) => (Some(source), Some(replica)),
+        Err(_) => (None, None),
     };
-    std::thread::scope(|scope| -> Result<(), Error> {
-        let (Some(source_query), Some(replica_query)) = (source_query, replica_query) else { return Ok(()) };
-        let source_rows = RowStream::spawn(scope, &mut source, source_query, StreamOptions::default());
-        let replica_rows = RowStream::spawn(scope, &mut replica, replica_query, StreamOptions::default());
-        let _scanning = watch.scanning(source_rows.stopper(), replica_rows.stopper());
-        let mut merged = 0u64;
-        for change in merge(source_rows, replica_rows) {
-            let change = change.map_err(|error| Error::from(merge_error(error, options)))?;
-            summary.record(&change);
-            if summary.source_rows() > max_rows {
-                return Err(Error::Refused(Refusal::RowLimitDuringScan {
-                    role: "source".to_owned(),
-                    max_rows: options.max_rows,
-                }));
-            }
-            if summary.target_rows() > max_rows {
-                return Err(Error::Refused(Refusal::RowLimitDuringScan {
-                    role: "replica".to_owned(),
-                    max_rows: options.max_rows,
-                }));
-            }
-            merged += 1;
-            if merged.is_multiple_of(PROGRESS_EVERY) {
-                progress(AuditProgress::Scanned {
-                    source_rows: summary.source_rows(),
-                    replica_rows: summary.target_rows(),
-                });
-            }
-        }
-        Ok(())
+    let source_rows = SideRows {
+        table: options.table.clone(),
+        key_column: plan.source_key_name.clone(),
+        key: plan.source_key,
+        columns: plan.source_decoders(),
+        live: None,
+    };
+    let replica_rows = SideRows {
+        table: options.replica_table().clone(),
+        key_column: plan.replica_key_name.clone(),
+        key: plan.replica_key,
+        columns: plan.replica_decoders(),
+        live,
+    };
+    let mut comparison = Comparison::new(max_examples, plan.names.clone());
+    comparison.strategy = options.strategy;
+    comparison.counted_rows = Some(inventory_rows);
+    comparison.unhashable = plan.hashes.as_ref().err().map(ToString::to_string);
+    comparison.settings = options.segment_settings;
+    let compared = {
+        let mut source_side = SnapshotSide::new(&mut source, Side::Source, &links.0, source_rows, source_hashing);
+        let mut replica_side = SnapshotSide::new(&mut replica, Side::Target, &links.1, replica_rows, replica_hashing);
+        let mut hooks = ScanHooks::new(watch, &mut *progress, options.max_rows);
+        compare(&mut source_side, &mut replica_side, &comparison, &mut hooks)
+    };
+    let Compared { summary, strategy, .. } = compared.map_err(|error| match error {
+        CompareError::Side(error) => Error::Access(error),
+        CompareError::Merge(error) => Error::from(merge_error(error, options)),
+        CompareError::Stopped(refusal) => Error::Refused(refusal),
+        // The audit watches its own deadline (see the `watch` module) and is never interrupted.
+        CompareError::NoAnswer(_) | CompareError::Interrupted => Error::Thread("stopped unexpectedly"),
     })?;
     progress(AuditProgress::Scanned { source_rows: summary.source_rows(), replica_rows: summary.target_rows() });
     let ending = watch.busy("ending the snapshots", &BOTH);
@@ -574,125 +545,6 @@ fn audit_watched(
     Ok(report)
 }
 
-/// What the scan streams after the segment strategy had its say.
-enum Scan {
-    /// Every row (the stream strategy, or a table the hashes cannot decide).
-    Everything,
-    /// Nothing: the hashes proved all `matched` rows equal.
-    Nothing { matched: u64 },
-    /// Only the rows the filters keep; `matched` others were proven equal.
-    Leaves { matched: u64, source_filter: String, replica_filter: String },
-}
-
-/// Chooses the strategy and, for segments, hashes both snapshots by key segment (see
-/// [`datadiff_access::segment`]): what is left to stream, and the choice with its reason
-/// (logged at info, `-v`, and written to the report).
-#[allow(clippy::too_many_arguments, reason = "the scan's whole context, passed once")]
-fn segments(
-    options: &AuditOptions,
-    plan: &Plan,
-    source: &mut Session,
-    replica: &mut Session,
-    links: &(datadiff_access::Dsn, datadiff_access::Dsn),
-    live: Option<&str>,
-    rows: u64,
-    watch: &Watch,
-    progress: &mut dyn FnMut(AuditProgress),
-) -> Result<(Scan, StrategyUsed), Error> {
-    use datadiff_access::segment::{self, Position, SegmentOutcome, SegmentQuery};
-    let stream_because = |why: String| {
-        let used = StrategyUsed::stream(why);
-        tracing::info!(strategy = "stream", reason = %used.reason, "the scan streams every row");
-        Ok((Scan::Everything, used))
-    };
-    if options.strategy == Strategy::Stream {
-        return stream_because("stream requested".to_owned());
-    }
-    if options.strategy == Strategy::Auto && rows <= AUTO_STREAM_ROWS {
-        // Small tables stream outright: hashing could not save what probing costs.
-        return stream_because(format!("auto: {rows} rows (at most {AUTO_STREAM_ROWS} stream outright)"));
-    }
-    let (Some(source_position), Some(replica_position)) =
-        (Position::of(plan.source_key), Position::of(plan.replica_key))
-    else {
-        return stream_because(format!(
-            "the key {} has no integer position (only integer and uuid keys are segmented)",
-            plan.source_key_name
-        ));
-    };
-    let (source_fields, replica_fields) = match &plan.hashes {
-        Ok(fields) => fields,
-        Err(why) => return stream_because(why.clone()),
-    };
-    let probing = watch.busy("probing the links", &BOTH);
-    for (session, role) in [(&mut *source, "source"), (&mut *replica, "replica")] {
-        if !segment::server_supports_segments(session.client(), role)? {
-            return stream_because(format!("the {role} server is older than PostgreSQL 14 (no hash_record_extended)"));
-        }
-    }
-    let mut used = StrategyUsed::segments("segments requested");
-    if options.strategy == Strategy::Auto {
-        let source_link = segment::link(source.client(), links.0.config(), "source")?;
-        let replica_link = segment::link(replica.client(), links.1.config(), "replica")?;
-        used = StrategyUsed::auto(source_link, replica_link);
-        if used.strategy == Strategy::Stream {
-            return stream_because(used.reason);
-        }
-    }
-    let source_unique = segment::has_unique_key(source.client(), "source", &options.table, &plan.source_key_name)?;
-    let replica_unique =
-        segment::has_unique_key(replica.client(), "replica", options.replica_table(), &plan.replica_key_name)?;
-    drop(probing);
-    let source_query =
-        SegmentQuery::new("source", &options.table, &plan.source_key_name, source_position, source_fields, None);
-    let replica_query = SegmentQuery::new(
-        "replica",
-        options.replica_table(),
-        &plan.replica_key_name,
-        replica_position,
-        replica_fields,
-        live,
-    );
-    let hashing = watch.busy("hashing segments", &BOTH);
-    let mut phase = |phase: segment::Phase| {
-        let level = match phase {
-            segment::Phase::Overview => 0,
-            segment::Phase::Level { level, .. } => level,
-        };
-        progress(AuditProgress::Hashing { level });
-    };
-    let outcome = segment::search(
-        (source.client(), &source_query, !source_unique),
-        (replica.client(), &replica_query, !replica_unique),
-        options.segment_settings,
-        &mut phase,
-    )?;
-    drop(hashing);
-    Ok(match outcome {
-        SegmentOutcome::StreamAll(why) => return stream_because(format!("the hashes cannot decide: {why}")),
-        SegmentOutcome::Searched { matched, leaves, levels } => {
-            tracing::info!(
-                strategy = "segments",
-                reason = %used.reason,
-                matched,
-                segments = leaves.len(),
-                levels,
-                "hashed key segments"
-            );
-            if leaves.is_empty() {
-                (Scan::Nothing { matched }, used)
-            } else {
-                let source_filter = source_query.leaves_filter(&leaves);
-                let replica_filter = match live {
-                    Some(live) => format!("({live}) AND {}", replica_query.leaves_filter(&leaves)),
-                    None => replica_query.leaves_filter(&leaves),
-                };
-                (Scan::Leaves { matched, source_filter, replica_filter }, used)
-            }
-        }
-    })
-}
-
 /// The key and compared columns with the decoders of each side, and the deleted marker.
 struct Plan {
     /// The compared columns' source names.
@@ -708,9 +560,9 @@ struct Plan {
     marker: Option<DeletedMarker>,
     /// Source columns left out on request (see [`columns`]).
     excluded: Vec<String>,
-    /// Each side's segment hash fields of the compared columns, or why the pairs cannot be
-    /// hashed ([`datadiff_access::segment::hash_pair`]).
-    hashes: Result<(Vec<String>, Vec<String>), String>,
+    /// How each side hashes its rows by key segment, or why they cannot be hashed
+    /// ([`segment::plan_hashing`]).
+    hashes: Result<(SideHashing, SideHashing), Unhashable>,
 }
 
 impl Plan {
@@ -759,30 +611,17 @@ impl Plan {
         let (source_key, replica_key) = stream::plan_key(&matched.key.source, &matched.key.replica, "replica")?;
         let mut decoders = Vec::with_capacity(matched.columns.len());
         let coercions = stream::Coercions::NONE.empty_string_as_null(options.empty_string_as_null);
-        let mut hashes = Ok((Vec::new(), Vec::new()));
         for column in &matched.columns {
             let (source_decoder, replica_decoder) =
                 stream::plan_pair_with(&column.source, &column.replica, "replica", coercions)?;
             decoders.push((source_decoder, replica_decoder));
-            if let Ok((source_fields, replica_fields)) = &mut hashes {
-                let pair = datadiff_access::segment::hash_pair(
-                    (&column.source, source_decoder),
-                    (&column.replica, replica_decoder),
-                );
-                match pair {
-                    Some((source, replica)) => {
-                        source_fields.push(source);
-                        replica_fields.push(replica);
-                    }
-                    None => {
-                        hashes = Err(format!(
-                            "column {} is compared across types in a way SQL cannot hash",
-                            column.source.name
-                        ))
-                    }
-                }
-            }
         }
+        let hashes = segment::plan_hashing(
+            (&matched.key.source.name, source_key, replica_key),
+            matched.columns.iter().zip(&decoders).map(|(column, (source_decoder, replica_decoder))| {
+                ((&column.source, *source_decoder), (&column.replica, *replica_decoder))
+            }),
+        );
         Ok(Plan {
             names: matched.columns.iter().map(|column| column.source.name.clone()).collect(),
             replica_names: matched.columns.iter().map(|column| column.replica.name.clone()).collect(),
@@ -878,7 +717,7 @@ fn inventory(
     })
 }
 
-fn merge_error(error: MergeError<AccessError>, options: &AuditOptions) -> AccessError {
+fn merge_error(error: MergeError<Box<AccessError>>, options: &AuditOptions) -> AccessError {
     let table = |role: &str| {
         if role == "source" { options.table.to_string() } else { options.replica_table().to_string() }
     };
@@ -887,7 +726,7 @@ fn merge_error(error: MergeError<AccessError>, options: &AuditOptions) -> Access
         datadiff_diff_core::Side::Target => "replica",
     };
     match error {
-        MergeError::Read { source, .. } => source,
+        MergeError::Read { source, .. } => *source,
         MergeError::DuplicateKey { side, key } => {
             AccessError::DuplicateKey { role: role(side).to_owned(), table: table(role(side)), key }
         }

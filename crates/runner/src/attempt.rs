@@ -25,7 +25,7 @@
 //!    streamed in key order through the merge; its result joins the others (last) and its
 //!    first differences become the attempt's evidence. Planned at step 3 from both
 //!    `pg_catalog`s (a MySQL source's types from its `information_schema.COLUMNS`, see
-//!    [`crate::row_diff_mysql`]); a plan that fails makes only its own result ERROR. When it
+//!    [`crate::row_diff`]); a plan that fails makes only its own result ERROR. When it
 //!    is the only data check, step 4 fingerprints its source streaming `SELECT`.
 //! 8. **Finish** (T4): status, error, results, evidence and coverage in one transaction.
 //!
@@ -68,8 +68,7 @@ use crate::error::Error;
 use crate::execute::ExecutionOptions;
 use crate::in_flight::{InFlightAttempt, Registration};
 use crate::progress;
-use crate::row_diff::{self, RowDiffPlan};
-use crate::row_diff_mysql::{AnyRowDiffPlan, MySqlRowDiffPlan};
+use crate::row_diff::{self, RowDiffPlan, SourceCatalog};
 use crate::summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 use datadiff_access::{AnySide, MySqlSideSession, SideSession};
 
@@ -249,10 +248,10 @@ impl<'a> AttemptRun<'a> {
         let timeout = route.statement_timeout;
         // A tap-mysql source opens its MySQL session; everything else is PostgreSQL.
         let open_source = || match &route.mysql_source {
-            Some(mysql) => MySqlSideSession::open(mysql, timeout).map(AnySide::MySql),
-            None => SideSession::open(&route.source, timeout).map(AnySide::Postgres),
+            Some(mysql) => MySqlSideSession::open(mysql, timeout).map(AnySide::MySql).map_err(String::from),
+            None => SideSession::open(&route.source, timeout).map(AnySide::Postgres).map_err(String::from),
         };
-        let open_target = || SideSession::open(&route.target, timeout).map(AnySide::Postgres);
+        let open_target = || SideSession::open(&route.target, timeout).map(AnySide::Postgres).map_err(String::from);
         let (source, target) = if concurrent {
             std::thread::scope(|scope| {
                 let target = scope.spawn(open_target);
@@ -277,12 +276,14 @@ impl<'a> AttemptRun<'a> {
         let sides = opened.insert(Sides { source, target });
 
         // Step 3: the plan, from both catalogs.
-        let (source_columns, target_columns): (TableColumns, TableColumns) =
-            on_both(concurrent, sides, |side| match side.side() {
+        let (source_columns, target_columns): (TableColumns, TableColumns) = on_both(concurrent, sides, |side| {
+            match side.side() {
                 Side::Source => side.columns(&definition.source_schema, &definition.source_table),
                 Side::Target => side.columns(&definition.target_schema, &definition.target_table),
-            })
-            .map_err(Stop::Failed)?;
+            }
+            .map_err(String::from)
+        })
+        .map_err(Stop::Failed)?;
         let plan = AggregatePlan::new(definition, &source_columns, &target_columns)
             .map_err(|e| Stop::Failed(e.to_string()))?;
         // `run --strategy` overrides each definition's strategy (the answer is the same).
@@ -299,7 +300,8 @@ impl<'a> AttemptRun<'a> {
                 };
                 let target_catalog = row_diff::catalog(target, &definition.target_schema, &definition.target_table)
                     .map_err(Stop::Failed)?;
-                let planned = MySqlRowDiffPlan::new(definition, &plan, &target_catalog).map(AnyRowDiffPlan::MySql);
+                let planned = RowDiffPlan::new(definition, &plan, SourceCatalog::MySql, &target_catalog)
+                    .map(|planned| planned.with_strategy(settings.strategy()));
                 Some((settings, planned))
             }
             Some(settings) => {
@@ -314,8 +316,9 @@ impl<'a> AttemptRun<'a> {
                     }
                 })
                 .map_err(Stop::Failed)?;
-                let planned = RowDiffPlan::new(definition, &plan, &source_catalog, &target_catalog)
-                    .map(|planned| AnyRowDiffPlan::Postgres(planned.with_strategy(settings.strategy())));
+                let planned =
+                    RowDiffPlan::new(definition, &plan, SourceCatalog::Postgres(&source_catalog), &target_catalog)
+                        .map(|planned| planned.with_strategy(settings.strategy()));
                 Some((settings, planned))
             }
         };
@@ -343,16 +346,16 @@ impl<'a> AttemptRun<'a> {
                         let table = SourceTable { schema: &schema, table: &table, timestamp_column: &timestamp_column };
                         datadiff_preflight::preflight(client, &table, QueryFingerprint::of_sql(&fingerprint_sql))
                     })
-                    .map_err(Stop::Failed)?;
+                    .map_err(|error| Stop::Failed(error.into()))?;
                 self.recorded(&plan, &record)?
             }
             // MySQL/MariaDB: indexes from information_schema.STATISTICS, the same verdict.
             AnySide::MySql(source) => {
-                let indexes = source.indexes(&schema, &table);
+                let indexes = source.indexes(&schema, &table).map_err(String::from);
                 let count = |limit| match source.bounded_count(&schema, &table, limit) {
                     Ok(Some(rows)) => RowCount::Counted(rows),
                     Ok(None) => RowCount::Malformed,
-                    Err(text) => RowCount::Failed(text),
+                    Err(error) => RowCount::Failed(error.into()),
                 };
                 let record = datadiff_preflight::preflight_with(
                     &timestamp_column,
@@ -383,7 +386,7 @@ impl<'a> AttemptRun<'a> {
             let cutoff = bounds.end;
             let (source_minimum, target_minimum) = on_both(concurrent, sides, |side| {
                 let which = side.side();
-                side.minimum(plan.minimum_sql(which), cutoff, naive(which))
+                side.minimum(plan.minimum_sql(which), cutoff, naive(which)).map_err(String::from)
             })
             .map_err(Stop::Failed)?;
             match plan.historical_start(source_minimum, target_minimum, cutoff) {
@@ -408,7 +411,7 @@ impl<'a> AttemptRun<'a> {
         if !plan.metrics().is_empty() {
             let compared = on_both(concurrent, sides, |side| {
                 let which = side.side();
-                side.aggregate(plan.metric_sql(which), bounds, naive(which), plan.metrics())
+                side.aggregate(plan.metric_sql(which), bounds, naive(which), plan.metrics()).map_err(String::from)
             })
             .and_then(|((source_row, source_seconds), (target_row, target_seconds))| {
                 plan.compare(&source_row, &target_row, source_seconds, target_seconds)
@@ -439,7 +442,7 @@ impl<'a> AttemptRun<'a> {
             let counted = counted_rows(&results);
             // The progress bar takes an estimate where nothing was counted.
             let expected = match (self.options.progress.is_some(), row_diff_plan, sides.source.as_postgres()) {
-                (true, Ok(AnyRowDiffPlan::Postgres(row_diff)), Some(source)) => {
+                (true, Ok(row_diff), Some(source)) => {
                     counted.or_else(|| estimated_rows(source, row_diff, start, bounds.end))
                 }
                 _ => counted,
@@ -474,7 +477,7 @@ impl<'a> AttemptRun<'a> {
     /// finish (they belong to this same attempt).
     fn row_diff(
         &mut self,
-        plan: &Result<AnyRowDiffPlan, String>,
+        plan: &Result<RowDiffPlan, String>,
         route: &Route,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
@@ -701,7 +704,7 @@ fn estimated_rows(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Option<u64> {
-    let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end));
+    let explain = format!("EXPLAIN (FORMAT JSON) {}", plan.source_select_sql(start, end)?);
     let messages = source.with_client("EXPLAIN", move |client| client.simple_query(&explain)).ok()?.ok()?;
     messages.iter().find_map(|message| match message {
         SimpleQueryMessage::Row(row) => row.get(0).and_then(progress::plan_rows),

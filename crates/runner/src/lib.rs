@@ -177,7 +177,6 @@ mod in_flight;
 mod progress;
 mod remediation;
 mod row_diff;
-mod row_diff_mysql;
 mod selection;
 pub mod signals;
 mod summary;

@@ -35,6 +35,36 @@
 //! side and the key where there is one; a server error contributes its primary message only
 //! (its DETAIL can quote row values).
 //!
+//! # A MySQL or MariaDB source (`tap-mysql`)
+//!
+//! The same three steps, the source read by [`RowStream::mysql`] instead of `COPY`:
+//!
+//! * **Plan**: the source types come from the attempt's `information_schema.COLUMNS` read
+//!   (`DATA_TYPE`, `COLUMN_TYPE`), the replica's from `pg_catalog`; each pair gets a source
+//!   encoder and a *canonical* replica decoder ([`datadiff_access::stream::plan_mysql_pair`]:
+//!   never the PostgreSQL-to-PostgreSQL "as sent" forms, whose bytes depend on both sides
+//!   being PostgreSQL), so both sides encode equal values to equal bytes. A pair without a
+//!   faithful comparison (`json`, `set`, `year`, a `jsonb` replica, a date against a
+//!   boolean…) makes the `row_diff` result ERROR naming the column, in the PostgreSQL
+//!   planner's words.
+//! * **Stream**: the source runs `SELECT key, ts, compare… FROM db.table WHERE ts >= ? AND
+//!   ts < ? ORDER BY key` on a MySQL session of its own (UTC, the engine's statement timeout,
+//!   read-only transaction), the bounds bound as naive UTC — the values the aggregate query
+//!   binds; a text key is ordered by its UTF-8 bytes (MySQL collations are case-insensitive by
+//!   default), as the replica's `COLLATE "C"` orders it. The replica streams binary `COPY`
+//!   exactly as for a PostgreSQL source; the merge, its deadline (a `KILL QUERY` for MySQL)
+//!   and the evidence are the same.
+//! * **Strategy**: always a full stream of the window (`MySQL and MariaDB sources are
+//!   streamed`): segment hashing needs PostgreSQL's hash functions on both sides.
+//! * **Fingerprint**: with `row_diff` the only data check, the source preflight fingerprints
+//!   the source `SELECT` with `%s` for the two bounds (PyMySQL's placeholder, the form
+//!   upstream fingerprints its MySQL queries in).
+//!
+//! Both routes run through the one comparison pipeline ([`datadiff_access::compare`]): the
+//! strategy, the segment search, the streams, the merge and its deadline are written once;
+//! this module describes each side to it ([`AttemptSide`], [`MySqlSource`]) and words the
+//! outcome ([`RowDiffHooks`] and the failure texts).
+//!
 //! # Decisions where the sources are silent
 //!
 //! * **Evidence keys** use the source's configured key name, as results use logical names.
@@ -51,9 +81,8 @@
 //!   preflight fingerprints the source streaming `SELECT` with `%s` in place of the two
 //!   window bounds, the form upstream fingerprints its own queries in.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::thread::Scope;
+use std::time::Duration;
 
 use chrono::{DateTime, Datelike, Utc};
 use datadiff_backend_store::Difference;
@@ -61,25 +90,23 @@ use datadiff_diff_core::{
     Side,
     attempt::{CheckResult, ResultStatus, ResultType, RowDiffCounts},
     definition::CheckDefinition,
-    merge::{Key, MergeError, Summary, merge},
-    plan::{AggregatePlan, ColumnPair, quoted_ident},
+    merge::{Key, MergeError, Summary},
+    plan::{AggregatePlan, CatalogColumn, ColumnPair, quoted_ident},
+    segment::{ChildDigest, Link, Overview, Split, Strategy, StrategyUsed},
 };
 use serde_json::{Map, Value as Json};
 
 use crate::connections::Route;
 use crate::progress::StreamProgress;
-use datadiff_access::Error;
-use datadiff_access::SideConfig;
-use datadiff_access::TableName;
-use datadiff_access::segment::{self, Position, SegmentOutcome, SegmentQuery};
-use datadiff_access::stream::{
-    self, ColumnType, Decoder, Endpoint, KeyDecoder, RowQuery, RowStream, StreamOptions, StreamStopper,
+use datadiff_access::compare::{
+    self, Cancel, CompareError, CompareSide, Comparison, Found, HashFacts, Hooks, RowMeter, RowSet,
 };
-use datadiff_access::{ANSWER_GRACE, SideSession, one_line};
-use datadiff_diff_core::segment::{AUTO_STREAM_ROWS, Link, SearchSettings, Strategy, StrategyUsed};
-
-/// How often the watcher looks for an interruption while the streams run.
-const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+use datadiff_access::segment::{self, HashSide, KeysNotUsable, Phase, SegmentQuery, SideHashing, Unhashable};
+use datadiff_access::stream::{
+    self, ColumnType, Decoder, Endpoint, KeyDecoder, MySqlColumnType, MySqlRowQuery, RowQuery, RowStream, StreamOptions,
+};
+use datadiff_access::{ANSWER_GRACE, MySqlSideConfig, SideSession, one_line};
+use datadiff_access::{Error, SideConfig, TableName};
 
 /// What step 3 reads from one side's catalog for `row_diff`.
 #[derive(Debug, Clone)]
@@ -126,6 +153,17 @@ impl SidePlan {
         self.filter([&timestamp_literal(start, self.naive_timestamp), &timestamp_literal(end, self.naive_timestamp)])
     }
 
+    /// The streaming `SELECT` with `$1` and `$2` for the window bounds (for a server to plan
+    /// it, see [`row_diff_select`]).
+    fn parameterised_select(&self) -> String {
+        self.query(["$1", "$2"]).select_sql().to_owned()
+    }
+
+    /// The streaming query of the rows `filter` keeps.
+    fn rows_query(&self, filter: &str) -> RowQuery {
+        RowQuery::for_table(&self.table, &self.key_column, self.key, self.columns.clone(), Some(filter))
+    }
+
     /// The query over `[start, end)`, bounds written as literals of the column's type.
     fn window_query(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> RowQuery {
         let start = timestamp_literal(start, self.naive_timestamp);
@@ -134,11 +172,30 @@ impl SidePlan {
     }
 }
 
+/// How the source side is read.
+#[derive(Debug, Clone)]
+enum SourcePlan {
+    /// A PostgreSQL source, streamed by `COPY`, and how both sides hash its rows (or why they
+    /// cannot).
+    Postgres { side: SidePlan, hashing: Result<(SideHashing, SideHashing), Unhashable> },
+    /// A MySQL or MariaDB source, streamed by its ordered `SELECT`.
+    MySql(MySqlRowQuery),
+}
+
+/// Where the source's column types come from when planning.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SourceCatalog<'a> {
+    /// A PostgreSQL source: its `pg_catalog` types.
+    Postgres(&'a SideCatalog),
+    /// A MySQL or MariaDB source: the aggregate plan's `information_schema.COLUMNS` types.
+    MySql,
+}
+
 /// What `row_diff` compares in one attempt: both sides' streaming queries and the names its
 /// evidence uses.
 #[derive(Debug, Clone)]
 pub(crate) struct RowDiffPlan {
-    source: SidePlan,
+    source: SourcePlan,
     target: SidePlan,
     /// The logical key name (the evidence's JSON key).
     key_name: String,
@@ -146,22 +203,18 @@ pub(crate) struct RowDiffPlan {
     field_names: Vec<String>,
     /// How the rows are read (see [`datadiff_access::segment`]).
     strategy: Strategy,
-    /// Each side's segment hash fields of the compared columns, or why the pairs cannot be
-    /// hashed ([`segment::hash_pair`]).
-    hashes: Result<(Vec<String>, Vec<String>), String>,
 }
 
 impl RowDiffPlan {
     /// Plans `row_diff` for `definition` from the attempt's aggregate plan (resolved columns,
-    /// the soft-delete column) and both tables' catalog types. The error is the `row_diff`
-    /// result's one-line reason.
+    /// the soft-delete column), the source's column types and the target's catalog. The
+    /// error is the `row_diff` result's one-line reason.
     pub(crate) fn new(
         definition: &CheckDefinition,
         plan: &AggregatePlan,
-        source_catalog: &SideCatalog,
+        source_catalog: SourceCatalog<'_>,
         target_catalog: &SideCatalog,
     ) -> Result<RowDiffPlan, String> {
-        let (source_types, target_types) = (&source_catalog.columns, &target_catalog.columns);
         let columns = plan.columns();
         let source_table = TableName::new(&definition.source_schema, &definition.source_table);
         let target_table = TableName::new(&definition.target_schema, &definition.target_table);
@@ -171,59 +224,89 @@ impl RowDiffPlan {
         let catalog = |types: &[ColumnType], table: &TableName, name: &str| {
             types.iter().find(|column| column.name == name).cloned().ok_or_else(|| missing(name, table))
         };
-        let resolve = |pair: &ColumnPair| -> Result<(ColumnType, ColumnType), String> {
-            let source = pair.source.as_ref().ok_or_else(|| missing(&pair.logical_name, &source_table))?;
-            let target = pair
-                .target
-                .as_ref()
-                .ok_or_else(|| missing(target_name(definition, &pair.logical_name), &target_table))?;
-            Ok((
-                catalog(source_types, &source_table, &source.name)?,
-                catalog(target_types, &target_table, &target.name)?,
-            ))
+        let target_of = |pair: &ColumnPair| -> Result<ColumnType, String> {
+            // A MySQL source's missing target column is named by its logical name.
+            let name = match source_catalog {
+                SourceCatalog::Postgres(_) => target_name(definition, &pair.logical_name),
+                SourceCatalog::MySql => &pair.logical_name,
+            };
+            let target = pair.target.as_ref().ok_or_else(|| missing(name, &target_table))?;
+            catalog(&target_catalog.columns, &target_table, &target.name)
+        };
+        let source_of = |pair: &ColumnPair| -> Result<CatalogColumn, String> {
+            pair.source.clone().ok_or_else(|| missing(&pair.logical_name, &source_table))
         };
         let pairs = columns.pairs();
         let empty_string_as_null =
             definition.extensions.row_diff.is_some_and(|settings| settings.empty_string_as_null());
         let coercions = stream::Coercions::NONE.empty_string_as_null(empty_string_as_null);
-        let (source_key, target_key) = resolve(&pairs[0])?;
-        let (source_key_decoder, target_key_decoder) =
-            stream::plan_key(&source_key, &target_key, "target").map_err(|error| prefixed(&error))?;
-        let mut source_columns = Vec::with_capacity(pairs.len() - 1);
         let mut target_columns = Vec::with_capacity(pairs.len() - 1);
-        let mut field_names = Vec::with_capacity(pairs.len() - 1);
-        let mut hashes = Ok((Vec::new(), Vec::new()));
-        for pair in &pairs[1..] {
-            let (source, target) = resolve(pair)?;
-            let (source_decoder, target_decoder) =
-                stream::plan_pair_with(&source, &target, "target", coercions).map_err(|error| prefixed(&error))?;
-            if let Ok((source_fields, target_fields)) = &mut hashes {
-                match segment::hash_pair((&source, source_decoder), (&target, target_decoder)) {
-                    Some((source_field, target_field)) => {
-                        source_fields.push(source_field);
-                        target_fields.push(target_field);
-                    }
-                    None => {
-                        hashes =
-                            Err(format!("column {} is compared across types in a way SQL cannot hash", source.name))
-                    }
+        let field_names: Vec<String> = pairs[1..].iter().map(|pair| pair.logical_name.clone()).collect();
+        let (source, target_key) = match source_catalog {
+            SourceCatalog::Postgres(source_catalog) => {
+                let source_column =
+                    |pair: &ColumnPair| catalog(&source_catalog.columns, &source_table, &source_of(pair)?.name);
+                let (source_key, target_key) = (source_column(&pairs[0])?, target_of(&pairs[0])?);
+                let (source_key_decoder, target_key_decoder) =
+                    stream::plan_key(&source_key, &target_key, "target").map_err(|error| prefixed(&error))?;
+                let mut planned = Vec::with_capacity(pairs.len() - 1);
+                for pair in &pairs[1..] {
+                    let (source, target) = (source_column(pair)?, target_of(pair)?);
+                    let (source_decoder, target_decoder) =
+                        stream::plan_pair_with(&source, &target, "target", coercions)
+                            .map_err(|error| prefixed(&error))?;
+                    planned.push(((source, source_decoder), (target, target_decoder)));
                 }
+                let hashing = segment::plan_hashing(
+                    (&source_key.name, source_key_decoder, target_key_decoder),
+                    planned.iter().map(|((source, source_decoder), (target, target_decoder))| {
+                        ((source, *source_decoder), (target, *target_decoder))
+                    }),
+                );
+                let mut source_columns = Vec::with_capacity(planned.len());
+                for ((source, source_decoder), (target, target_decoder)) in planned {
+                    source_columns.push((source.name, source_decoder));
+                    target_columns.push((target.name, target_decoder));
+                }
+                let side = SidePlan {
+                    table: source_table,
+                    encrypted: source_catalog.encrypted,
+                    key_column: source_key.name,
+                    key: source_key_decoder,
+                    timestamp_column: columns.source_timestamp().name.clone(),
+                    naive_timestamp: columns.source_timestamp().is_naive_timestamp(),
+                    columns: source_columns,
+                    soft_delete_column: None,
+                };
+                (SourcePlan::Postgres { side, hashing }, (target_key, target_key_decoder))
             }
-            source_columns.push((source.name, source_decoder));
-            target_columns.push((target.name, target_decoder));
-            field_names.push(pair.logical_name.clone());
-        }
+            SourceCatalog::MySql => {
+                let (source_key, target_key) = (MySqlColumnType::of(&source_of(&pairs[0])?), target_of(&pairs[0])?);
+                let (source_key_form, target_key_decoder) =
+                    stream::plan_mysql_key(&source_key, &target_key, "target").map_err(|error| prefixed(&error))?;
+                let mut source_columns = Vec::with_capacity(pairs.len() - 1);
+                for pair in &pairs[1..] {
+                    let (source, target) = (MySqlColumnType::of(&source_of(pair)?), target_of(pair)?);
+                    let (encoder, decoder) = stream::plan_mysql_pair(&source, &target, "target", coercions)
+                        .map_err(|error| prefixed(&error))?;
+                    source_columns.push((source.name, encoder));
+                    target_columns.push((target.name, decoder));
+                }
+                let query = MySqlRowQuery::for_table(
+                    &definition.source_schema,
+                    &definition.source_table,
+                    &source_key.name,
+                    source_key_form,
+                    &columns.source_timestamp().name,
+                    source_columns,
+                )
+                .map_err(|error| format!("row_diff: {error}"))?;
+                (SourcePlan::MySql(query), (target_key, target_key_decoder))
+            }
+        };
+        let (target_key, target_key_decoder) = target_key;
         Ok(RowDiffPlan {
-            source: SidePlan {
-                table: source_table,
-                encrypted: source_catalog.encrypted,
-                key_column: source_key.name,
-                key: source_key_decoder,
-                timestamp_column: columns.source_timestamp().name.clone(),
-                naive_timestamp: columns.source_timestamp().is_naive_timestamp(),
-                columns: source_columns,
-                soft_delete_column: None,
-            },
+            source,
             target: SidePlan {
                 table: target_table,
                 encrypted: target_catalog.encrypted,
@@ -236,7 +319,6 @@ impl RowDiffPlan {
             },
             key_name: pairs[0].logical_name.clone(),
             field_names,
-            hashes,
             strategy: definition.extensions.row_diff.map(|settings| settings.strategy()).unwrap_or_default(),
         })
     }
@@ -249,284 +331,98 @@ impl RowDiffPlan {
     /// The text the source preflight fingerprints when `row_diff` is the only data check:
     /// the source streaming `SELECT` with `%s` for the window bounds.
     pub(crate) fn fingerprint_sql(&self) -> String {
-        self.source.query(["%s", "%s"]).select_sql().to_owned()
+        match &self.source {
+            SourcePlan::Postgres { side, .. } => side.query(["%s", "%s"]).select_sql().to_owned(),
+            SourcePlan::MySql(query) => query.sql_with_placeholders("%s"),
+        }
     }
 
-    /// A side's streaming `SELECT` with `$1` and `$2` for the window bounds (for a server
-    /// to plan it, see [`row_diff_select`]).
-    fn parameterised_select(&self, side: Side) -> String {
-        let plan = match side {
-            Side::Source => &self.source,
-            Side::Target => &self.target,
-        };
-        plan.query(["$1", "$2"]).select_sql().to_owned()
+    /// The source streaming `SELECT` over `[start, end)` (for its row estimate), for a
+    /// PostgreSQL source.
+    pub(crate) fn source_select_sql(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> Option<String> {
+        match &self.source {
+            SourcePlan::Postgres { side, .. } => Some(side.window_query(start, end).select_sql().to_owned()),
+            SourcePlan::MySql(_) => None,
+        }
     }
 
-    /// The source streaming `SELECT` over `[start, end)` (for its row estimate).
-    pub(crate) fn source_select_sql(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> String {
-        self.source.window_query(start, end).select_sql().to_owned()
-    }
-
-    /// Both streaming queries over `[start, end)`: source, target.
-    fn queries(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> (RowQuery, RowQuery) {
-        (self.source.window_query(start, end), self.target.window_query(start, end))
-    }
-
-    /// Compares both sides of the window `[start, end)`: with the segment strategy, hashes
-    /// first (see [`RowDiffPlan::segments`]), then streams what is left through the merge.
-    /// A watcher thread asks `interrupted` every [`INTERRUPT_POLL`] and stops both streams
-    /// when it says so (a stream may be waiting for its server, not for the merge).
-    /// `counted_rows` (the source window's exact count, when the attempt has one) lets `auto`
-    /// stream small windows outright; an estimate never does (a stale one would make `auto`
-    /// choose differently from run to run).
+    /// Compares both sides of the window `[start, end)` through the comparison pipeline
+    /// ([`datadiff_access::compare`]): the strategy, with segments the hashes, then the
+    /// streams of what is left through the merge. The pipeline's watcher asks `interrupted`
+    /// every 50 ms and stops both streams when it says so, or at their deadline
+    /// ([`answer_deadline`]). `counted_rows` (the source window's exact count, when the
+    /// attempt has one) lets `auto` stream small windows outright; an estimate never does (a
+    /// stale one would make `auto` choose differently from run to run).
     pub(crate) fn run(
         &self,
         route: &Route,
-        [start, end]: [DateTime<Utc>; 2],
+        window: [DateTime<Utc>; 2],
         max_examples: usize,
         counted_rows: Option<u64>,
         interrupted: &(dyn Fn() -> bool + Sync),
         progress: Option<StreamProgress<'_>>,
     ) -> Result<RowDiffOutcome, String> {
-        let source_endpoint = endpoint(&route.source, route, self.source.encrypted)?;
-        let target_endpoint = endpoint(&route.target, route, self.target.encrypted)?;
-        let mut summary: Summary<Key> = Summary::new(max_examples, self.field_names.clone());
-        let hashing = Instant::now();
-        let mut progress = progress;
-        let (scan, strategy) = self.segments(route, [start, end], counted_rows, interrupted, &mut progress)?;
-        let (source_query, target_query) = match scan {
-            Scan::Everything => self.queries(start, end),
-            Scan::Nothing { matched } => {
-                summary.matched = matched;
-                let seconds = hashing.elapsed().as_secs_f64();
-                return Ok(self.outcome(summary, seconds, seconds, strategy));
+        let mut comparison = Comparison::new(max_examples, self.field_names.clone());
+        comparison.strategy = self.strategy;
+        comparison.counted_rows = counted_rows;
+        comparison.deadline = Some(answer_deadline(route));
+        comparison.interrupted = Some(interrupted);
+        match &self.source {
+            SourcePlan::Postgres { side, hashing } => {
+                comparison.unhashable = hashing.as_ref().err().map(ToString::to_string);
+                let (source_hashing, target_hashing) = match hashing {
+                    Ok((source, target)) => (Some(source), Some(target)),
+                    Err(_) => (None, None),
+                };
+                let mut source = AttemptSide::new(&route.source, route, side, window, source_hashing)?;
+                let mut target = AttemptSide::new(&route.target, route, &self.target, window, target_hashing)?;
+                let hooks = RowDiffHooks { progress, mysql_source: false, strategy: self.strategy };
+                self.compare(route, &mut source, &mut target, &comparison, hooks)
             }
-            Scan::Leaves { matched, source_filter, target_filter } => {
-                summary.matched = matched;
-                let source = RowQuery::for_table(
-                    &self.source.table,
-                    &self.source.key_column,
-                    self.source.key,
-                    self.source.columns.clone(),
-                    Some(&source_filter),
-                );
-                let target = RowQuery::for_table(
-                    &self.target.table,
-                    &self.target.key_column,
-                    self.target.key,
-                    self.target.columns.clone(),
-                    Some(&target_filter),
-                );
-                (source, target)
+            SourcePlan::MySql(query) => {
+                let config = route
+                    .mysql_source
+                    .clone()
+                    .ok_or_else(|| "row_diff: the source has no MySQL settings".to_owned())?;
+                let mut source =
+                    MySqlSource { config, statement_timeout: route.statement_timeout, query: query.clone(), window };
+                let mut target = AttemptSide::new(&route.target, route, &self.target, window, None)?;
+                let hooks = RowDiffHooks { progress, mysql_source: true, strategy: self.strategy };
+                self.compare(route, &mut source, &mut target, &comparison, hooks)
             }
-        };
-        let hashed = hashing.elapsed();
-        let (source_time, target_time) = merge_streams(
-            route,
-            |scope| {
-                (
-                    RowStream::connect(scope, source_endpoint, source_query, StreamOptions::default()),
-                    RowStream::connect(scope, target_endpoint, target_query, StreamOptions::default()),
-                )
-            },
-            progress,
-            &mut summary,
-            interrupted,
-            &|error| self.merge_failure(error, route),
-        )?;
-        // Durations added, then converted once: seconds with at most nine decimals, as stored.
-        Ok(self.outcome(summary, (hashed + source_time).as_secs_f64(), (hashed + target_time).as_secs_f64(), strategy))
+        }
     }
 
-    /// The outcome of a comparison summarised in `summary`.
-    fn outcome(
-        &self,
-        summary: Summary<Key>,
-        source_seconds: f64,
-        target_seconds: f64,
-        strategy: StrategyUsed,
-    ) -> RowDiffOutcome {
-        outcome(&self.key_name, summary, source_seconds, target_seconds, strategy)
-    }
-
-    /// Both sides' segment queries over their filters, when the key has a position and every
-    /// column pair a hash expression ([`segment::hash_pair`]); otherwise why not.
-    fn segment_queries(
-        &self,
-        source_filter: &str,
-        target_filter: &str,
-    ) -> Result<(SegmentQuery, SegmentQuery), String> {
-        let (Some(source_position), Some(target_position)) =
-            (Position::of(self.source.key), Position::of(self.target.key))
-        else {
-            return Err(format!(
-                "the key {} has no integer position (only integer and uuid keys are segmented)",
-                self.source.key_column
-            ));
-        };
-        let (source_fields, target_fields) = self.hashes.as_ref().map_err(String::clone)?;
-        let query = |role, side: &SidePlan, position, fields: &[String], filter| {
-            SegmentQuery::new(role, &side.table, &side.key_column, position, fields, Some(filter))
-        };
-        Ok((
-            query("source", &self.source, source_position, source_fields, source_filter),
-            query("target", &self.target, target_position, target_fields, target_filter),
-        ))
-    }
-
-    /// Chooses the strategy and, for segments, hashes both sides of `[start, end)` by key
-    /// segment on sessions of their own (see [`datadiff_access::segment`]): what is left to
-    /// stream, and the choice with its reason (logged at info, `-v`, and stored with the
-    /// result). A table the hashes cannot decide is streamed whole, and the reason says why.
-    fn segments(
+    /// Runs the pipeline over `source` and `target`, and words its outcome.
+    fn compare<S: CompareSide<Error = String>>(
         &self,
         route: &Route,
-        [start, end]: [DateTime<Utc>; 2],
-        counted_rows: Option<u64>,
-        interrupted: &(dyn Fn() -> bool + Sync),
-        progress: &mut Option<StreamProgress<'_>>,
-    ) -> Result<(Scan, StrategyUsed), String> {
-        let stream_because = |why: String| {
-            let used = StrategyUsed::stream(why);
-            tracing::info!(strategy = "stream", reason = %used.reason, "row_diff streams every row of the window");
-            Ok((Scan::Everything, used))
-        };
-        if self.strategy == Strategy::Stream {
-            return stream_because("stream requested".to_owned());
-        }
-        if let Some(rows) = counted_rows.filter(|rows| self.strategy == Strategy::Auto && *rows <= AUTO_STREAM_ROWS) {
-            return stream_because(format!("auto: {rows} rows (at most {AUTO_STREAM_ROWS} stream outright)"));
-        }
-        let (source_filter, target_filter) =
-            (self.source.window_filter(start, end), self.target.window_filter(start, end));
-        let (source_query, target_query) = match self.segment_queries(&source_filter, &target_filter) {
-            Ok(queries) => queries,
-            Err(why) => return stream_because(why),
-        };
-        // Servers on this machine stream: no sessions to open for the hashes.
-        if self.strategy == Strategy::Auto
-            && segment::local_only(&route.source.config)
-            && segment::local_only(&route.target.config)
-        {
-            return stream_because(StrategyUsed::auto(Link::Local, Link::Local).reason);
-        }
-        let (source, target) = segment::concurrently(
-            || SideSession::open(&route.source, route.statement_timeout),
-            || SideSession::open(&route.target, route.statement_timeout),
-        );
-        let (mut source, mut target) = (source?, target?);
-        let facts =
-            |side: &mut SideSession, config: &SideConfig, query: &SegmentQuery, table: &TableName, key: &str| {
-                let (config, table, key, role) =
-                    (config.config.clone(), table.clone(), key.to_owned(), side.side().to_string());
-                let auto = self.strategy == Strategy::Auto;
-                side.with_client(
-                    "segment preparation",
-                    move |client| -> Result<(bool, Option<Link>, bool), datadiff_access::Error> {
-                        let supported = segment::server_supports_segments(client, &role)?;
-                        let link = if auto && supported { Some(segment::link(client, &config, &role)?) } else { None };
-                        let unique = segment::has_unique_key(client, &role, &table, &key)?;
-                        Ok((supported, link, unique))
-                    },
-                )?
-                .map_err(|error| format!("row_diff: {}", crate::error::chain(&error)))
-                .map(|facts| (facts, query.clone()))
-            };
-        let (source_facts, target_facts) = segment::concurrently(
-            || facts(&mut source, &route.source, &source_query, &self.source.table, &self.source.key_column),
-            || facts(&mut target, &route.target, &target_query, &self.target.table, &self.target.key_column),
-        );
-        let (((source_supported, source_link, source_unique), _), ((target_supported, target_link, target_unique), _)) =
-            (source_facts?, target_facts?);
-        // Given up without a wait when either did not answer (the attempt's one deadline).
-        let close = SideSession::close_both;
-        if !(source_supported && target_supported) {
-            close(source, target);
-            return stream_because("a server is older than PostgreSQL 14 (no hash_record_extended)".to_owned());
-        }
-        let mut used = StrategyUsed::segments("segments requested");
-        if let (Some(source_link), Some(target_link)) = (source_link, target_link) {
-            used = StrategyUsed::auto(source_link, target_link);
-            if used.strategy == Strategy::Stream {
-                close(source, target);
-                return stream_because(used.reason);
-            }
-        }
-        if interrupted() {
-            close(source, target);
-            return Err("row_diff: interrupted".to_owned());
-        }
-        let mut phase = |phase: segment::Phase| match phase {
-            segment::Phase::Overview => tracing::info!("row_diff hashes the window on both sides"),
-            segment::Phase::Level { level, splits } => {
-                tracing::info!(level, segments = splits, "row_diff hashes the segments that differ")
-            }
-        };
-        if let Some(progress) = progress.as_mut() {
-            progress.hashing(true);
-        }
-        // An interruption cancels the hashing statements (as it stops streams).
-        let cancellers = [source.canceller(), target.canceller()];
-        let (done, finished) = crossbeam_channel::bounded::<()>(0);
-        let outcome = std::thread::scope(|scope| {
-            scope.spawn(move || {
-                while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = finished.recv_timeout(INTERRUPT_POLL) {
-                    if interrupted() {
-                        cancellers.iter().for_each(|canceller| canceller.cancel());
-                        return;
-                    }
-                }
-            });
-            let outcome = segment::search(
-                (&mut source, &source_query, !source_unique),
-                (&mut target, &target_query, !target_unique),
-                SearchSettings::default(),
-                &mut phase,
-            );
-            drop(done);
-            outcome
-        });
-        let outcome = match outcome {
-            Err(_) if interrupted() => Err("row_diff: interrupted".to_owned()),
-            other => other.map_err(|reason| format!("row_diff: {reason}")),
-        };
-        close(source, target);
-        if let (Some(progress), Ok(SegmentOutcome::Searched { matched, .. })) = (progress.as_mut(), &outcome) {
-            progress.proven(*matched);
-        }
-        if let Some(progress) = progress.as_mut() {
-            progress.hashing(false);
-        }
-        Ok(match outcome? {
-            SegmentOutcome::StreamAll(why) => return stream_because(format!("the hashes cannot decide: {why}")),
-            SegmentOutcome::Searched { matched, leaves, levels } => {
-                tracing::info!(
-                    strategy = "segments",
-                    reason = %used.reason,
-                    matched,
-                    segments = leaves.len(),
-                    levels,
-                    "row_diff hashed key segments"
-                );
-                if leaves.is_empty() {
-                    (Scan::Nothing { matched }, used)
-                } else {
-                    let scan = Scan::Leaves {
-                        matched,
-                        source_filter: format!("{source_filter} AND {}", source_query.leaves_filter(&leaves)),
-                        target_filter: format!("{target_filter} AND {}", target_query.leaves_filter(&leaves)),
-                    };
-                    (scan, used)
-                }
-            }
-        })
+        source: &mut S,
+        target: &mut AttemptSide,
+        comparison: &Comparison<'_>,
+        mut hooks: RowDiffHooks<'_>,
+    ) -> Result<RowDiffOutcome, String> {
+        let compared = compare::compare(source, target, comparison, &mut hooks).map_err(|error| match error {
+            CompareError::Side(reason) => reason,
+            CompareError::Merge(error) => self.merge_failure(error, route),
+            CompareError::NoAnswer(sides) => no_answer(&sides, route),
+            CompareError::Interrupted => "row_diff: interrupted".to_owned(),
+            CompareError::Stopped(never) => match never {},
+        })?;
+        let [source_streamed, target_streamed] = compared.streamed;
+        let hashed = compared.before_streams;
+        // Durations added, then converted once: seconds with at most nine decimals, as stored.
+        let (source_seconds, target_seconds) =
+            ((hashed + source_streamed).as_secs_f64(), (hashed + target_streamed).as_secs_f64());
+        Ok(outcome(&self.key_name, compared.summary, source_seconds, target_seconds, compared.strategy))
     }
 
     /// The one-line reason of a merge that stopped.
     fn merge_failure(&self, error: MergeError<Box<Error>>, route: &Route) -> String {
-        let table = |side: Side| match side {
-            Side::Source => &self.source.table,
-            Side::Target => &self.target.table,
+        let table = |side: Side| match (side, &self.source) {
+            (Side::Source, SourcePlan::Postgres { side, .. }) => side.table.to_string(),
+            (Side::Source, SourcePlan::MySql(query)) => format!("{}.{}", query.database(), query.table()),
+            (Side::Target, _) => self.target.table.to_string(),
         };
         match error {
             MergeError::Read { side, source } => stream_failure(&source, side, route),
@@ -541,72 +437,284 @@ impl RowDiffPlan {
     }
 }
 
-/// Streams both sides through the merge into `summary`: `open` starts the two streams
-/// (source, target) on the scope's threads, the merge runs on this one, and a watcher thread
-/// stops both streams at their client-side deadline ([`answer_deadline`]: the reason then
-/// names the sides that had not answered in full) or when `interrupted` says so. Returns each
-/// side's time to its last row. The source's rows count on `progress`.
-pub(crate) fn merge_streams<Open>(
-    route: &Route,
-    open: Open,
-    progress: Option<StreamProgress<'_>>,
-    summary: &mut Summary<Key>,
-    interrupted: &(dyn Fn() -> bool + Sync),
-    merge_failure: &dyn Fn(MergeError<Box<Error>>) -> String,
-) -> Result<(Duration, Duration), String>
-where
-    Open: for<'scope, 'env> FnOnce(&'scope std::thread::Scope<'scope, 'env>) -> (RowStream<'scope>, RowStream<'scope>),
-{
-    let started = Instant::now();
-    let expired = std::sync::OnceLock::<Vec<Side>>::new();
-    std::thread::scope(|scope| -> Result<(Duration, Duration), String> {
-        let (source_rows, target_rows) = open(scope);
-        let mut source = Timed::new(source_rows, progress);
-        let mut target = Timed::new(target_rows, None);
-        let stoppers = [source.rows.stopper(), target.rows.stopper()];
-        let awaited = [Arc::clone(&source.awaited), Arc::clone(&target.awaited)];
-        let (done, finished) = crossbeam_channel::bounded::<()>(0);
-        let deadline = started + answer_deadline(route);
-        let expired_sides = &expired;
-        scope.spawn(move || {
-            // Ends when the merge is over (the sender is dropped) or after stopping both.
-            while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = finished.recv_timeout(INTERRUPT_POLL) {
-                let late = Instant::now() >= deadline;
-                if late {
-                    // The side that did not answer is the one the merge waits for; the other
-                    // may only be held back by the merge (its reader blocked on a full queue).
-                    let reading = |(_, stopper): &(Side, &StreamStopper)| !stopper.reader_completed();
-                    let sides = [Side::Source, Side::Target];
-                    let mut waiting: Vec<Side> = sides
-                        .into_iter()
-                        .zip(&stoppers)
-                        .zip(&awaited)
-                        .filter(|(pair, awaited)| reading(pair) && awaited.load(Ordering::Acquire))
-                        .map(|((side, _), _)| side)
-                        .collect();
-                    if waiting.is_empty() {
-                        waiting = sides.into_iter().zip(&stoppers).filter(reading).map(|(side, _)| side).collect();
-                    }
-                    let _ = expired_sides.set(waiting);
-                }
-                if late || interrupted() {
-                    stoppers.iter().for_each(StreamStopper::stop);
-                    return;
-                }
-            }
+/// A PostgreSQL side of an attempt as a side of the comparison: it streams on a connection of
+/// its own ([`endpoint`]), and hashes on a session opened for it ([`SideSession`], with the
+/// attempt's deadlines) and closed when the search is over.
+pub(crate) struct AttemptSide {
+    side: Side,
+    config: SideConfig,
+    statement_timeout: Duration,
+    endpoint: Endpoint,
+    plan: SidePlan,
+    /// The window's filter: the rows compared.
+    window_filter: String,
+    /// The side's segment queries over the window, when the rows can be hashed.
+    segments: Option<SegmentQuery>,
+    /// The session the hashes run on, between [`CompareSide::prepare`] and
+    /// [`CompareSide::finish_hashing`].
+    session: Option<SideSession>,
+}
+
+impl AttemptSide {
+    fn new(
+        config: &SideConfig,
+        route: &Route,
+        plan: &SidePlan,
+        [start, end]: [DateTime<Utc>; 2],
+        hashing: Option<&SideHashing>,
+    ) -> Result<AttemptSide, String> {
+        let endpoint = endpoint(config, route, plan.encrypted)?;
+        let window_filter = plan.window_filter(start, end);
+        let role = config.side.to_string();
+        let segments = hashing.map(|hashing| {
+            SegmentQuery::new(
+                role,
+                &plan.table,
+                &plan.key_column,
+                hashing.position,
+                &hashing.fields,
+                Some(&window_filter),
+            )
         });
-        for change in merge(source.by_ref(), target.by_ref()) {
-            let change = change.map_err(|error| match expired.get() {
-                Some(sides) => no_answer(sides, route),
-                None if interrupted() => "row_diff: interrupted".to_owned(),
-                None => merge_failure(error),
-            })?;
-            summary.record(&change);
+        Ok(AttemptSide {
+            side: config.side,
+            config: config.clone(),
+            statement_timeout: route.statement_timeout,
+            endpoint,
+            plan: plan.clone(),
+            window_filter,
+            segments,
+            session: None,
+        })
+    }
+
+    /// The hashing session and this side's segment queries.
+    fn hashing(&mut self) -> Result<(&mut SideSession, SegmentQuery), String> {
+        let side = self.side;
+        match (&mut self.session, &self.segments) {
+            (Some(session), Some(segments)) => Ok((session, segments.clone())),
+            _ => Err(format!("row_diff: the {side} rows cannot be hashed by segment")),
         }
-        drop(done);
-        let elapsed = |timed: &Timed<'_, '_>| timed.ended.unwrap_or(started).duration_since(started);
-        Ok((elapsed(&source), elapsed(&target)))
-    })
+    }
+}
+
+impl HashSide for AttemptSide {
+    type Error = String;
+
+    fn overview(&mut self, check_duplicates: bool) -> Result<Result<Option<Overview>, KeysNotUsable>, String> {
+        let (session, query) = self.hashing()?;
+        let role = query.role().to_owned();
+        session
+            .with_client("segment overview", move |client| query.overview(client, check_duplicates))
+            .map_err(String::from)
+            .and_then(|overview| overview.map_err(|error| described(&role, &error)))
+            .map_err(|reason| format!("row_diff: {reason}"))
+    }
+
+    fn level(&mut self, splits: &[Split]) -> Result<Vec<ChildDigest>, String> {
+        let (session, query) = self.hashing()?;
+        let (role, splits) = (query.role().to_owned(), splits.to_vec());
+        session
+            .with_client("segment hashes", move |client| query.level(client, &splits))
+            .map_err(String::from)
+            .and_then(|level| level.map_err(|error| described(&role, &error)))
+            .map_err(|reason| format!("row_diff: {reason}"))
+    }
+}
+
+impl CompareSide for AttemptSide {
+    fn side(&self) -> Side {
+        self.side
+    }
+
+    fn is_local(&self) -> bool {
+        segment::local_only(&self.config.config)
+    }
+
+    fn prepare(&mut self, probe_link: bool) -> Result<HashFacts, String> {
+        let mut session = SideSession::open(&self.config, self.statement_timeout)?;
+        let (config, table, key, role) =
+            (self.config.config.clone(), self.plan.table.clone(), self.plan.key_column.clone(), self.side.to_string());
+        let facts = session.with_client(
+            "segment preparation",
+            move |client| -> Result<(bool, Option<Link>, bool), datadiff_access::Error> {
+                let supported = segment::server_supports_segments(client, &role)?;
+                let link = if probe_link && supported { Some(segment::link(client, &config, &role)?) } else { None };
+                let unique = segment::has_unique_key(client, &role, &table, &key)?;
+                Ok((supported, link, unique))
+            },
+        );
+        self.session = Some(session);
+        let (supported, link, unique_key) =
+            facts?.map_err(|error| format!("row_diff: {}", crate::error::chain(&error)))?;
+        let unsupported =
+            (!supported).then(|| "a server is older than PostgreSQL 14 (no hash_record_extended)".to_owned());
+        Ok(HashFacts { unsupported, link, unique_key })
+    }
+
+    fn canceller(&self) -> Option<Cancel> {
+        let canceller = self.session.as_ref()?.canceller();
+        Some(Box::new(move || canceller.cancel()))
+    }
+
+    fn is_abandoned(&self) -> bool {
+        self.session.as_ref().is_some_and(SideSession::is_abandoned)
+    }
+
+    fn finish_hashing(&mut self, abandon: bool) {
+        match (self.session.take(), abandon) {
+            (Some(session), true) => session.abandon(),
+            (Some(session), false) => session.close(),
+            (None, _) => {}
+        }
+    }
+
+    fn stream<'scope, 'env>(
+        &'scope mut self,
+        scope: &'scope Scope<'scope, 'env>,
+        rows: RowSet<'_>,
+    ) -> RowStream<'scope> {
+        let filter = match (rows, &self.segments) {
+            (RowSet::Leaves(leaves), Some(segments)) => {
+                format!("{} AND {}", self.window_filter, segments.leaves_filter(leaves))
+            }
+            _ => self.window_filter.clone(),
+        };
+        let query = self.plan.rows_query(&filter);
+        RowStream::connect(scope, self.endpoint.clone(), query, StreamOptions::default())
+    }
+}
+
+/// A MySQL or MariaDB source as a side of the comparison: it streams its window's ordered
+/// `SELECT` on a session of its own, and never hashes.
+struct MySqlSource {
+    config: MySqlSideConfig,
+    statement_timeout: Duration,
+    query: MySqlRowQuery,
+    window: [DateTime<Utc>; 2],
+}
+
+/// Why a MySQL or MariaDB source is always streamed.
+const MYSQL_STREAMS: &str = "MySQL and MariaDB sources are streamed";
+
+impl HashSide for MySqlSource {
+    type Error = String;
+
+    fn overview(&mut self, _check_duplicates: bool) -> Result<Result<Option<Overview>, KeysNotUsable>, String> {
+        Err(format!("row_diff: {MYSQL_STREAMS}"))
+    }
+
+    fn level(&mut self, _splits: &[Split]) -> Result<Vec<ChildDigest>, String> {
+        Err(format!("row_diff: {MYSQL_STREAMS}"))
+    }
+}
+
+impl CompareSide for MySqlSource {
+    fn side(&self) -> Side {
+        self.config.side
+    }
+
+    fn never_hashes(&self) -> Option<&str> {
+        Some(MYSQL_STREAMS)
+    }
+
+    fn is_local(&self) -> bool {
+        false
+    }
+
+    fn prepare(&mut self, _probe_link: bool) -> Result<HashFacts, String> {
+        Err(format!("row_diff: {MYSQL_STREAMS}"))
+    }
+
+    fn stream<'scope, 'env>(
+        &'scope mut self,
+        scope: &'scope Scope<'scope, 'env>,
+        _rows: RowSet<'_>,
+    ) -> RowStream<'scope> {
+        let [start, end] = self.window;
+        let (config, query) = (self.config.clone(), self.query.clone());
+        RowStream::mysql(scope, config, self.statement_timeout, query, (start, end), StreamOptions::default())
+    }
+}
+
+/// What `row_diff` says along the way: its log lines and the attempt's progress meter.
+struct RowDiffHooks<'m> {
+    progress: Option<StreamProgress<'m>>,
+    /// A MySQL or MariaDB source (always streamed).
+    mysql_source: bool,
+    /// The strategy asked for.
+    strategy: Strategy,
+}
+
+impl RowMeter for StreamProgress<'_> {
+    #[inline]
+    fn row(&mut self) {
+        StreamProgress::row(self);
+    }
+}
+
+impl<'m> Hooks for RowDiffHooks<'m> {
+    type Stop = std::convert::Infallible;
+    type Meter = StreamProgress<'m>;
+
+    fn streaming(&mut self, strategy: &StrategyUsed) {
+        match self.mysql_source {
+            true if self.strategy != Strategy::Stream => tracing::info!(
+                strategy = "stream",
+                reason = "segment hashing needs PostgreSQL on both sides",
+                "row_diff streams every row of the window"
+            ),
+            true => {}
+            false => {
+                tracing::info!(strategy = "stream", reason = %strategy.reason, "row_diff streams every row of the window")
+            }
+        }
+    }
+
+    fn hashing(&mut self, phase: Phase) {
+        match phase {
+            Phase::Overview => {
+                if let Some(progress) = self.progress.as_mut() {
+                    progress.hashing(true);
+                }
+                tracing::info!("row_diff hashes the window on both sides")
+            }
+            Phase::Level { level, splits } => {
+                tracing::info!(level, segments = splits, "row_diff hashes the segments that differ")
+            }
+        }
+    }
+
+    fn searched(&mut self, strategy: &StrategyUsed, found: Option<&Found>) {
+        if let Some(progress) = self.progress.as_mut() {
+            if let Some(found) = found {
+                progress.proven(found.matched);
+            }
+            progress.hashing(false);
+        }
+        if let Some(found) = found {
+            tracing::info!(
+                strategy = "segments",
+                reason = %strategy.reason,
+                matched = found.matched,
+                segments = found.segments,
+                levels = found.levels,
+                "row_diff hashed key segments"
+            );
+        }
+    }
+
+    fn source_meter(&mut self) -> Option<StreamProgress<'m>> {
+        self.progress.take()
+    }
+}
+
+/// `<role> <step> failed: <primary message>` for a side session's failure text.
+fn described(role: &str, error: &Error) -> String {
+    match error {
+        Error::Query { action, source, .. } => format!("{role} {action} failed: {}", one_line(source)),
+        other => crate::error::chain(other),
+    }
 }
 
 /// The outcome of a comparison summarised in `summary`: the counts, and the examples as
@@ -644,16 +752,6 @@ pub(crate) fn outcome(
         })
         .collect();
     RowDiffOutcome { counts, differences, source_seconds, target_seconds, strategy }
-}
-
-/// What `row_diff` streams after the segment strategy had its say.
-enum Scan {
-    /// Every row of the window.
-    Everything,
-    /// Nothing: the hashes proved all `matched` rows equal.
-    Nothing { matched: u64 },
-    /// Only the rows the filters keep; `matched` others were proven equal.
-    Leaves { matched: u64, source_filter: String, target_filter: String },
 }
 
 /// How long a stream may take to answer in full: the statement timeout (which the server
@@ -724,8 +822,12 @@ pub fn row_diff_select(
 ) -> Result<(String, String), String> {
     let source_catalog = catalog(source, &definition.source_schema, &definition.source_table)?;
     let target_catalog = catalog(target, &definition.target_schema, &definition.target_table)?;
-    let planned = RowDiffPlan::new(definition, plan, &source_catalog, &target_catalog)?;
-    Ok((planned.parameterised_select(Side::Source), planned.parameterised_select(Side::Target)))
+    let planned = RowDiffPlan::new(definition, plan, SourceCatalog::Postgres(&source_catalog), &target_catalog)?;
+    let source = match &planned.source {
+        SourcePlan::Postgres { side, .. } => side.parameterised_select(),
+        SourcePlan::MySql(_) => return Err("row_diff: a PostgreSQL source was expected".to_owned()),
+    };
+    Ok((source, planned.target.parameterised_select()))
 }
 
 /// The `pg_catalog` types of a side's table (the decoders need type OIDs and typmods, which
@@ -752,45 +854,6 @@ pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Resu
         Ok(SideCatalog { columns, encrypted })
     });
     read?
-}
-
-/// A row stream that notes when it ended and counts its rows on a progress meter when given
-/// one, its rare error boxed: the merge moves every row through a few layers, and a `Result`
-/// as small as the row saves about a tenth of its time.
-struct Timed<'scope, 'meter> {
-    rows: RowStream<'scope>,
-    ended: Option<Instant>,
-    progress: Option<StreamProgress<'meter>>,
-    /// Set while the merge waits for this side's next row (read by the deadline watcher).
-    awaited: Arc<AtomicBool>,
-}
-
-impl<'scope, 'meter> Timed<'scope, 'meter> {
-    fn new(rows: RowStream<'scope>, progress: Option<StreamProgress<'meter>>) -> Timed<'scope, 'meter> {
-        Timed { rows, ended: None, progress, awaited: Arc::new(AtomicBool::new(false)) }
-    }
-}
-
-impl Iterator for Timed<'_, '_> {
-    type Item = Result<stream::EncodedRow, Box<Error>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.awaited.store(true, Ordering::Release);
-        let next = self.rows.next_boxed();
-        self.awaited.store(false, Ordering::Release);
-        match (&next, &mut self.progress) {
-            (Some(_), Some(progress)) => progress.row(),
-            (None, progress) => {
-                if self.ended.is_none() {
-                    self.ended = Some(Instant::now());
-                }
-                // The stream is over: its count is final.
-                *progress = None;
-            }
-            _ => {}
-        }
-        next
-    }
 }
 
 /// A side's own streaming connection: the attempt session's settings, the same connect

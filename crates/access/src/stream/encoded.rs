@@ -53,7 +53,26 @@ impl EncodedRow {
         EncodedRow { key, data: Arc::from(fields), range: 0..fields.len() }
     }
 
-    fn encoded(&self) -> &[u8] {
+    /// A row from its key and the canonical encoding of each field in column order (`None`
+    /// for NULL): rows a program builds itself, such as [`crate::compare::MemorySide`]'s.
+    /// Equal fields must be equal bytes.
+    pub fn from_fields<'a>(key: Key, fields: impl IntoIterator<Item = Option<&'a [u8]>>) -> EncodedRow {
+        let mut encoded = Vec::new();
+        for field in fields {
+            match field {
+                None => encoded.extend_from_slice(&(-1i32).to_be_bytes()),
+                Some(bytes) => {
+                    let length = i32::try_from(bytes.len()).unwrap_or(i32::MAX);
+                    encoded.extend_from_slice(&length.to_be_bytes());
+                    encoded.extend_from_slice(&bytes[..usize::try_from(length).unwrap_or(0)]);
+                }
+            }
+        }
+        EncodedRow::new(key, &encoded)
+    }
+
+    /// The framed fields, as one byte string.
+    pub(crate) fn encoded(&self) -> &[u8] {
         &self.data[self.range.clone()]
     }
 
@@ -180,6 +199,7 @@ impl BatchWriter {
     }
 
     /// Appends one field written by `write` (its canonical encoding), framed.
+    #[cfg(feature = "mysql")]
     pub(crate) fn field_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> Result<(), String>) -> Result<(), String> {
         let at = self.buffer.len();
         self.buffer.extend_from_slice(&[0; 4]);

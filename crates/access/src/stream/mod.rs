@@ -53,6 +53,7 @@ mod copy;
 pub mod decoder;
 mod encoded;
 mod endpoint;
+#[cfg(feature = "mysql")]
 mod mysql;
 mod reader;
 mod tap;
@@ -62,5 +63,6 @@ pub use copy::{CopyParser, Flow, Tuple};
 pub use decoder::{Coercions, Decoder, KeyDecoder, plan_key, plan_pair, plan_pair_with};
 pub use encoded::{BatchWriter, EncodedRow, Fields};
 pub use endpoint::Endpoint;
+#[cfg(feature = "mysql")]
 pub use mysql::{MySqlColumnType, MySqlEncoder, MySqlFamily, MySqlKey, MySqlRowQuery, plan_mysql_key, plan_mysql_pair};
 pub use reader::{RowQuery, RowStream, StreamOptions, StreamStopper};

@@ -454,8 +454,8 @@ fn read_mysql(
 ) -> Result<Flow, Error> {
     let role = config.side.to_string();
     let failed = |message: String| Error::MySql { role: role.clone(), message };
-    let session = MySqlSideSession::open(config, statement_timeout).map_err(failed)?;
-    let (mut conn, canceller) = session.into_stream().map_err(failed)?;
+    let session = MySqlSideSession::open(config, statement_timeout).map_err(|error| failed(error.to_string()))?;
+    let (mut conn, canceller) = session.into_stream().map_err(|error| failed(error.to_string()))?;
     stop.arm(canceller.clone());
     // While the merge waits for the other side, this reader stops reading and the server
     // cannot write: let it wait as long as the statement may run (its default is 60 s).

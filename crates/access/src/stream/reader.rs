@@ -48,6 +48,7 @@ use crate::stream::copy::{CopyParser, Flow, Tuple};
 use crate::stream::decoder::{Decoder, KeyDecoder};
 use crate::stream::encoded::{BatchWriter, EncodedRow};
 use crate::stream::endpoint::{Endpoint, StopSignal};
+#[cfg(feature = "mysql")]
 use crate::stream::mysql::MySqlStop;
 use crate::table::TableName;
 
@@ -159,7 +160,10 @@ pub(super) enum Stopper {
     /// connection.
     Wake(Arc<StopSignal>),
     /// The reader has its own MySQL session: flag it and `KILL QUERY` its statement.
+    #[cfg(feature = "mysql")]
     MySql(Arc<MySqlStop>),
+    /// The reader has no server: a flag it checks per row.
+    Flag(Arc<AtomicBool>),
 }
 
 impl StreamStopper {
@@ -168,7 +172,9 @@ impl StreamStopper {
         match &self.how {
             Stopper::Cancel(canceller) => canceller.cancel(),
             Stopper::Wake(stop) => stop.stop(),
+            #[cfg(feature = "mysql")]
             Stopper::MySql(stop) => stop.stop(),
+            Stopper::Flag(stopped) => stopped.store(true, Ordering::Release),
         }
     }
 
@@ -230,6 +236,39 @@ impl<'scope> RowStream<'scope> {
         let reader_stop = Arc::clone(&stop);
         RowStream::start(scope, role, options, Stopper::Wake(stop), move |decoder, out| {
             endpoint.stream(&query, decoder, out, &reader_stop)
+        })
+    }
+
+    /// Streams `rows` in their order from a new thread of `scope`, through the same batches
+    /// and channels as a database's rows: rows a program holds in memory
+    /// ([`crate::compare::MemorySide`]). An `Err` ends the stream with that error after the
+    /// rows before it; a stream stopped or dropped early stops at its next row.
+    pub fn from_rows<'env, I>(
+        scope: &'scope Scope<'scope, 'env>,
+        role: impl Into<String>,
+        rows: I,
+        options: StreamOptions,
+    ) -> RowStream<'scope>
+    where
+        I: IntoIterator<Item = Result<EncodedRow, Error>> + Send + 'scope,
+    {
+        let stopped = Arc::new(AtomicBool::new(false));
+        let reader_stopped = Arc::clone(&stopped);
+        RowStream::start(scope, role.into(), options, Stopper::Flag(stopped), move |decoder, out| {
+            for row in rows {
+                if reader_stopped.load(Ordering::Acquire) {
+                    return Ok(Flow::Stop);
+                }
+                let row = row?;
+                let writer = decoder.writer();
+                writer.begin_row();
+                writer.framed(row.encoded());
+                writer.end_row(row.key().clone());
+                if decoder.row_ended(out) == Flow::Stop {
+                    return Ok(Flow::Stop);
+                }
+            }
+            Ok(decoder.flush_rows(out))
         })
     }
 
