@@ -286,9 +286,8 @@ pub use catalog::{Catalog, CatalogDifference, CatalogScope};
 pub use completion::{Completion, Finished};
 pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT};
 pub use connection::{APPLICATION_NAME, Role};
-pub use definition::{
-    CheckListing, Deactivated, DefinitionFilter, StoredDefinition, SyncReport, SyncScope, TapSelection,
-};
+pub use datadiff_diff_core::definition::StoredDefinition;
+pub use definition::{CheckListing, Deactivated, DefinitionFilter, SyncReport, SyncScope, TapSelection};
 pub use error::Error;
 pub use evidence::{RunEvidence, StoredPreflight};
 pub use grants::GrantGap;

@@ -315,6 +315,26 @@ pub enum DefinitionError {
     },
 }
 
+/// A stored revision of a check definition: a `dd_check_definitions` row as the backend store
+/// reads it back (pure data; the store persists it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredDefinition {
+    /// The revision's id (a fresh uuid4 per revision).
+    pub check_id: crate::attempt::CheckId,
+    /// Its number among the revisions of its `full_check_name`, from 1.
+    pub revision: i32,
+    /// The stored `config_hash` (SHA-256 of the canonical JSON, 64 hex characters).
+    pub config_hash: String,
+    /// Whether it is the name's current revision.
+    pub is_current: bool,
+    /// When it was imported.
+    pub created_at: DateTime<Utc>,
+    /// When it was superseded or deactivated.
+    pub superseded_at: Option<DateTime<Utc>>,
+    /// The definition, read back from `canonical_config`.
+    pub definition: CheckDefinition,
+}
+
 impl CheckDefinition {
     /// `"<target_id>/<tap_id>/<source_schema>/<table>"`.
     pub fn full_check_name_of(target_id: &str, tap_id: &str, source_schema: &str, table: &str) -> String {

@@ -17,9 +17,10 @@
 //!   does the same for an attempt already started (a remediation).
 //! * [`RunSummary`] is what an attempt (or a skip) comes to — what `run` prints and alerts
 //!   read: [`CheckIdentity`], [`SummaryStatus`], slot, window, run, reason, results and
-//!   [`PreflightFacts`].
-//! * The `datadiff-alerts` crate turns an invocation's summaries into source-index warnings
-//!   and one failure alert per failed check.
+//!   [`PreflightFacts`]. They are pure data of `datadiff-diff-core`, re-exported here.
+//! * The `datadiff-alerts` crate, beside this one, turns an invocation's summaries into
+//!   source-index warnings and one failure alert per failed check; the runner never calls it
+//!   (the CLI, or an embedding program, wires the two: the `datadiff` facade shows how).
 //! * [`ExecutionOptions`]: sides concurrent or sequential, the [`Clock`] (`--at`), and an
 //!   [`InFlight`] registry through which executing attempts can be interrupted and then
 //!   recorded ERROR with [`record_interrupted`].
@@ -40,8 +41,6 @@
 //! * [`signals`]: with [`TickContext::with_signal_handling`], SIGTERM, SIGINT and SIGHUP record every
 //!   in-flight attempt ERROR (`Terminated by SIGTERM before the check completed`) and the
 //!   process then exits by the signal.
-//! * After a tick, `datadiff_alerts::Dispatcher` sends pending index warnings, then one
-//!   failure alert per failed check.
 //!
 //! An embedding program verifying continuously, as a cron-driven `run_data_diff_checks`
 //! would:
@@ -50,8 +49,6 @@
 //! use std::time::Duration;
 //!
 //! use chrono::Utc;
-//! use datadiff_access::Environment;
-//! use datadiff_alerts::Dispatcher;
 //! use datadiff_runner::{Connections, Selection, TickContext, backend_config, open_backend, tick};
 //!
 //! let project = datadiff_config::load("/srv/pipelinewise", None)?;
@@ -65,12 +62,6 @@
 //!     for summary in &report.summaries {
 //!         let reason = summary.reason.as_deref().unwrap_or_default();
 //!         eprintln!("{} {} {reason}", summary.check.full_check_name, summary.status);
-//!     }
-//!     // A dispatcher per invocation: an endpoint that timed out is not retried within it.
-//!     let dispatcher = Dispatcher::from_project(&project, &Environment::process());
-//!     dispatcher.send_index_warnings(context.store(), &report.summaries, now);
-//!     if let Some(line) = dispatcher.send_failure_alerts(&report.summaries, now).undelivered_line() {
-//!         eprintln!("{line}");
 //!     }
 //!     std::thread::sleep(Duration::from_secs(60));
 //! }
@@ -180,13 +171,13 @@ mod row_diff;
 mod row_diff_mysql;
 mod selection;
 pub mod signals;
-mod summary;
 mod tick;
 mod workers;
 
 pub use backend::{backend_config, open_backend, open_backend_with};
 pub use clock::Clock;
 pub use connections::{Connections, MAX_CONNECT_TIMEOUT, Route, SOURCE_APPLICATION_NAME, TARGET_APPLICATION_NAME};
+pub use datadiff_diff_core::attempt::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 pub use error::Error;
 pub use execute::{ExecutionOptions, execute, execute_started, record_interrupted};
 pub use import::{Deactivation, ImportReport, changed_since_import, import_definitions, missing_taps};
@@ -195,5 +186,4 @@ pub use progress::{FLUSH_EVERY, ProgressMeter, ProgressSnapshot};
 pub use remediation::{RemediationReport, remediate};
 pub use row_diff::row_diff_select;
 pub use selection::{Selection, project_taps};
-pub use summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 pub use tick::{TickContext, TickReport, tick};

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, ScheduleOverview, Store, StoredDefinition, SweptRun};
 use datadiff_diff_core::{
-    attempt::{MAX_CATCH_UP, Signal, StartKind},
+    attempt::{CheckIdentity, MAX_CATCH_UP, RunSummary, Signal, StartKind, SummaryStatus},
     schedule::{CheckTickPlan, Schedule, TickFacts, TickStep},
 };
 
@@ -18,7 +18,6 @@ use crate::execute::{ExecutionOptions, execute};
 use crate::in_flight::{InFlight, InFlightAttempt};
 use crate::selection::Selection;
 use crate::signals::{self, Interruption, Watch};
-use crate::summary::{CheckIdentity, RunSummary, SummaryStatus};
 use crate::workers::Workers;
 
 /// Everything a tick (or a remediation) needs, built once and reused tick after tick: the
