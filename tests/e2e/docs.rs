@@ -1,6 +1,7 @@
 //! The documentation as a whole: the README is a front door (under 20,000 characters, naming
-//! every guide and the test prerequisites), and every relative link of the README and the
-//! guides reaches an existing file and, for a Markdown file, an existing heading.
+//! every guide, the contributors' page and the test prerequisites), and every relative link of
+//! the README, CONTRIBUTING.md and the guides reaches an existing file and, for a Markdown
+//! file, an existing heading.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,11 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The Markdown files whose links are checked.
 fn documents() -> Vec<PathBuf> {
-    let mut files = vec![Path::new(ROOT).join("README.md"), Path::new(ROOT).join("docs/deploy/README.md")];
+    let mut files = vec![
+        Path::new(ROOT).join("README.md"),
+        Path::new(ROOT).join("CONTRIBUTING.md"),
+        Path::new(ROOT).join("docs/deploy/README.md"),
+    ];
     for entry in std::fs::read_dir(Path::new(ROOT).join("docs")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|extension| extension == "md") {
@@ -96,6 +101,7 @@ fn the_readme_is_a_front_door_to_every_guide() {
         "docs/configuration.md",
         "docs/comparison.md",
         "docs/deploy/README.md",
+        "CONTRIBUTING.md",
     ] {
         assert!(readme.contains(&format!("]({guide}")), "the README links {guide}");
     }
