@@ -122,3 +122,31 @@ fn no_guide_uses_internal_jargon() {
         assert!(!text.contains("the seed") && !text.contains("seed's"), "{} says \"the seed\"", file.display());
     }
 }
+
+/// Every library crate's front page shows how to embed it in a Rust example, which rustdoc
+/// compiles as a doctest (`no_run` where it needs servers): a fenced block that is Rust (no
+/// info string, or `no_run`), not `text` or `toml`.
+#[test]
+fn every_library_crate_has_an_embedding_example() {
+    let mut fronts = vec![Path::new(ROOT).join("src/lib.rs")];
+    for entry in std::fs::read_dir(Path::new(ROOT).join("crates")).unwrap() {
+        let lib = entry.unwrap().path().join("src/lib.rs");
+        if lib.exists() {
+            fronts.push(lib);
+        }
+    }
+    assert!(fronts.len() > 10, "{fronts:?}");
+    let mut without = Vec::new();
+    for front in fronts {
+        let text = std::fs::read_to_string(&front).unwrap();
+        let rust = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("//! ```"))
+            .step_by(2)
+            .any(|info| matches!(info.trim(), "" | "rust" | "no_run" | "rust,no_run"));
+        if !rust {
+            without.push(front.display().to_string());
+        }
+    }
+    assert!(without.is_empty(), "front pages without a Rust example: {without:?}");
+}
