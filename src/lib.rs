@@ -22,7 +22,6 @@
 //! ```no_run
 //! use std::time::Duration;
 //!
-//! use chrono::Utc;
 //! use datadiff::access::Environment;
 //! use datadiff::alerts::Dispatcher;
 //! use datadiff::runner::{Connections, Selection, TickContext, backend_config, open_backend, tick};
@@ -33,8 +32,8 @@
 //!     .with_selection(Selection::all())
 //!     .with_signal_handling(true);
 //! loop {
-//!     let now = Utc::now(); // taken once per tick
-//!     let report = tick(&context, now)?;
+//!     let report = tick(&context)?; // its `now`: the context's clock, read once
+//!     let now = report.now;
 //!     // A dispatcher per invocation: an endpoint that timed out is not retried within it.
 //!     let dispatcher = Dispatcher::from_project(&project, &Environment::process());
 //!     dispatcher.send_index_warnings(context.store(), &report.summaries, now);

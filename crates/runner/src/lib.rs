@@ -48,7 +48,6 @@
 //! ```no_run
 //! use std::time::Duration;
 //!
-//! use chrono::Utc;
 //! use datadiff_runner::{Connections, Selection, TickContext, backend_config, open_backend, tick};
 //!
 //! let project = datadiff_config::load("/srv/pipelinewise", None)?;
@@ -57,8 +56,7 @@
 //!     .with_selection(Selection::all())
 //!     .with_signal_handling(true);
 //! loop {
-//!     let now = Utc::now(); // taken once per tick
-//!     let report = tick(&context, now)?;
+//!     let report = tick(&context)?; // its `now`: the context's clock (the system's), read once
 //!     for summary in &report.summaries {
 //!         let reason = summary.reason.as_deref().unwrap_or_default();
 //!         eprintln!("{} {} {reason}", summary.check.full_check_name, summary.status);
@@ -81,8 +79,9 @@
 //! let store = open_backend(backend_config(project.backend.as_ref().ok_or("no backend_db")?))?;
 //! store.gate(Path::new("/srv/pipelinewise"))?;
 //! let connections = Connections::from_project(&project);
-//! let now = Utc.with_ymd_and_hms(2026, 7, 22, 13, 47, 0).unwrap(); // --at
-//! let options = ExecutionOptions { clock: Clock::at(now), ..ExecutionOptions::default() };
+//! let clock = Clock::at(Utc.with_ymd_and_hms(2026, 7, 22, 13, 47, 0).unwrap()); // --at
+//! let now = clock.now();
+//! let options = ExecutionOptions { clock, ..ExecutionOptions::default() };
 //! for definition in store.definitions(&DefinitionFilter::default())? {
 //!     let slot = definition.definition.schedule()?.current_slot(now)?;
 //!     let summary = execute(&store, &connections, &definition, slot, StartKind::Scheduled { force: false }, &options)?;
@@ -99,15 +98,16 @@
 //! # What it does not do (yet)
 //!
 //! Only PostgreSQL → PostgreSQL routes are executed (others are SKIPPED). The
-//! tick does not loop, sleep or read the clock itself: the caller chooses `now` and when to
+//! tick does not loop or sleep: the caller chooses the clock (`--at` fixes it) and when to
 //! tick again. Composite keys are not supported. It opens no connection itself: sessions and
 //! streams come from `datadiff-access`; the standalone audit is `datadiff-audit`.
 //!
 //! # Decisions where the sources are silent (scheduling)
 //!
-//! * **`now` and recorded times.** `now` decides slots, sweep and retry eligibility; every
-//!   recorded time comes from the context's [`Clock`] (`Clock::at(now)` for `--at`, so a
-//!   replay is coherent; the system clock otherwise, as upstream records times when written).
+//! * **`now` and recorded times.** One time source per tick: the context's [`Clock`]. The
+//!   tick reads its `now` from it once, and `now` decides slots, sweep and retry eligibility;
+//!   every recorded time comes from the same clock (`Clock::at(t)` for `--at t`, so a replay
+//!   is coherent; the system clock otherwise, as upstream records times when written).
 //! * **Idle definitions** are answered from one overview query (SPEC §11): a current slot seen
 //!   attempted is reported SKIPPED by the same pure rule the store applies under the lock; a
 //!   forced tick, a sweep or an unattempted slot goes through the store. Measured: 1,000
