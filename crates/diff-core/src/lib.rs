@@ -79,6 +79,7 @@ mod outcome;
 pub mod plan;
 mod query;
 mod row;
+mod row_diff_settings;
 mod run;
 mod run_summary;
 pub mod schedule;
