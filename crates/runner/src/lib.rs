@@ -38,6 +38,8 @@
 //!   order of work.
 //! * [`remediate`] is `rerun_data_diff_check`: a REMEDIATION attempt of a failed run with its
 //!   exact revision → [`RemediationReport`].
+//! * [`doctor`]: `datadiff doctor`'s checks of a project (backend, grants, sessions, columns,
+//!   the servers' plans of every statement, preflights) as typed findings; nothing written.
 //! * [`signals`]: with [`TickContext::with_signal_handling`], SIGTERM, SIGINT and SIGHUP record every
 //!   in-flight attempt ERROR (`Terminated by SIGTERM before the check completed`) and the
 //!   process then exits by the signal.
@@ -161,6 +163,7 @@ mod attempt;
 mod backend;
 mod clock;
 mod connections;
+pub mod doctor;
 mod error;
 mod execute;
 mod import;
