@@ -120,12 +120,7 @@ impl DoctorReport {
     pub fn passed(&self) -> bool {
         !self.findings.iter().any(|finding| finding.verdict == Verdict::Fail)
     }
-}
 
-/// The findings so far.
-type Findings = DoctorReport;
-
-impl DoctorReport {
     fn add(&mut self, scope: impl Into<String>, check: &'static str, verdict: Verdict, detail: impl Into<String>) {
         self.findings.push(Finding { scope: scope.into(), check, verdict, detail: detail.into() });
     }
@@ -163,7 +158,7 @@ fn backend_line(error: crate::Error) -> String {
     }
 }
 
-fn check_backend(project: &Project, findings: &mut Findings) {
+fn check_backend(project: &Project, findings: &mut DoctorReport) {
     const SCOPE: &str = "backend";
     let Some(settings) = &project.backend else {
         let detail = match project.ignored_definitions_warning() {
@@ -226,7 +221,7 @@ fn grants(store: &datadiff_backend_store::Store) -> Result<Vec<(Verdict, String)
 /// An open read-only session, or why there is none.
 type Opened = Result<SideSession, String>;
 
-fn check_sources_and_targets(project: &Project, environment: &Environment, findings: &mut Findings) {
+fn check_sources_and_targets(project: &Project, environment: &Environment, findings: &mut DoctorReport) {
     let connections = Connections::from_project_with(project, environment.clone());
     let mut sources: BTreeMap<String, Result<AnySide, String>> = BTreeMap::new();
     let mut targets: BTreeMap<String, Opened> = BTreeMap::new();
@@ -287,7 +282,7 @@ fn check_sources_and_targets(project: &Project, environment: &Environment, findi
     }
 }
 
-fn report_session(findings: &mut Findings, scope: &str, opened: &Result<(SideSession, String), String>) {
+fn report_session(findings: &mut DoctorReport, scope: &str, opened: &Result<(SideSession, String), String>) {
     match opened {
         Ok((_, detail)) => findings.add(scope, "read-only session", Verdict::Ok, detail.clone()),
         Err(reason) => findings.add(scope, "read-only session", Verdict::Fail, reason.clone()),
@@ -405,7 +400,7 @@ fn check_queries(
     plan: &AggregatePlan,
     source: &mut SideSession,
     target: &mut SideSession,
-    findings: &mut Findings,
+    findings: &mut DoctorReport,
 ) {
     let name = definition.full_check_name.as_str();
     let metrics: Vec<&str> = plan.metrics().iter().map(|check| check.as_str()).collect();
@@ -457,7 +452,7 @@ fn check_definition(
     definition: &CheckDefinition,
     source: &mut AnySide,
     target: &mut SideSession,
-    findings: &mut Findings,
+    findings: &mut DoctorReport,
 ) {
     let name = definition.full_check_name.as_str();
     debug_assert!(definition.target_type == TargetType::TargetPostgres);
