@@ -17,6 +17,37 @@
 //! * [`runner`]: attempts, `row_diff`, the scheduling tick, retries, remediation, signals;
 //! * [`alerts`]: index warnings and failure alerts from run summaries.
 //!
+//! The layers are wired by the caller: the runner produces run summaries, the alerts read
+//! them. An embedding program verifying continuously, as a cron-driven
+//! `run_data_diff_checks` would, with its alerts:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use datadiff::access::Environment;
+//! use datadiff::alerts::Dispatcher;
+//! use datadiff::runner::{Connections, Selection, TickContext, backend_config, open_backend, tick};
+//!
+//! let project = datadiff::config::load("/srv/pipelinewise", None)?;
+//! let store = open_backend(backend_config(project.backend.as_ref().ok_or("no backend_db")?))?;
+//! let context = TickContext::new(store, Connections::from_project(&project))
+//!     .with_selection(Selection::all())
+//!     .with_signal_handling(true);
+//! loop {
+//!     let report = tick(&context)?; // its `now`: the context's clock, read once
+//!     let now = report.now;
+//!     // A dispatcher per invocation: an endpoint that timed out is not retried within it.
+//!     let dispatcher = Dispatcher::from_project(&project, &Environment::process());
+//!     dispatcher.send_index_warnings(context.store(), &report.summaries, now);
+//!     if let Some(line) = dispatcher.send_failure_alerts(&report.summaries, now).undelivered_line() {
+//!         eprintln!("{line}");
+//!     }
+//!     std::thread::sleep(Duration::from_secs(60));
+//! }
+//! # #[allow(unreachable_code)]
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! The `datadiff` binary is a thin shell over `datadiff_cli`. The command line and its demo
 //! are the default features `cli` and `demo`; with `default-features = false` this crate
 //! brings the libraries alone:

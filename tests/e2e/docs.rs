@@ -1,6 +1,7 @@
 //! The documentation as a whole: the README is a front door (under 20,000 characters, naming
-//! every guide and the test prerequisites), and every relative link of the README and the
-//! guides reaches an existing file and, for a Markdown file, an existing heading.
+//! every guide, the contributors' page and the test prerequisites), and every relative link of
+//! the README, CONTRIBUTING.md and the guides reaches an existing file and, for a Markdown
+//! file, an existing heading.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,11 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The Markdown files whose links are checked.
 fn documents() -> Vec<PathBuf> {
-    let mut files = vec![Path::new(ROOT).join("README.md"), Path::new(ROOT).join("docs/deploy/README.md")];
+    let mut files = vec![
+        Path::new(ROOT).join("README.md"),
+        Path::new(ROOT).join("CONTRIBUTING.md"),
+        Path::new(ROOT).join("docs/deploy/README.md"),
+    ];
     for entry in std::fs::read_dir(Path::new(ROOT).join("docs")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|extension| extension == "md") {
@@ -96,6 +101,7 @@ fn the_readme_is_a_front_door_to_every_guide() {
         "docs/configuration.md",
         "docs/comparison.md",
         "docs/deploy/README.md",
+        "CONTRIBUTING.md",
     ] {
         assert!(readme.contains(&format!("]({guide}")), "the README links {guide}");
     }
@@ -115,4 +121,32 @@ fn no_guide_uses_internal_jargon() {
         let text = std::fs::read_to_string(&file).unwrap().to_lowercase();
         assert!(!text.contains("the seed") && !text.contains("seed's"), "{} says \"the seed\"", file.display());
     }
+}
+
+/// Every library crate's front page shows how to embed it in a Rust example, which rustdoc
+/// compiles as a doctest (`no_run` where it needs servers): a fenced block that is Rust (no
+/// info string, or `no_run`), not `text` or `toml`.
+#[test]
+fn every_library_crate_has_an_embedding_example() {
+    let mut fronts = vec![Path::new(ROOT).join("src/lib.rs")];
+    for entry in std::fs::read_dir(Path::new(ROOT).join("crates")).unwrap() {
+        let lib = entry.unwrap().path().join("src/lib.rs");
+        if lib.exists() {
+            fronts.push(lib);
+        }
+    }
+    assert!(fronts.len() > 10, "{fronts:?}");
+    let mut without = Vec::new();
+    for front in fronts {
+        let text = std::fs::read_to_string(&front).unwrap();
+        let rust = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("//! ```"))
+            .step_by(2)
+            .any(|info| matches!(info.trim(), "" | "rust" | "no_run" | "rust,no_run"));
+        if !rust {
+            without.push(front.display().to_string());
+        }
+    }
+    assert!(without.is_empty(), "front pages without a Rust example: {without:?}");
 }

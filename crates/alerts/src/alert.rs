@@ -2,11 +2,8 @@
 //! allow-listed facts structured destinations (`webhook`, `log`) receive as JSON.
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::attempt::{CheckId, RunId};
-use datadiff_preflight::IndexWarningId;
+use datadiff_diff_core::attempt::{CheckId, CheckIdentity, IndexWarningId, RunId, SummaryStatus};
 use serde_json::{Value as Json, json};
-
-use datadiff_runner::{CheckIdentity, SummaryStatus};
 
 /// How urgent an alert is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

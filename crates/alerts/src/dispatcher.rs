@@ -7,8 +7,10 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use datadiff_access::Environment;
 use datadiff_backend_store::{Store, WarningDelivery};
 use datadiff_config::{AlertSettings, Project, Tap};
+use datadiff_diff_core::attempt::RunSummary;
 
 use crate::alert::Alert;
 use crate::delivery::{DeliveryProblem, DeliveryReceipt, DestinationAttempt};
@@ -18,8 +20,6 @@ use crate::report::{
     AlertDelivery, FailureAlertOutcome, FailureAlertReport, WarningOutcome, WarningReport, WarningResult,
 };
 use crate::warning::IndexWarning;
-use datadiff_access::Environment;
-use datadiff_runner::RunSummary;
 
 /// The environment variable overriding Slack's API base URL (for tests and proxies).
 pub const SLACK_API_URL_VARIABLE: &str = "DATADIFF_SLACK_API_URL";

@@ -76,14 +76,13 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Timelike, Utc};
 use datadiff_diff_core::{
-    attempt::{CheckId, PreflightStatus, ResultStatus, ResultType},
+    attempt::{CheckId, PreflightStatus, ResultStatus, ResultType, RunSummary, SummaryStatus},
     definition::CheckType,
 };
 use serde_json::Value as Json;
 
 use crate::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
 use crate::details::{Details, line, single_line, utc};
-use datadiff_runner::{RunSummary, SummaryStatus};
 
 /// The longest `error_detail` shown, in characters.
 pub const MAX_ERROR_DETAIL_CHARS: usize = 2000;
@@ -421,7 +420,7 @@ fn qualified(parts: [&str; 3]) -> Option<String> {
 }
 
 /// `tap_id/schema.table`, or the full check name when one of the three is empty; one line.
-pub(crate) fn check_name(check: &datadiff_runner::CheckIdentity) -> String {
+pub(crate) fn check_name(check: &datadiff_diff_core::attempt::CheckIdentity) -> String {
     if [&check.tap_id, &check.source_schema, &check.source_table].iter().all(|part| !part.is_empty()) {
         single_line(&format!("{}/{}.{}", check.tap_id, check.source_schema, check.source_table))
     } else {
@@ -594,14 +593,13 @@ fn compose(summary: &RunSummary, totals: Option<Totals>, now: DateTime<Utc>) -> 
 mod tests {
     use chrono::TimeZone;
     use datadiff_diff_core::{
-        attempt::{Bounds, CheckResult, RunId, TriggerType},
+        attempt::{Bounds, CheckIdentity, CheckResult, RunId, TriggerType},
         definition::SourceType,
     };
     use serde_json::json;
     use uuid::Uuid;
 
     use super::*;
-    use datadiff_runner::CheckIdentity;
 
     fn at(hour: u32, minute: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap()

@@ -1,5 +1,5 @@
 //! Alerts: source-index warnings and failure alerts composed from an invocation's
-//! [`RunSummary`](datadiff_runner::RunSummary)s and delivered to Slack, VictorOps, a webhook or a
+//! [`RunSummary`](datadiff_diff_core::attempt::RunSummary)s and delivered to Slack, VictorOps, a webhook or a
 //! JSON-lines file (SPEC §7, §10; runs note §5).
 //!
 //! # Overview
@@ -29,7 +29,8 @@
 //! use chrono::{TimeZone, Utc};
 //! use datadiff_alerts::Dispatcher;
 //! use datadiff_access::Environment;
-//! use datadiff_runner::{RunSummary, backend_config, open_backend};
+//! use datadiff_diff_core::attempt::RunSummary;
+//! use datadiff_runner::{backend_config, open_backend};
 //!
 //! let project = datadiff_config::load("/srv/pipelinewise", None)?;
 //! let store = open_backend(backend_config(project.backend.as_ref().ok_or("no backend_db")?))?;
@@ -92,7 +93,10 @@
 //!
 //! # What it does not do
 //!
-//! It does not decide the exit code or print: the CLI does, from the reports. It does not
+//! It does not run checks: it reads the summaries of the pure layer (`datadiff-diff-core`), so
+//! it sits beside the runner, which never calls it; the CLI (or an embedding program, see the
+//! `datadiff` facade) wires the two. It does not decide the exit code or print: the CLI does,
+//! from the reports. It does not
 //! retry a refused alert within an invocation (an index warning is retried by the next
 //! invocation; a failure alert is not remembered). Other PipelineWise handlers (there are
 //! none beyond Slack and VictorOps) are not supported.

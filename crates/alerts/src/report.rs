@@ -1,11 +1,9 @@
 //! What sending an invocation's alerts came to: the typed outcomes the CLI maps to its exit
 //! code and stderr.
 
-use datadiff_diff_core::attempt::CheckId;
-use datadiff_preflight::IndexWarningId;
+use datadiff_diff_core::attempt::{CheckId, IndexWarningId, SummaryStatus};
 
 use crate::delivery::DeliveryReceipt;
-use datadiff_runner::SummaryStatus;
 
 /// What became of one alert.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,14 +4,16 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use datadiff_diff_core::{
-    attempt::{Bounds, CheckId, CheckResult, PreflightStatus, ResultStatus, ResultType, RunId, TriggerType},
+    attempt::{
+        Bounds, CheckId, CheckIdentity, CheckResult, PreflightFacts, PreflightStatus, ResultStatus, ResultType, RunId,
+        RunSummary, SummaryStatus, TriggerType,
+    },
     definition::{CheckType, SourceType},
 };
 use serde_json::{Value as Json, json};
 use uuid::Uuid;
 
 use crate::{Alert, FailureGroup, IndexWarning};
-use datadiff_runner::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 
 const RUN_ID: &str = "2bd3e725-38fc-48c1-b565-b4f20e5bc7dd";
 

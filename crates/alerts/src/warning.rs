@@ -44,13 +44,12 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Timelike, Utc};
-use datadiff_diff_core::attempt::PreflightStatus;
-use datadiff_preflight::{DEFAULT_ROW_LIMIT, IndexWarningId};
+use datadiff_diff_core::attempt::{IndexWarningId, PreflightStatus, RunSummary, SummaryStatus};
+use datadiff_preflight::DEFAULT_ROW_LIMIT;
 
 use crate::alert::{Alert, AlertKind, AlertLevel, AlertSubject};
 use crate::details::{Details, single_line, thousands, utc};
 use crate::failure::check_name;
-use datadiff_runner::{RunSummary, SummaryStatus};
 
 /// The observations of one source's index in one invocation, keyed by its warning id.
 #[derive(Debug, Clone)]
@@ -156,13 +155,12 @@ impl<'a> IndexWarning<'a> {
 mod tests {
     use chrono::TimeZone;
     use datadiff_diff_core::{
-        attempt::{Bounds, CheckId, RunId},
+        attempt::{Bounds, CheckId, CheckIdentity, PreflightFacts, RunId},
         definition::SourceType,
     };
     use uuid::Uuid;
 
     use super::*;
-    use datadiff_runner::{CheckIdentity, PreflightFacts};
 
     fn at(hour: u32, minute: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap()

@@ -40,6 +40,35 @@
 //!
 //! Refusals ([`Refusal`], wrapped in [`Error::Refused`]) and errors end the audit without a
 //! report; callers exit 2 for both.
+//!
+//! # Embedding
+//!
+//! A cutover script's gate: audit one table, print the report's JSON (keys and column names,
+//! never a value), and go on only on PASS.
+//!
+//! ```no_run
+//! use datadiff_access::{Environment, TableName};
+//! use datadiff_audit::{AuditOptions, AuditProgress, Error, Status, audit};
+//!
+//! let mut options = AuditOptions::new(
+//!     "postgresql://auditor@source.internal/app",
+//!     "postgresql://auditor@replica.internal/app",
+//!     TableName::new("public", "transfers"),
+//! );
+//! options.cutover_ready = true; // source writes are paused, CDC is drained
+//! let mut progress = |step: AuditProgress| eprintln!("{step:?}");
+//! match audit(&options, &Environment::process(), &mut progress) {
+//!     Ok(report) => {
+//!         println!("{}", serde_json::to_string_pretty(&report)?);
+//!         if report.status != Status::Pass {
+//!             std::process::exit(1); // BLOCK: the replica differs; keep the source
+//!         }
+//!     }
+//!     Err(Error::Refused(refusal)) => eprintln!("refused: {refusal}"),
+//!     Err(error) => eprintln!("audit failed: {error}"),
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod columns;
 mod error;

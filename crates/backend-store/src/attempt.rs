@@ -11,10 +11,10 @@ use datadiff_diff_core::attempt::{
     AttemptFacts, Bounds, CheckId, PreflightId, RevisionHistory, RunId, RunStatus, Skip, StartDecision, StartKind,
     StartRequest, TriggerType, decide_remediation, decide_start,
 };
+use datadiff_diff_core::definition::StoredDefinition;
 use postgres::Transaction;
 use uuid::Uuid;
 
-use crate::definition::StoredDefinition;
 use crate::error::Error;
 use crate::lock::AdvisoryLock;
 use crate::rows::{self, ATTEMPT_COLUMNS, get, parse};

@@ -14,7 +14,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
-use datadiff_diff_core::{attempt::CheckId, definition::CheckDefinition};
+use datadiff_diff_core::{
+    attempt::CheckId,
+    definition::{CheckDefinition, StoredDefinition},
+};
 use datadiff_watermark::WatermarkState;
 use uuid::Uuid;
 
@@ -22,25 +25,6 @@ use crate::error::Error;
 use crate::lock::AdvisoryLock;
 use crate::rows::{self, DEFINITION_COLUMNS, WATERMARK_COLUMNS, get};
 use crate::store::Store;
-
-/// A stored revision of a check definition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredDefinition {
-    /// The revision's id (a fresh uuid4 per revision).
-    pub check_id: CheckId,
-    /// Its number among the revisions of its `full_check_name`, from 1.
-    pub revision: i32,
-    /// The stored `config_hash` (SHA-256 of the canonical JSON, 64 hex characters).
-    pub config_hash: String,
-    /// Whether it is the name's current revision.
-    pub is_current: bool,
-    /// When it was imported.
-    pub created_at: DateTime<Utc>,
-    /// When it was superseded or deactivated.
-    pub superseded_at: Option<DateTime<Utc>>,
-    /// The definition, read back from `canonical_config`.
-    pub definition: CheckDefinition,
-}
 
 /// Which taps an import selected (`--taps a,b`, or every tap).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

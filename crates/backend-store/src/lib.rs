@@ -19,6 +19,8 @@
 //! * [`SchemaStatus`] — the applied upstream revision and extensions; [`SchemaStatus::gate`].
 //! * [`Catalog`] — the catalog as comparable facts; the expected PipelineWise 004 catalog
 //!   is a hand-typed file, used to adopt a backend PipelineWise created.
+//! * [`metrics_exposition`] — `report metrics` as the Prometheus text exposition format, from
+//!   [`Store::metrics_report`]'s rows.
 //! * [`Error`] — one error type; `Display` starts with "backend" (refusals quote upstream's
 //!   messages), never holds a password; predicates [`Error::is_connection`],
 //!   [`Error::is_schema`], [`Error::is_config`], [`Error::lease_lost`],
@@ -267,6 +269,7 @@ mod coverage;
 mod definition;
 mod error;
 mod evidence;
+mod exposition;
 mod grants;
 mod lock;
 pub mod migrate;
@@ -286,11 +289,11 @@ pub use catalog::{Catalog, CatalogDifference, CatalogScope};
 pub use completion::{Completion, Finished};
 pub use config::{BackendConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT};
 pub use connection::{APPLICATION_NAME, Role};
-pub use definition::{
-    CheckListing, Deactivated, DefinitionFilter, StoredDefinition, SyncReport, SyncScope, TapSelection,
-};
+pub use datadiff_diff_core::definition::StoredDefinition;
+pub use definition::{CheckListing, Deactivated, DefinitionFilter, SyncReport, SyncScope, TapSelection};
 pub use error::Error;
 pub use evidence::{RunEvidence, StoredPreflight};
+pub use exposition::metrics_exposition;
 pub use grants::GrantGap;
 pub use lock::AdvisoryLock;
 pub use migrate::{

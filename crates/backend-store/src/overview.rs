@@ -13,10 +13,10 @@
 
 use chrono::{DateTime, Utc};
 use datadiff_diff_core::attempt::{CheckId, stale_cutoff};
+use datadiff_diff_core::definition::StoredDefinition;
 use uuid::Uuid;
 
 use crate::attempt::Attempt;
-use crate::definition::StoredDefinition;
 use crate::error::Error;
 use crate::rows::{self, ATTEMPT_COLUMNS, get};
 use crate::store::Store;

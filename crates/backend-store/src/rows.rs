@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use datadiff_diff_core::{
     attempt::{Bounds, CheckId, PreflightId, RunId, RunStatus},
-    definition::CheckDefinition,
+    definition::{CheckDefinition, StoredDefinition},
 };
 use datadiff_watermark::{Coverage, EventType, Slot, VerifiedInterval, VerifiedStatus, WatermarkState};
 use postgres::Row;
@@ -17,7 +17,6 @@ use postgres::types::FromSql;
 use uuid::Uuid;
 
 use crate::attempt::Attempt;
-use crate::definition::StoredDefinition;
 use crate::error::Error;
 
 /// Reads one column by name.

@@ -12,11 +12,12 @@
 
 use chrono::{DateTime, Utc};
 use datadiff_diff_core::attempt::{CheckId, STALE_SWEEP_ERROR, stale_cutoff};
+use datadiff_diff_core::definition::StoredDefinition;
 use datadiff_watermark::Outcome;
 
 use crate::attempt::Attempt;
 use crate::coverage;
-use crate::definition::{DefinitionFilter, StoredDefinition};
+use crate::definition::DefinitionFilter;
 use crate::error::Error;
 use crate::rows::{self, ATTEMPT_COLUMNS, get};
 use crate::store::Store;

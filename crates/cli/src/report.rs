@@ -51,8 +51,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use chrono::{DateTime, TimeDelta, Utc};
 use clap::{Args, Subcommand};
-use datadiff_backend_store::{LagProblem, LagVerdict, MetricsRow, RunEvidence, Store, WatermarkStatus};
-use datadiff_diff_core::attempt::{CheckResult, ResultType, RunId, RunStatus};
+use datadiff_backend_store::{LagProblem, LagVerdict, RunEvidence, Store};
+use datadiff_diff_core::attempt::{CheckResult, ResultType, RunId};
 use serde_json::{Value as Json, json};
 
 use crate::console::Console;
@@ -202,7 +202,7 @@ pub(crate) fn run(args: &ReportArgs, console: &mut Console) -> anyhow::Result<Ex
     let now = args.at.unwrap_or_else(Utc::now);
     let (name, listing, mut extra, verdict) = match &args.report {
         ReportKind::Metrics(_) => {
-            let text = metrics_text(&store.metrics_report(now)?, now);
+            let text = datadiff_backend_store::metrics_exposition(&store.metrics_report(now)?, now);
             match &output {
                 Some(file) => file.write(text.as_bytes())?,
                 None => console.stdout().write_all(text.as_bytes()).context("writing to stdout")?,
@@ -735,108 +735,6 @@ fn window_start(start: Option<DateTime<Utc>>) -> String {
     }
 }
 
-/// The Prometheus text exposition format (version 0.0.4) of the metrics rows at `now`.
-fn metrics_text(rows: &[MetricsRow], now: DateTime<Utc>) -> String {
-    let mut text = String::new();
-    let mut family = |name: &str, help: &str, samples: &mut dyn Iterator<Item = (String, f64)>| {
-        text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
-        for (labels, value) in samples {
-            text.push_str(&format!("{name}{labels} {value}\n"));
-        }
-    };
-    let labels = |row: &MetricsRow, extra: Option<&str>| {
-        let mut pairs = vec![
-            ("target", row.target_id.as_str()),
-            ("tap", row.tap_id.as_str()),
-            ("schema", row.watermark.source_schema.as_str()),
-            ("table", row.watermark.source_table.as_str()),
-        ];
-        if let Some(status) = extra {
-            pairs.push(("status", status));
-        }
-        let inner: Vec<String> =
-            pairs.iter().map(|(name, value)| format!("{name}=\"{}\"", escape_label_value(value))).collect();
-        format!("{{{}}}", inner.join(","))
-    };
-    family(
-        "datadiff_report_timestamp_seconds",
-        "When this report was taken (--at or now), unix seconds.",
-        &mut std::iter::once((String::new(), unix_seconds(now))),
-    );
-    family(
-        "datadiff_verified_end_timestamp_seconds",
-        "End of the verified interval of the check's current definition, unix seconds.",
-        &mut rows.iter().filter_map(|row| Some((labels(row, None), unix_seconds(row.watermark.verified_end?)))),
-    );
-    family(
-        "datadiff_verification_lag_seconds",
-        "Seconds from the verified end to the report time (--at or now).",
-        &mut rows.iter().filter_map(|row| Some((labels(row, None), seconds(row.watermark.verification_lag?)))),
-    );
-    const VERIFIED: [WatermarkStatus; 3] =
-        [WatermarkStatus::Contiguous, WatermarkStatus::Blocked, WatermarkStatus::NotRun];
-    family(
-        "datadiff_verified_status",
-        "1 for the watermark's verified status (CONTIGUOUS, BLOCKED, NOT_RUN), 0 for the others.",
-        &mut rows.iter().flat_map(|row| {
-            VERIFIED.iter().map(move |status| {
-                (labels(row, Some(status.as_str())), f64::from(u8::from(row.watermark.verified_status == *status)))
-            })
-        }),
-    );
-    const ATTEMPT: [RunStatus; 5] =
-        [RunStatus::Running, RunStatus::Pass, RunStatus::Fail, RunStatus::Error, RunStatus::Deferred];
-    family(
-        "datadiff_last_attempt_status",
-        "1 for the status of the check's newest attempt, 0 for the others (all 0 before the first).",
-        &mut rows.iter().flat_map(|row| {
-            let current = row.last_attempt.as_ref().map(|attempt| attempt.status);
-            ATTEMPT
-                .iter()
-                .map(move |status| (labels(row, Some(status.as_str())), f64::from(u8::from(current == Some(*status)))))
-        }),
-    );
-    family(
-        "datadiff_last_attempt_timestamp_seconds",
-        "When the check's newest attempt finished (started, while it runs), unix seconds.",
-        &mut rows.iter().filter_map(|row| {
-            let attempt = row.last_attempt.as_ref()?;
-            Some((labels(row, None), unix_seconds(attempt.finished_at.unwrap_or(attempt.started_at))))
-        }),
-    );
-    family(
-        "datadiff_last_attempt_age_seconds",
-        "Seconds from the newest attempt's finish (start, while it runs) to the report time.",
-        &mut rows.iter().filter_map(|row| Some((labels(row, None), seconds(row.last_attempt.as_ref()?.age)))),
-    );
-    family(
-        "datadiff_open_failures",
-        "Slots of the check's current definition whose state is FAIL or ERROR (report failures).",
-        &mut rows.iter().map(|row| (labels(row, None), row.open_failures as f64)),
-    );
-    text
-}
-
-/// A label value as the exposition format writes it: backslash, double quote and line feed
-/// escaped.
-fn escape_label_value(value: &str) -> String {
-    let mut escaped = String::with_capacity(value.len());
-    for character in value.chars() {
-        match character {
-            '\\' => escaped.push_str("\\\\"),
-            '"' => escaped.push_str("\\\""),
-            '\n' => escaped.push_str("\\n"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
-}
-
-/// Unix seconds, with microseconds as a fraction.
-fn unix_seconds(instant: DateTime<Utc>) -> f64 {
-    instant.timestamp_micros() as f64 / 1e6
-}
-
 /// Whole and fractional seconds of a lag (JSON's `verification_lag_seconds`).
 fn seconds(lag: TimeDelta) -> f64 {
     lag.num_microseconds().map_or(lag.num_seconds() as f64, |micros| micros as f64 / 1e6)
@@ -918,76 +816,10 @@ mod tests {
     }
 
     #[test]
-    fn metrics_render_one_family_per_fact_with_escaped_labels() {
-        use chrono::TimeZone;
-        use datadiff_backend_store::{LastAttempt, WatermarkReportRow};
-        use datadiff_diff_core::attempt::{CheckId, TriggerType};
-
-        let at = |hour, minute| Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap();
-        let watermark = WatermarkReportRow {
-            check_id: CheckId::new(uuid::Uuid::from_u128(1)),
-            full_check_name: "wh/pay/public/we\"ird".into(),
-            revision: 3,
-            source_database: "pay".into(),
-            source_schema: "public".into(),
-            source_table: "we\"ird".into(),
-            target_database: "wh".into(),
-            target_schema: "replicated".into(),
-            target_table: "we\"ird".into(),
-            verified_status: WatermarkStatus::Blocked,
-            verified_start: Some(at(10, 0)),
-            verified_end: Some(at(11, 0)),
-            furthest_observed_end: Some(at(13, 0)),
-            verification_lag: Some(TimeDelta::minutes(150) + TimeDelta::milliseconds(500)),
-            blocking_run_id: None,
-            last_evaluated_run_id: None,
-            watermark_updated_at: None,
-            reason: None,
-        };
-        let row = MetricsRow {
-            watermark,
-            target_id: "wh".into(),
-            tap_id: "pay".into(),
-            last_attempt: Some(LastAttempt {
-                run_id: RunId::new(uuid::Uuid::from_u128(2)),
-                status: RunStatus::Running,
-                trigger_type: TriggerType::Scheduled,
-                started_at: at(13, 1),
-                finished_at: None,
-                age: TimeDelta::minutes(29),
-            }),
-            open_failures: 2,
-        };
-        let text = metrics_text(&[row], at(13, 30));
-        let labels = r#"target="wh",tap="pay",schema="public",table="we\"ird""#;
-        for line in [
-            "# TYPE datadiff_verified_status gauge".to_owned(),
-            "datadiff_report_timestamp_seconds 1784727000".to_owned(),
-            format!("datadiff_verified_end_timestamp_seconds{{{labels}}} 1784718000"),
-            format!("datadiff_verification_lag_seconds{{{labels}}} 9000.5"),
-            format!("datadiff_verified_status{{{labels},status=\"BLOCKED\"}} 1"),
-            format!("datadiff_verified_status{{{labels},status=\"CONTIGUOUS\"}} 0"),
-            format!("datadiff_last_attempt_status{{{labels},status=\"RUNNING\"}} 1"),
-            format!("datadiff_last_attempt_status{{{labels},status=\"PASS\"}} 0"),
-            format!("datadiff_last_attempt_timestamp_seconds{{{labels}}} 1784725260"),
-            format!("datadiff_last_attempt_age_seconds{{{labels}}} 1740"),
-            format!("datadiff_open_failures{{{labels}}} 2"),
-        ] {
-            assert!(text.lines().any(|candidate| candidate == line), "{line:?} missing from:\n{text}");
-        }
-        assert_eq!(text.matches("# HELP ").count(), 8);
-        assert!(text.ends_with('\n'));
-        // Without current checks: the families' HELP and TYPE lines and the report time only.
-        let empty = metrics_text(&[], at(13, 30));
-        let samples: Vec<&str> = empty.lines().filter(|line| !line.starts_with('#')).collect();
-        assert_eq!(samples, ["datadiff_report_timestamp_seconds 1784727000"]);
-    }
-
-    #[test]
     fn a_run_reads_as_name_value_lines_wrapped_to_the_terminal_then_its_results() {
         use chrono::TimeZone;
         use datadiff_backend_store::Attempt;
-        use datadiff_diff_core::attempt::{Bounds, CheckId, RowDiffCounts, TriggerType};
+        use datadiff_diff_core::attempt::{Bounds, CheckId, RowDiffCounts, RunStatus, TriggerType};
 
         let at = |hour, minute| Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap();
         let counts = RowDiffCounts { source_rows: 10, target_rows: 9, missing: 2, extra: 1, changed: 3 };
@@ -1055,12 +887,6 @@ mod tests {
         );
         assert_eq!((json["window_start"].clone(), json["preflight"].clone()), (Json::Null, Json::Null));
         assert_eq!(json["rerun_of_run_id"], "00000000-0000-0000-0000-000000000011");
-    }
-
-    #[test]
-    fn label_values_escape_backslash_quote_and_line_feed() {
-        assert_eq!(escape_label_value("plain_table"), "plain_table");
-        assert_eq!(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
     }
 
     #[test]

@@ -97,7 +97,7 @@ pub(crate) fn run(args: &RerunArgs, console: &mut Console) -> anyhow::Result<Exi
     let summaries = [report.summary];
     log_checks(&summaries);
     let dispatcher = Dispatcher::from_project(&project, console.environment());
-    let now = args.at.unwrap_or_else(Utc::now);
+    let now = context.clock().now(); // `--at`, or the time now
     crate::run::log_warnings(&dispatcher.send_index_warnings(context.store(), &summaries, now));
     let listing = summary::rerun_listing(&summaries);
     let text = match args.output_format {

@@ -102,13 +102,15 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     let connections = Connections::from_project(&project);
     connections.check_services().map_err(anyhow::Error::msg)?;
 
-    let now = args.at.unwrap_or_else(Utc::now);
-    let invocation =
-        Invocation::start("run_data_diff_checks", &format!("at={} jobs={}", timestamp::rfc3339(now), args.jobs));
+    // `--at` travels as the clock alone: the tick reads its `now` from it.
     let clock = match args.at {
         Some(at) => Clock::at(at),
         None => Clock::System,
     };
+    let invocation = Invocation::start(
+        "run_data_diff_checks",
+        &format!("at={} jobs={}", timestamp::rfc3339(clock.now()), args.jobs),
+    );
     let context = TickContext::new(store, connections)
         .with_selection(selection)
         .with_force(args.force)
@@ -119,9 +121,10 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     let meter = ProgressMeter::new();
     let context = if console.stderr_is_terminal() { context.with_progress(meter.clone()) } else { context };
     let progress = TickProgress::start(console.stderr_is_terminal(), "running data-diff checks", meter);
-    let report = tick(&context, now);
+    let report = tick(&context);
     progress.finish();
     let report = report.map_err(unwrap_backend)?;
+    let now = report.now;
     log_checks(&report.summaries);
 
     // Upstream's order: index warnings (best effort), the table, failure alerts.

@@ -20,8 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
-use datadiff_diff_core::definition::{CheckDefinition, Extensions, RowDiffSettings};
-use datadiff_diff_core::segment::Strategy;
+use datadiff_diff_core::definition::{CheckDefinition, Extensions, RowDiffSettings, SettingValue};
 
 use crate::alerts::AlertSettings;
 use crate::document::{Document, join};
@@ -167,55 +166,21 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
     if let Some(row_diff) = settings.get("row_diff") {
         let row_diff_path = join(path, "row_diff");
         if document.mapping(row_diff, &row_diff_path).is_some() {
-            document.reject_unknown_keys(
-                row_diff,
-                &row_diff_path,
-                &["max_examples", "empty_string_as_null", "strategy"],
-            );
-            let strategy = match row_diff.get("strategy") {
-                None => Strategy::Auto,
-                Some(value) => value
-                    .scalar_text()
-                    .filter(|_| value.type_name() == "str")
-                    .and_then(|text| text.parse().ok())
-                    .unwrap_or_else(|| {
+            let keys: Vec<&str> = RowDiffSettings::keys().collect();
+            document.reject_unknown_keys(row_diff, &row_diff_path, &keys);
+            match RowDiffSettings::decode(|key| row_diff.get(key).map(setting_value)) {
+                Ok(settings) => extensions.row_diff = Some(settings),
+                // Reported last setting first (`strategy` before `max_examples`), as they
+                // always were.
+                Err(errors) => {
+                    for error in errors.into_iter().rev() {
                         document.problem(
-                            &join(&row_diff_path, "strategy"),
-                            Some(value.line),
-                            "strategy must be one of auto, stream, segments",
+                            &join(&row_diff_path, error.key),
+                            row_diff.get(error.key).map(|value| value.line),
+                            format!("{} must be {}", error.key, error.expected),
                         );
-                        Strategy::Auto
-                    }),
-            };
-            let empty_string_as_null = match row_diff.get("empty_string_as_null") {
-                None => false,
-                Some(flag) => flag.as_bool().unwrap_or_else(|| {
-                    document.problem(
-                        &join(&row_diff_path, "empty_string_as_null"),
-                        Some(flag.line),
-                        "empty_string_as_null must be a boolean",
-                    );
-                    false
-                }),
-            };
-            let max_examples = match row_diff.get("max_examples") {
-                None => Some(RowDiffSettings::DEFAULT_MAX_EXAMPLES),
-                Some(value) => value
-                    .scalar_text()
-                    .filter(|_| value.type_name() == "int")
-                    .and_then(|text| text.parse::<u32>().ok())
-                    .filter(|n| (1..=RowDiffSettings::MAX_MAX_EXAMPLES).contains(n)),
-            };
-            match max_examples.and_then(RowDiffSettings::new) {
-                Some(settings) => {
-                    extensions.row_diff =
-                        Some(settings.with_empty_string_as_null(empty_string_as_null).with_strategy(strategy));
+                    }
                 }
-                None => document.problem(
-                    &join(&row_diff_path, "max_examples"),
-                    row_diff.get("max_examples").map(|n| n.line),
-                    "max_examples must be an integer from 1 to 100",
-                ),
             }
         }
     }
@@ -230,4 +195,14 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
         }
     }
     (document.problems.len() == before).then_some(extensions)
+}
+
+/// A `row_diff` setting as the YAML holds it: an integer as PyYAML reads one (its text, so a
+/// value beyond 64 bits is an invalid one), a boolean, a string; anything else is neither.
+fn setting_value(node: &Node) -> SettingValue<'_> {
+    match (node.type_name(), node.scalar_text()) {
+        ("int", Some(text)) => SettingValue::Integer(text.parse().ok()),
+        ("str", Some(text)) => SettingValue::Text(text),
+        _ => node.as_bool().map_or(SettingValue::Other, SettingValue::Bool),
+    }
 }

@@ -5,10 +5,17 @@
 //! The backend store calls these under the check's advisory lock with the rows it just read,
 //! and writes what they decide; keeping them here makes every rule testable without a
 //! database.
+//!
+//! What an attempt comes to is pure data here too: [`RunSummary`] (with [`CheckIdentity`],
+//! [`SummaryStatus`] and [`PreflightFacts`]) is what the runner produces, the command line
+//! prints and the alerts read, and [`IndexWarningIdentity`] names the source table a
+//! source-index warning is remembered under.
 
 pub use crate::historical::{HistoricalStart, resolve_historical_start};
+pub use crate::index_warning::{IndexWarningId, IndexWarningIdentity};
 pub use crate::outcome::{Outcome, Signal, aggregate_status, python_isoformat, results_error};
 pub use crate::run::{CheckId, PreflightId, PreflightStatus, RunId, RunStatus, TriggerType, UnknownName};
+pub use crate::run_summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 pub use crate::verdict::{
     CheckResult, ResultStatus, ResultType, RowDiffCounts, in_declared_order, metric_passes, result_value,
 };

@@ -17,6 +17,7 @@
 pub use crate::canonical_json::{PythonSeparators, python_json, python_json_with};
 pub use crate::check::{CheckType, UnknownCheckType};
 pub use crate::duration::{Duration, DurationError, DurationLimit};
+pub use crate::row_diff_settings::{RowDiffSettings, SettingError, SettingValue};
 pub use crate::sslmode::{SslMode, UnknownSslMode};
 
 use std::fmt;
@@ -27,7 +28,6 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::schedule::{Schedule, ScheduleError, Window};
-use crate::segment::Strategy;
 
 /// A tap type whose definitions PipelineWise imports: the Singer tap names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -131,68 +131,6 @@ impl fmt::Display for TargetType {
     }
 }
 
-/// The `row_diff` extension: stream both sides through the merge core and keep up to
-/// `max_examples` differences (keys and column names only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RowDiffSettings {
-    max_examples: u32,
-    empty_string_as_null: bool,
-    strategy: Strategy,
-}
-
-impl RowDiffSettings {
-    /// The default number of examples kept.
-    pub const DEFAULT_MAX_EXAMPLES: u32 = 20;
-    /// The largest number of examples allowed.
-    pub const MAX_MAX_EXAMPLES: u32 = 100;
-
-    /// Settings keeping `max_examples` differences; `None` outside 1..=100.
-    pub fn new(max_examples: u32) -> Option<RowDiffSettings> {
-        (1..=Self::MAX_MAX_EXAMPLES).contains(&max_examples).then_some(RowDiffSettings {
-            max_examples,
-            empty_string_as_null: false,
-            strategy: Strategy::Auto,
-        })
-    }
-
-    /// How many differences are kept as evidence.
-    pub fn max_examples(self) -> u32 {
-        self.max_examples
-    }
-
-    /// These settings, with an empty string and NULL compared as one value in text-like
-    /// columns (the opt-in coercion `empty_string_as_null`; off by default).
-    pub fn with_empty_string_as_null(self, on: bool) -> RowDiffSettings {
-        RowDiffSettings { empty_string_as_null: on, ..self }
-    }
-
-    /// Whether an empty string and NULL compare as one value in text-like columns.
-    pub fn empty_string_as_null(self) -> bool {
-        self.empty_string_as_null
-    }
-
-    /// These settings, reading the rows with `strategy` (`auto` by default; see
-    /// [`crate::segment`]: the answer is the same, the bytes moved are not).
-    pub fn with_strategy(self, strategy: Strategy) -> RowDiffSettings {
-        RowDiffSettings { strategy, ..self }
-    }
-
-    /// How the rows are read.
-    pub fn strategy(self) -> Strategy {
-        self.strategy
-    }
-}
-
-impl Default for RowDiffSettings {
-    fn default() -> RowDiffSettings {
-        RowDiffSettings {
-            max_examples: Self::DEFAULT_MAX_EXAMPLES,
-            empty_string_as_null: false,
-            strategy: Strategy::Auto,
-        }
-    }
-}
-
 /// datadiff's per-check extension settings (from `datadiff.yml`, SPEC §10).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Extensions {
@@ -215,17 +153,19 @@ impl Extensions {
             map.insert("exclude_soft_deleted".to_owned(), Value::Bool(true));
         }
         if let Some(row_diff) = self.row_diff {
-            let mut settings = json!({ "max_examples": row_diff.max_examples });
-            // Only when set, so that settings without it keep their hash.
-            if row_diff.empty_string_as_null {
-                settings["empty_string_as_null"] = Value::Bool(true);
-            }
-            if row_diff.strategy != Strategy::Auto {
-                settings["strategy"] = Value::String(row_diff.strategy.as_str().to_owned());
-            }
-            map.insert("row_diff".to_owned(), settings);
+            map.insert("row_diff".to_owned(), row_diff.encode());
         }
         Value::Object(map)
+    }
+}
+
+/// A `row_diff` setting as stored JSON holds it.
+fn setting_value(value: &Value) -> SettingValue<'_> {
+    match value {
+        Value::Number(number) => SettingValue::Integer(number.as_u64()),
+        Value::Bool(flag) => SettingValue::Bool(*flag),
+        Value::String(text) => SettingValue::Text(text),
+        _ => SettingValue::Other,
     }
 }
 
@@ -313,6 +253,26 @@ pub enum DefinitionError {
         /// The unknown name.
         value: String,
     },
+}
+
+/// A stored revision of a check definition: a `dd_check_definitions` row as the backend store
+/// reads it back (pure data; the store persists it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredDefinition {
+    /// The revision's id (a fresh uuid4 per revision).
+    pub check_id: crate::attempt::CheckId,
+    /// Its number among the revisions of its `full_check_name`, from 1.
+    pub revision: i32,
+    /// The stored `config_hash` (SHA-256 of the canonical JSON, 64 hex characters).
+    pub config_hash: String,
+    /// Whether it is the name's current revision.
+    pub is_current: bool,
+    /// When it was imported.
+    pub created_at: DateTime<Utc>,
+    /// When it was superseded or deactivated.
+    pub superseded_at: Option<DateTime<Utc>>,
+    /// The definition, read back from `canonical_config`.
+    pub definition: CheckDefinition,
 }
 
 impl CheckDefinition {
@@ -427,30 +387,14 @@ impl CheckDefinition {
                 let row_diff = match settings.get("row_diff") {
                     None | Some(Value::Null) => None,
                     Some(row_diff) => {
-                        let max_examples = match row_diff.get("max_examples") {
-                            None => Some(RowDiffSettings::DEFAULT_MAX_EXAMPLES),
-                            Some(value) => value.as_u64().and_then(|n| u32::try_from(n).ok()),
-                        };
-                        let settings = max_examples
-                            .and_then(RowDiffSettings::new)
-                            .ok_or_else(|| field_error("datadiff.row_diff.max_examples", "an integer in 1..=100"))?;
-                        let empty_string_as_null = match row_diff.get("empty_string_as_null") {
-                            None => false,
-                            Some(Value::Bool(flag)) => *flag,
-                            Some(_) => {
-                                return Err(field_error("datadiff.row_diff.empty_string_as_null", "a boolean"));
+                        Some(RowDiffSettings::decode(|key| row_diff.get(key).map(setting_value)).map_err(|errors| {
+                            let first = errors[0];
+                            DefinitionError::Field {
+                                full_check_name: full_check_name.to_owned(),
+                                field: format!("datadiff.row_diff.{}", first.key),
+                                expected: first.expected_stored,
                             }
-                        };
-                        let strategy = match row_diff.get("strategy") {
-                            None => Strategy::Auto,
-                            Some(Value::String(name)) => name.parse().map_err(|_| {
-                                field_error("datadiff.row_diff.strategy", "one of auto, stream, segments")
-                            })?,
-                            Some(_) => {
-                                return Err(field_error("datadiff.row_diff.strategy", "one of auto, stream, segments"));
-                            }
-                        };
-                        Some(settings.with_empty_string_as_null(empty_string_as_null).with_strategy(strategy))
+                        })?)
                     }
                 };
                 Extensions { row_diff, exclude_soft_deleted }
@@ -725,6 +669,15 @@ mod tests {
             CheckDefinition::from_canonical_config(name, &value),
             Err(DefinitionError::Field { ref field, .. }) if field == "datadiff.row_diff.max_examples"
         ));
+        for (row_diff, message) in [
+            (json!({"max_examples": 101}), "no valid 'datadiff.row_diff.max_examples' (an integer in 1..=100)"),
+            (json!({"empty_string_as_null": "no"}), "no valid 'datadiff.row_diff.empty_string_as_null' (a boolean)"),
+            (json!({"strategy": "fast"}), "no valid 'datadiff.row_diff.strategy' (one of auto, stream, segments)"),
+        ] {
+            value["datadiff"] = json!({ "row_diff": row_diff });
+            let error = CheckDefinition::from_canonical_config(name, &value).unwrap_err().to_string();
+            assert!(error.ends_with(message), "{error}");
+        }
         value["datadiff"] = json!({});
         value["target_type"] = json!("target-bigquery");
         assert!(matches!(

@@ -11,7 +11,8 @@
 //!   [`merge::Summary`], exact counts and the first N differences, by key and field name only;
 //!   [`merge::Batches`], rows arriving in batches flattened for the merge.
 //! * [`definition`]: a validated [`definition::CheckDefinition`] with its canonical JSON and
-//!   hash, the check types, durations, `sslmode`, the Python-style JSON encoder.
+//!   hash, a revision as the backend keeps it ([`definition::StoredDefinition`]), the check
+//!   types, durations, `sslmode`, the Python-style JSON encoder.
 //! * [`schedule`]: the schedule math of slots and windows ([`schedule::Schedule`],
 //!   [`schedule::Window`]) and the tick's pure order of work ([`schedule::CheckTickPlan`]).
 //! * [`attempt`]: the pure rules of attempts — which slots are due, whether an attempt may
@@ -20,7 +21,9 @@
 //!   with the run vocabulary ([`attempt::RunStatus`], [`attempt::TriggerType`], the id
 //!   newtypes), results and verdicts ([`attempt::CheckResult`]), the historical start and
 //!   how an attempt ends ([`attempt::Outcome`]: status aggregation, ERROR beating FAIL, and
-//!   PipelineWise's `error` texts).
+//!   PipelineWise's `error` texts), and what it comes to ([`attempt::RunSummary`]: the line
+//!   `run_data_diff_checks` prints and alerts read, with [`attempt::CheckIdentity`] and the
+//!   source-index warning's [`attempt::IndexWarningIdentity`]).
 //! * [`plan`]: one attempt of the aggregate checks planned from a definition and both tables'
 //!   catalog columns ([`plan::AggregatePlan`]): column resolution and the timestamp gate
 //!   ([`plan::TableColumns`], [`plan::ColumnPlan`]), type-family compatibility, the
@@ -68,6 +71,7 @@ mod duration;
 mod error;
 mod family;
 mod historical;
+mod index_warning;
 mod key;
 pub mod merge;
 pub mod mysql;
@@ -75,7 +79,9 @@ mod outcome;
 pub mod plan;
 mod query;
 mod row;
+mod row_diff_settings;
 mod run;
+mod run_summary;
 pub mod schedule;
 pub mod segment;
 mod sslmode;

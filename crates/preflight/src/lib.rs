@@ -75,12 +75,11 @@ mod fingerprint;
 mod gatherer;
 mod index;
 mod record;
-mod warning;
 
+pub use datadiff_diff_core::attempt::{IndexWarningId, IndexWarningIdentity};
 pub use error::Error;
 pub use facts::{BLOCKING_ROWS, CatalogFacts, DEFAULT_ROW_LIMIT, RowCount, WARNING_ROWS};
 pub use fingerprint::{MetadataOnlyScope, QueryFingerprint};
 pub use gatherer::{SourceTable, gather, preflight, preflight_with};
 pub use index::{IndexFact, SourceIndex};
 pub use record::PreflightRecord;
-pub use warning::{IndexWarningId, IndexWarningIdentity};

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::fingerprint::{MetadataOnlyScope, QueryFingerprint};
 use crate::index::{IndexFact, SourceIndex};
-use datadiff_diff_core::attempt::PreflightStatus;
+use datadiff_diff_core::attempt::{PreflightFacts, PreflightStatus};
 
 /// The single finding of a metadata-only preflight.
 const METADATA_ONLY_FINDING: &str = "Metadata-only check; no source data query was executed";
@@ -97,6 +97,26 @@ impl<I: SourceIndex> PreflightRecord<I> {
     }
 }
 
+/// The facts of a record that run summaries carry (and alerts read):
+/// `PreflightFacts::of(&record)`.
+impl<I: SourceIndex> From<&PreflightRecord<I>> for PreflightFacts {
+    fn from(record: &PreflightRecord<I>) -> PreflightFacts {
+        PreflightFacts {
+            status: record.status,
+            index_warning: record.index_warning,
+            table_rows: record.table_rows,
+            row_limit: record.row_limit,
+            findings: record.findings.clone(),
+            has_leading_index: record.has_leading_index,
+            metadata_only: record.status == PreflightStatus::Pass
+                && record.has_leading_index.is_none()
+                && record.row_limit.is_none()
+                && record.error.is_none(),
+            placeholder: record.query_fingerprint == QueryFingerprint::placeholder(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -142,5 +162,21 @@ mod tests {
         assert_eq!((record.has_leading_index, record.table_rows, record.row_limit), (None, None, None));
         assert_eq!(record.error.as_deref(), Some("could not connect to the source"));
         assert!(!record.passed());
+    }
+
+    #[test]
+    fn metadata_only_preflights_are_recognised() {
+        let scope = MetadataOnlyScope {
+            source_schema: "public".into(),
+            source_table: "t".into(),
+            target_schema: "public".into(),
+            target_table: "t".into(),
+            columns: vec!["id".into()],
+        };
+        let metadata_only = PreflightFacts::of(&PreflightRecord::metadata_only(&scope));
+        assert!(metadata_only.metadata_only && !metadata_only.placeholder);
+        let placeholder = PreflightFacts::of(&PreflightRecord::placeholder("no connection"));
+        assert!(!placeholder.metadata_only && placeholder.placeholder);
+        assert_eq!(placeholder.status, PreflightStatus::Error);
     }
 }

@@ -77,7 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let first = day(13, 5);
     context.set_clock(Clock::at(first));
     let started = Instant::now();
-    let report = tick(&context, first)?;
+    let report = tick(&context)?;
     println!(
         "first tick at 13:05: {} attempts in {:.3} s (setup, not the figure)",
         report.summaries.iter().filter(|summary| summary.run_id.is_some()).count(),
@@ -89,7 +89,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut seconds = Vec::with_capacity(runs);
     for _ in 0..runs {
         let started = Instant::now();
-        let report = tick(&context, idle)?;
+        let report = tick(&context)?;
         seconds.push(started.elapsed().as_secs_f64());
         let skipped = report.summaries.iter().filter(|summary| summary.status == SummaryStatus::Skipped).count();
         if skipped != count || !report.swept.is_empty() {

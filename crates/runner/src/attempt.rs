@@ -56,7 +56,10 @@ use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, Completion, Difference, NewPreflight, Store, StoredDefinition};
 use datadiff_diff_core::{
     Side,
-    attempt::{CheckResult, HistoricalStart, Outcome, PreflightId, ResultType, RunStatus, SkipReason},
+    attempt::{
+        CheckIdentity, CheckResult, HistoricalStart, Outcome, PreflightFacts, PreflightId, ResultType, RunStatus,
+        RunSummary, SkipReason, SummaryStatus,
+    },
     definition::CheckType,
     plan::{AggregatePlan, TableColumns},
 };
@@ -69,7 +72,6 @@ use crate::execute::ExecutionOptions;
 use crate::in_flight::{InFlightAttempt, Registration};
 use crate::progress;
 use crate::row_diff::{self, RowDiffPlan, SourceCatalog};
-use crate::summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 use datadiff_access::{AnySide, MySqlSideSession, SideSession};
 
 /// Why the comparison stopped before producing an outcome of its own.

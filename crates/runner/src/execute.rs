@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, Completion, NewPreflight, StartOutcome, Store, StoredDefinition};
-use datadiff_diff_core::attempt::{Outcome, PreflightStatus, Signal, StartKind};
+use datadiff_diff_core::attempt::{CheckIdentity, Outcome, PreflightStatus, RunSummary, Signal, StartKind};
 use datadiff_diff_core::segment::Strategy;
 use datadiff_preflight::PreflightRecord;
 
@@ -13,7 +13,6 @@ use crate::connections::Connections;
 use crate::error::Error;
 use crate::in_flight::{InFlight, InFlightAttempt};
 use crate::progress::ProgressMeter;
-use crate::summary::{CheckIdentity, RunSummary};
 
 /// How attempts are executed.
 #[derive(Debug, Clone)]

@@ -17,9 +17,10 @@
 //!   does the same for an attempt already started (a remediation).
 //! * [`RunSummary`] is what an attempt (or a skip) comes to — what `run` prints and alerts
 //!   read: [`CheckIdentity`], [`SummaryStatus`], slot, window, run, reason, results and
-//!   [`PreflightFacts`].
-//! * The `datadiff-alerts` crate turns an invocation's summaries into source-index warnings
-//!   and one failure alert per failed check.
+//!   [`PreflightFacts`]. They are pure data of `datadiff-diff-core`, re-exported here.
+//! * The `datadiff-alerts` crate, beside this one, turns an invocation's summaries into
+//!   source-index warnings and one failure alert per failed check; the runner never calls it
+//!   (the CLI, or an embedding program, wires the two: the `datadiff` facade shows how).
 //! * [`ExecutionOptions`]: sides concurrent or sequential, the [`Clock`] (`--at`), and an
 //!   [`InFlight`] registry through which executing attempts can be interrupted and then
 //!   recorded ERROR with [`record_interrupted`].
@@ -37,11 +38,11 @@
 //!   order of work.
 //! * [`remediate`] is `rerun_data_diff_check`: a REMEDIATION attempt of a failed run with its
 //!   exact revision → [`RemediationReport`].
+//! * [`doctor`]: `datadiff doctor`'s checks of a project (backend, grants, sessions, columns,
+//!   the servers' plans of every statement, preflights) as typed findings; nothing written.
 //! * [`signals`]: with [`TickContext::with_signal_handling`], SIGTERM, SIGINT and SIGHUP record every
 //!   in-flight attempt ERROR (`Terminated by SIGTERM before the check completed`) and the
 //!   process then exits by the signal.
-//! * After a tick, `datadiff_alerts::Dispatcher` sends pending index warnings, then one
-//!   failure alert per failed check.
 //!
 //! An embedding program verifying continuously, as a cron-driven `run_data_diff_checks`
 //! would:
@@ -49,9 +50,6 @@
 //! ```no_run
 //! use std::time::Duration;
 //!
-//! use chrono::Utc;
-//! use datadiff_access::Environment;
-//! use datadiff_alerts::Dispatcher;
 //! use datadiff_runner::{Connections, Selection, TickContext, backend_config, open_backend, tick};
 //!
 //! let project = datadiff_config::load("/srv/pipelinewise", None)?;
@@ -60,17 +58,10 @@
 //!     .with_selection(Selection::all())
 //!     .with_signal_handling(true);
 //! loop {
-//!     let now = Utc::now(); // taken once per tick
-//!     let report = tick(&context, now)?;
+//!     let report = tick(&context)?; // its `now`: the context's clock (the system's), read once
 //!     for summary in &report.summaries {
 //!         let reason = summary.reason.as_deref().unwrap_or_default();
 //!         eprintln!("{} {} {reason}", summary.check.full_check_name, summary.status);
-//!     }
-//!     // A dispatcher per invocation: an endpoint that timed out is not retried within it.
-//!     let dispatcher = Dispatcher::from_project(&project, &Environment::process());
-//!     dispatcher.send_index_warnings(context.store(), &report.summaries, now);
-//!     if let Some(line) = dispatcher.send_failure_alerts(&report.summaries, now).undelivered_line() {
-//!         eprintln!("{line}");
 //!     }
 //!     std::thread::sleep(Duration::from_secs(60));
 //! }
@@ -90,8 +81,9 @@
 //! let store = open_backend(backend_config(project.backend.as_ref().ok_or("no backend_db")?))?;
 //! store.gate(Path::new("/srv/pipelinewise"))?;
 //! let connections = Connections::from_project(&project);
-//! let now = Utc.with_ymd_and_hms(2026, 7, 22, 13, 47, 0).unwrap(); // --at
-//! let options = ExecutionOptions { clock: Clock::at(now), ..ExecutionOptions::default() };
+//! let clock = Clock::at(Utc.with_ymd_and_hms(2026, 7, 22, 13, 47, 0).unwrap()); // --at
+//! let now = clock.now();
+//! let options = ExecutionOptions { clock, ..ExecutionOptions::default() };
 //! for definition in store.definitions(&DefinitionFilter::default())? {
 //!     let slot = definition.definition.schedule()?.current_slot(now)?;
 //!     let summary = execute(&store, &connections, &definition, slot, StartKind::Scheduled { force: false }, &options)?;
@@ -108,15 +100,16 @@
 //! # What it does not do (yet)
 //!
 //! Only PostgreSQL → PostgreSQL routes are executed (others are SKIPPED). The
-//! tick does not loop, sleep or read the clock itself: the caller chooses `now` and when to
+//! tick does not loop or sleep: the caller chooses the clock (`--at` fixes it) and when to
 //! tick again. Composite keys are not supported. It opens no connection itself: sessions and
 //! streams come from `datadiff-access`; the standalone audit is `datadiff-audit`.
 //!
 //! # Decisions where the sources are silent (scheduling)
 //!
-//! * **`now` and recorded times.** `now` decides slots, sweep and retry eligibility; every
-//!   recorded time comes from the context's [`Clock`] (`Clock::at(now)` for `--at`, so a
-//!   replay is coherent; the system clock otherwise, as upstream records times when written).
+//! * **`now` and recorded times.** One time source per tick: the context's [`Clock`]. The
+//!   tick reads its `now` from it once, and `now` decides slots, sweep and retry eligibility;
+//!   every recorded time comes from the same clock (`Clock::at(t)` for `--at t`, so a replay
+//!   is coherent; the system clock otherwise, as upstream records times when written).
 //! * **Idle definitions** are answered from one overview query (SPEC §11): a current slot seen
 //!   attempted is reported SKIPPED by the same pure rule the store applies under the lock; a
 //!   forced tick, a sweep or an unattempted slot goes through the store. Measured: 1,000
@@ -170,6 +163,7 @@ mod attempt;
 mod backend;
 mod clock;
 mod connections;
+pub mod doctor;
 mod error;
 mod execute;
 mod import;
@@ -179,13 +173,13 @@ mod remediation;
 mod row_diff;
 mod selection;
 pub mod signals;
-mod summary;
 mod tick;
 mod workers;
 
 pub use backend::{backend_config, open_backend, open_backend_with};
 pub use clock::Clock;
 pub use connections::{Connections, MAX_CONNECT_TIMEOUT, Route, SOURCE_APPLICATION_NAME, TARGET_APPLICATION_NAME};
+pub use datadiff_diff_core::attempt::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 pub use error::Error;
 pub use execute::{ExecutionOptions, execute, execute_started, record_interrupted};
 pub use import::{Deactivation, ImportReport, changed_since_import, import_definitions, missing_taps};
@@ -194,5 +188,4 @@ pub use progress::{FLUSH_EVERY, ProgressMeter, ProgressSnapshot};
 pub use remediation::{RemediationReport, remediate};
 pub use row_diff::row_diff_select;
 pub use selection::{Selection, project_taps};
-pub use summary::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 pub use tick::{TickContext, TickReport, tick};

@@ -1,12 +1,11 @@
 //! `rerun_data_diff_check`: see [`remediate`].
 
 use datadiff_backend_store::Attempt;
-use datadiff_diff_core::attempt::{RunId, Signal};
+use datadiff_diff_core::attempt::{CheckIdentity, RunId, RunSummary, Signal};
 
 use crate::error::Error;
 use crate::execute::execute_started;
 use crate::signals::Interruption;
-use crate::summary::{CheckIdentity, RunSummary};
 use crate::tick::{TickContext, interrupted};
 
 /// What a remediation did.

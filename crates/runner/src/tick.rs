@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, ScheduleOverview, Store, StoredDefinition, SweptRun};
 use datadiff_diff_core::{
-    attempt::{MAX_CATCH_UP, Signal, StartKind},
+    attempt::{CheckIdentity, MAX_CATCH_UP, RunSummary, Signal, StartKind, SummaryStatus},
     schedule::{CheckTickPlan, Schedule, TickFacts, TickStep},
 };
 
@@ -18,7 +18,6 @@ use crate::execute::{ExecutionOptions, execute};
 use crate::in_flight::{InFlight, InFlightAttempt};
 use crate::selection::Selection;
 use crate::signals::{self, Interruption, Watch};
-use crate::summary::{CheckIdentity, RunSummary, SummaryStatus};
 use crate::workers::Workers;
 
 /// Everything a tick (or a remediation) needs, built once and reused tick after tick: the
@@ -92,14 +91,16 @@ impl TickContext {
         self
     }
 
-    /// Where recorded times come from: `Clock::at(t)` for `--at t` (then pass the same `t`
-    /// as the tick's `now`), [`Clock::System`] otherwise.
+    /// The invocation's one time source: `Clock::at(t)` for `--at t` (each tick's `now`
+    /// and every recorded time are `t`), [`Clock::System`] otherwise (each tick reads its
+    /// `now` once when it begins; a recorded time is the moment it is written).
     pub fn with_clock(mut self, clock: Clock) -> TickContext {
         self.options.clock = clock;
         self
     }
 
-    /// Changes the clock between ticks (a replay stepping through `--at` times).
+    /// Changes the clock between ticks (a replay stepping through `--at` times: the next
+    /// tick runs at the new instant).
     pub fn set_clock(&mut self, clock: Clock) {
         self.options.clock = clock;
     }
@@ -148,7 +149,7 @@ impl TickContext {
         &self.selection
     }
 
-    /// The clock recorded times come from.
+    /// The time source of ticks and recorded times.
     pub fn clock(&self) -> Clock {
         self.options.clock
     }
@@ -175,7 +176,8 @@ impl TickContext {
 /// What a tick did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TickReport {
-    /// The `now` the tick ran at.
+    /// The `now` the tick ran at: its context's clock, read once when it began (what a
+    /// caller prints and gives the alerts).
     pub now: DateTime<Utc>,
     /// One summary per attempt, skip and failed definition: definition order, then
     /// retries, then due slots oldest first — what `run_data_diff_checks` prints and what
@@ -200,9 +202,11 @@ impl TickReport {
     }
 }
 
-/// Runs one tick at `now` over `context`'s selection. `now` decides the slots, the sweep's
-/// and the retries' eligibility; recorded times come from the context's clock (give
-/// `Clock::at(now)` for a coherent replay).
+/// Runs one tick over `context`'s selection at the `now` of the context's clock
+/// ([`TickContext::with_clock`]), read once when the tick begins and returned in
+/// [`TickReport::now`]. `now` decides the slots, the sweep's and the retries' eligibility;
+/// recorded times come from the same clock, so a fixed clock (`--at`) makes a coherent
+/// replay and no caller can give a tick a `now` its clock disagrees with.
 ///
 /// `Err` only when the tick cannot begin: the selection or the overview cannot be read, the
 /// pool is smaller than the jobs, or the signal handlers cannot be installed. Everything
@@ -257,11 +261,12 @@ impl TickReport {
 /// **Several processes or hosts** may tick one backend at once: every start goes through the
 /// store's check lock and re-decides there, so a slot gets one attempt; the others report
 /// SKIPPED (`An attempt for this cron slot is already running`, or `... already attempted`).
-pub fn tick(context: &TickContext, now: DateTime<Utc>) -> Result<TickReport, Error> {
+pub fn tick(context: &TickContext) -> Result<TickReport, Error> {
     let pool = context.store.pool().max_size();
     if usize::try_from(pool).unwrap_or(usize::MAX) < context.jobs.get() {
         return Err(Error::PoolTooSmall { jobs: context.jobs.get(), pool });
     }
+    let now = context.clock().now();
     let interruption = Interruption::default();
     let mut report = context.guarded(&interruption, || run(context, now, &interruption))??;
     report.interrupted = interruption.signal();

@@ -105,6 +105,27 @@ fn datadiff_yml_rejects_unknown_keys_and_names() {
     );
     assert!(found.iter().all(|p| p.file == "datadiff.yml"));
     assert!(found[2].message.starts_with("unknown check 'postgres/payments/public/nope'"));
+    assert_eq!(found[1].message, "unknown key 'sample' (allowed: max_examples, empty_string_as_null, strategy)");
+}
+
+#[test]
+fn every_invalid_row_diff_setting_is_reported_with_its_line() {
+    let text = tap("", "", VALID);
+    let extensions = "checks:\n  postgres/payments/public/transfers:\n    row_diff:\n      max_examples: 0\n      \
+                      empty_string_as_null: 1\n      strategy: fast\n";
+    let found = problems(&project(&files(CONFIG, &text, &[("datadiff.yml", extensions)])));
+    let reported: Vec<(&str, Option<usize>, &str)> =
+        found.iter().map(|p| (p.path.as_str(), p.line, p.message.as_str())).collect();
+    let path = "checks.postgres/payments/public/transfers.row_diff";
+    assert_eq!(
+        reported,
+        [
+            (&*format!("{path}.strategy"), Some(6), "strategy must be one of auto, stream, segments"),
+            (&*format!("{path}.empty_string_as_null"), Some(5), "empty_string_as_null must be a boolean"),
+            (&*format!("{path}.max_examples"), Some(4), "max_examples must be an integer from 1 to 100"),
+        ],
+        "{found:#?}"
+    );
 }
 
 #[test]

@@ -67,7 +67,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line)?;
     }
-    let report = tick(&context, now)?;
+    let report = tick(&context)?;
     for summary in &report.summaries {
         let line = serde_json::json!({
             "check": summary.check.full_check_name,

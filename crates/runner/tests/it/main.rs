@@ -1,9 +1,6 @@
 //! Integration tests of the runner against throwaway PostgreSQL clusters (and a throwaway
 //! MariaDB server for the tap-mysql route).
 
-mod alerts_delivery;
-mod alerts_server;
-mod alerts_warnings;
 mod attempt_checks;
 mod attempt_deadlines;
 mod attempt_faults;

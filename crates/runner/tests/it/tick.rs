@@ -23,7 +23,7 @@ pub(crate) fn ticker(context: &Context) -> TickContext {
 /// One tick at `now`, recorded times at `now` too (`--at now`).
 pub(crate) fn tick_at(ticker: &mut TickContext, now: DateTime<Utc>) -> TickReport {
     ticker.set_clock(Clock::at(now));
-    tick(ticker, now).unwrap()
+    tick(ticker).unwrap()
 }
 
 /// `(status, slot, trigger, attempt)` of each summary.
@@ -87,6 +87,22 @@ fn coverage(context: &Context, summary: &RunSummary) -> Coverage {
     (row.get(0), row.get(1), row.get(2), row.get(3))
 }
 
+/// One time source per tick: without `--at` the tick reads the system clock once when it
+/// begins, and there is no other `now` to give it.
+#[test]
+fn a_tick_takes_its_now_from_its_contexts_clock() {
+    let context = Context::pipelinewise();
+    let ticker = ticker(&context).with_selection(Selection::tap("postgres", "nothing-here"));
+    assert_eq!(ticker.clock(), Clock::System);
+    let before = Utc::now();
+    let report = tick(&ticker).unwrap();
+    let after = Utc::now();
+    assert!(before <= report.now && report.now <= after, "{before} <= {} <= {after}", report.now);
+
+    let ticker = ticker.with_clock(Clock::at(at(9, 15)));
+    assert_eq!(tick(&ticker).unwrap().now, at(9, 15));
+}
+
 #[test]
 fn the_first_tick_runs_the_current_slot_and_the_next_one_skips_it() {
     let context = Context::pipelinewise();
@@ -96,6 +112,7 @@ fn the_first_tick_runs_the_current_slot_and_the_next_one_skips_it() {
     // 13:47:59 → slot 13:00, window [12:00, 13:00).
     let now = at(13, 47) + chrono::TimeDelta::seconds(59);
     let first = tick_at(&mut ticker, now);
+    assert_eq!(first.now, now, "the tick's now is its clock's");
     assert_eq!(lines(&first), [(SummaryStatus::Pass, Some(at(13, 0)), Some(TriggerType::Scheduled), Some(1))]);
     let summary = &first.summaries[0];
     assert_eq!(summary.bounds, Some(Bounds { start: Some(at(12, 0)), end: at(13, 0) }));
@@ -311,7 +328,7 @@ fn a_worker_that_lost_its_lease_discards_its_late_results() {
     let mut ticker = ticker(&context);
     ticker.set_clock(Clock::at(at(13, 5)));
     let report = std::thread::scope(|scope| {
-        let worker = scope.spawn(|| tick(&ticker, at(13, 5)).unwrap());
+        let worker = scope.spawn(|| tick(&ticker).unwrap());
         crate::tick_processes::wait_for_blocked_query(&context);
         // Another worker's sweep expires the attempt meanwhile.
         let swept = context.store.sweep_stale(&stored, at(23, 0)).unwrap();
@@ -435,7 +452,7 @@ fn jobs_work_on_definitions_in_parallel_and_report_in_definition_order() {
     }
     // More jobs than backend connections is refused before anything runs.
     let too_many = self::ticker(&context).with_jobs(NonZeroUsize::new(64).unwrap());
-    let error = tick(&too_many, at(14, 5)).unwrap_err();
+    let error = tick(&too_many.with_clock(Clock::at(at(14, 5)))).unwrap_err();
     assert!(matches!(error, datadiff_runner::Error::PoolTooSmall { jobs: 64, .. }), "{error}");
 }
 
@@ -489,7 +506,7 @@ fn ticks_in_several_threads_never_duplicate_an_attempt() {
                 let barrier = &barrier;
                 scope.spawn(move || {
                     barrier.wait();
-                    tick(ticker, at(13, 5)).unwrap()
+                    tick(ticker).unwrap()
                 })
             })
             .collect();

@@ -4,11 +4,13 @@
 
 use datadiff_alerts::{DeliveryProblem, WarningReport, WarningResult};
 use datadiff_backend_store::StoredDefinition;
-use datadiff_diff_core::{attempt::PreflightStatus, definition::CheckDefinition};
-use datadiff_runner::{CheckIdentity, RunSummary};
+use datadiff_diff_core::{
+    attempt::{CheckIdentity, PreflightStatus, RunSummary},
+    definition::CheckDefinition,
+};
 
-use crate::alerts_server::{Mode, Server, dispatcher, import_all, markers, observation, settings, tap};
 use crate::context::{Context, at, scheduled, slot};
+use crate::server::{Mode, Server, dispatcher, import_all, markers, observation, settings, tap};
 
 /// The fixtures' definition into `target` (same tap and source table).
 fn into_target(context: &Context, target: &str) -> CheckDefinition {
@@ -187,7 +189,7 @@ fn inactive_definitions_skipped_runs_and_no_destination_send_nothing() {
     let mut inactive = warns(&stored[0], 60_000);
     inactive.check.is_current = false;
     let mut skipped = warns(&stored[1], 60_000);
-    skipped.status = datadiff_runner::SummaryStatus::Skipped;
+    skipped.status = datadiff_diff_core::attempt::SummaryStatus::Skipped;
     let with_webhook = settings(None, None, Some(&webhook), None);
     let report =
         dispatcher(&with_webhook, &[], None).send_index_warnings(&context.store, &[inactive, skipped], at(13, 5));

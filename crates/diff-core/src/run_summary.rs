@@ -15,14 +15,12 @@ use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use datadiff_backend_store::StoredDefinition;
-use datadiff_diff_core::{
-    attempt::{
-        Bounds, CheckId, CheckResult, PreflightStatus, ResultType, RunId, RunStatus, Skip, TriggerType, UnknownName,
-    },
-    definition::{CheckType, SourceType},
+
+use crate::attempt::{
+    Bounds, CheckId, CheckResult, PreflightStatus, ResultType, RunId, RunStatus, Skip, TriggerType, UnknownName,
 };
-use datadiff_preflight::{IndexWarningIdentity, PreflightRecord, QueryFingerprint};
+use crate::definition::{CheckType, SourceType, StoredDefinition};
+use crate::index_warning::IndexWarningIdentity;
 
 /// The status column of a summary: an attempt's stored status, or SKIPPED (never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -187,21 +185,11 @@ pub struct PreflightFacts {
 }
 
 impl PreflightFacts {
-    /// The facts of a record.
-    pub fn of<I: datadiff_preflight::SourceIndex>(record: &PreflightRecord<I>) -> PreflightFacts {
-        PreflightFacts {
-            status: record.status,
-            index_warning: record.index_warning,
-            table_rows: record.table_rows,
-            row_limit: record.row_limit,
-            findings: record.findings.clone(),
-            has_leading_index: record.has_leading_index,
-            metadata_only: record.status == PreflightStatus::Pass
-                && record.has_leading_index.is_none()
-                && record.row_limit.is_none()
-                && record.error.is_none(),
-            placeholder: record.query_fingerprint == QueryFingerprint::placeholder(),
-        }
+    /// The facts of a recorded preflight. The record's crate (`datadiff-preflight`, whose
+    /// `PreflightRecord` converts into these facts) knows how a metadata-only or placeholder
+    /// record looks; this is the call site's spelling of that conversion.
+    pub fn of(record: impl Into<PreflightFacts>) -> PreflightFacts {
+        record.into()
     }
 }
 
@@ -319,11 +307,10 @@ impl RunSummary {
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
-    use datadiff_diff_core::{
-        attempt::{ResultStatus, SkipReason},
-        merge::Value,
-    };
     use uuid::Uuid;
+
+    use crate::attempt::{ResultStatus, SkipReason};
+    use crate::merge::Value;
 
     use super::*;
 
@@ -402,21 +389,5 @@ mod tests {
         assert_eq!(summary.counts(CheckType::DistinctKeyCount), None, "not stored");
         assert_eq!(summary.query_seconds(), Some((0.5, 0.25)));
         assert_eq!(summary.result(ResultType::Check(CheckType::RowCount)).map(|r| r.status), Some(ResultStatus::Fail));
-    }
-
-    #[test]
-    fn metadata_only_preflights_are_recognised() {
-        let scope = datadiff_preflight::MetadataOnlyScope {
-            source_schema: "public".into(),
-            source_table: "t".into(),
-            target_schema: "public".into(),
-            target_table: "t".into(),
-            columns: vec!["id".into()],
-        };
-        let metadata_only = PreflightFacts::of(&PreflightRecord::metadata_only(&scope));
-        assert!(metadata_only.metadata_only && !metadata_only.placeholder);
-        let placeholder = PreflightFacts::of(&PreflightRecord::placeholder("no connection"));
-        assert!(!placeholder.metadata_only && placeholder.placeholder);
-        assert_eq!(placeholder.status, PreflightStatus::Error);
     }
 }

@@ -2,13 +2,13 @@
 //! routing by tap, every destination tried, a timeout on every call, never a secret.
 
 use datadiff_alerts::{AlertDelivery, DeliveryProblem, DestinationAttempt, FailureAlertReport};
-use datadiff_runner::{RunSummary, SummaryStatus};
+use datadiff_diff_core::attempt::{RunSummary, SummaryStatus};
 use serde_json::Value as Json;
 
-use crate::alerts_server::{
+use crate::context::at;
+use crate::server::{
     Mode, ROUTING_KEY, SLACK_TOKEN, Server, WEBHOOK_TOKEN, dispatcher, failure, identity, settings, tap,
 };
-use crate::context::at;
 
 fn attempts(report: &FailureAlertReport, alert: usize) -> Vec<DestinationAttempt> {
     match &report.alerts[alert].delivery {

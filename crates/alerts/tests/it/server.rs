@@ -13,10 +13,12 @@ use datadiff_alerts::{DispatchOptions, Dispatcher};
 use datadiff_backend_store::{DefinitionFilter, StoredDefinition, SyncScope};
 use datadiff_config::{AlertSettings, LogSettings, Secret, SlackSettings, Tap, VictorOpsSettings, WebhookSettings};
 use datadiff_diff_core::{
-    attempt::{Bounds, CheckResult, PreflightStatus, ResultStatus, ResultType, RunId, RunStatus, TriggerType},
+    attempt::{
+        Bounds, CheckIdentity, CheckResult, PreflightFacts, PreflightStatus, ResultStatus, ResultType, RunId,
+        RunStatus, RunSummary, SummaryStatus, TriggerType,
+    },
     definition::{CheckDefinition, CheckType},
 };
-use datadiff_runner::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 use serde_json::{Value as Json, json};
 use uuid::Uuid;
 

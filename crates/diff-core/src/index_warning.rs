@@ -1,10 +1,11 @@
-//! The identity of a source-index warning (`dd_index_warning_state.warning_id`).
+//! The identity of a source-index warning (`dd_index_warning_state.warning_id`): pure, so the
+//! run summaries that name a source table can compute it (the preflight crate re-exports it).
 
 use std::fmt;
 
 use uuid::Uuid;
 
-use datadiff_diff_core::definition::{PythonSeparators, python_json_with};
+use crate::canonical_json::{PythonSeparators, python_json_with};
 
 /// The first element of the identity array, naming what the identity is for.
 const IDENTITY_TAG: &str = "pipelinewise.data_diff.index_warning";

@@ -1,0 +1,291 @@
+//! `report metrics` as the Prometheus text exposition format (version 0.0.4): one gauge
+//! family per fact, one sample per current definition, labelled `target`, `tap`, `schema` and
+//! `table` (the source schema and table: the parts of `full_check_name`):
+//!
+//! | metric | value |
+//! |---|---|
+//! | `datadiff_report_timestamp_seconds` | when the report was taken, unix seconds, no labels |
+//! | `datadiff_verified_end_timestamp_seconds` | the verified end (absent before the first evaluated attempt) |
+//! | `datadiff_verification_lag_seconds` | the report time minus the verified end (absent likewise) |
+//! | `datadiff_verified_status{status}` | 1 for the watermark's status, 0 for the others of CONTIGUOUS, BLOCKED, NOT_RUN |
+//! | `datadiff_last_attempt_status{status}` | 1 for the newest attempt's status, 0 for the others of RUNNING, PASS, FAIL, ERROR, DEFERRED (all 0 before the first) |
+//! | `datadiff_last_attempt_timestamp_seconds` | when the newest attempt finished (started, while it runs) |
+//! | `datadiff_last_attempt_age_seconds` | the report time minus that |
+//! | `datadiff_open_failures` | slots whose state is FAIL or ERROR (what `report failures` lists) |
+//!
+//! Label values are escaped as the format requires (`\\`, `\"`, `\n`).
+//!
+//! ```no_run
+//! use chrono::Utc;
+//! use datadiff_backend_store::{BackendConfig, Store, metrics_exposition};
+//!
+//! # fn config() -> BackendConfig { unimplemented!() }
+//! let store = Store::open(config())?;
+//! let now = Utc::now();
+//! print!("{}", metrics_exposition(&store.metrics_report(now)?, now));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use chrono::{DateTime, TimeDelta, Utc};
+use datadiff_diff_core::attempt::RunStatus;
+
+use crate::WatermarkStatus;
+use crate::report::MetricsRow;
+
+/// The Prometheus text exposition format (version 0.0.4) of `report metrics`: `rows` (from
+/// [`Store::metrics_report`](crate::Store::metrics_report)) at `now`, one gauge family per fact
+/// (see the module docs), every family's `HELP` and `TYPE` lines even without samples.
+pub fn metrics_exposition(rows: &[MetricsRow], now: DateTime<Utc>) -> String {
+    let mut text = String::new();
+    let mut family = |name: &str, help: &str, samples: &mut dyn Iterator<Item = (String, f64)>| {
+        text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        for (labels, value) in samples {
+            text.push_str(&format!("{name}{labels} {value}\n"));
+        }
+    };
+    let labels = |row: &MetricsRow, extra: Option<&str>| {
+        let mut pairs = vec![
+            ("target", row.target_id.as_str()),
+            ("tap", row.tap_id.as_str()),
+            ("schema", row.watermark.source_schema.as_str()),
+            ("table", row.watermark.source_table.as_str()),
+        ];
+        if let Some(status) = extra {
+            pairs.push(("status", status));
+        }
+        let inner: Vec<String> =
+            pairs.iter().map(|(name, value)| format!("{name}=\"{}\"", escape_label_value(value))).collect();
+        format!("{{{}}}", inner.join(","))
+    };
+    family(
+        "datadiff_report_timestamp_seconds",
+        "When this report was taken (--at or now), unix seconds.",
+        &mut std::iter::once((String::new(), unix_seconds(now))),
+    );
+    family(
+        "datadiff_verified_end_timestamp_seconds",
+        "End of the verified interval of the check's current definition, unix seconds.",
+        &mut rows.iter().filter_map(|row| Some((labels(row, None), unix_seconds(row.watermark.verified_end?)))),
+    );
+    family(
+        "datadiff_verification_lag_seconds",
+        "Seconds from the verified end to the report time (--at or now).",
+        &mut rows.iter().filter_map(|row| Some((labels(row, None), seconds(row.watermark.verification_lag?)))),
+    );
+    const VERIFIED: [WatermarkStatus; 3] =
+        [WatermarkStatus::Contiguous, WatermarkStatus::Blocked, WatermarkStatus::NotRun];
+    family(
+        "datadiff_verified_status",
+        "1 for the watermark's verified status (CONTIGUOUS, BLOCKED, NOT_RUN), 0 for the others.",
+        &mut rows.iter().flat_map(|row| {
+            VERIFIED.iter().map(move |status| {
+                (labels(row, Some(status.as_str())), f64::from(u8::from(row.watermark.verified_status == *status)))
+            })
+        }),
+    );
+    const ATTEMPT: [RunStatus; 5] =
+        [RunStatus::Running, RunStatus::Pass, RunStatus::Fail, RunStatus::Error, RunStatus::Deferred];
+    family(
+        "datadiff_last_attempt_status",
+        "1 for the status of the check's newest attempt, 0 for the others (all 0 before the first).",
+        &mut rows.iter().flat_map(|row| {
+            let current = row.last_attempt.as_ref().map(|attempt| attempt.status);
+            ATTEMPT
+                .iter()
+                .map(move |status| (labels(row, Some(status.as_str())), f64::from(u8::from(current == Some(*status)))))
+        }),
+    );
+    family(
+        "datadiff_last_attempt_timestamp_seconds",
+        "When the check's newest attempt finished (started, while it runs), unix seconds.",
+        &mut rows.iter().filter_map(|row| {
+            let attempt = row.last_attempt.as_ref()?;
+            Some((labels(row, None), unix_seconds(attempt.finished_at.unwrap_or(attempt.started_at))))
+        }),
+    );
+    family(
+        "datadiff_last_attempt_age_seconds",
+        "Seconds from the newest attempt's finish (start, while it runs) to the report time.",
+        &mut rows.iter().filter_map(|row| Some((labels(row, None), seconds(row.last_attempt.as_ref()?.age)))),
+    );
+    family(
+        "datadiff_open_failures",
+        "Slots of the check's current definition whose state is FAIL or ERROR (report failures).",
+        &mut rows.iter().map(|row| (labels(row, None), row.open_failures as f64)),
+    );
+    text
+}
+
+/// A label value as the exposition format writes it: backslash, double quote and line feed
+/// escaped.
+fn escape_label_value(value: &str) -> String {
+    let mut escaped = String::with_capacity(value.len());
+    for character in value.chars() {
+        match character {
+            '\\' => escaped.push_str("\\\\"),
+            '"' => escaped.push_str("\\\""),
+            '\n' => escaped.push_str("\\n"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
+}
+
+/// Unix seconds, with microseconds as a fraction.
+fn unix_seconds(instant: DateTime<Utc>) -> f64 {
+    instant.timestamp_micros() as f64 / 1e6
+}
+
+/// Whole and fractional seconds of a lag.
+fn seconds(lag: TimeDelta) -> f64 {
+    lag.num_microseconds().map_or(lag.num_seconds() as f64, |micros| micros as f64 / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{LastAttempt, WatermarkReportRow};
+
+    #[test]
+    fn metrics_render_one_family_per_fact_with_escaped_labels() {
+        use chrono::TimeZone;
+        use datadiff_diff_core::attempt::{CheckId, RunId, TriggerType};
+
+        let at = |hour, minute| Utc.with_ymd_and_hms(2026, 7, 22, hour, minute, 0).unwrap();
+        let watermark = WatermarkReportRow {
+            check_id: CheckId::new(uuid::Uuid::from_u128(1)),
+            full_check_name: "wh/pay/public/we\"ird".into(),
+            revision: 3,
+            source_database: "pay".into(),
+            source_schema: "public".into(),
+            source_table: "we\"ird".into(),
+            target_database: "wh".into(),
+            target_schema: "replicated".into(),
+            target_table: "we\"ird".into(),
+            verified_status: WatermarkStatus::Blocked,
+            verified_start: Some(at(10, 0)),
+            verified_end: Some(at(11, 0)),
+            furthest_observed_end: Some(at(13, 0)),
+            verification_lag: Some(TimeDelta::minutes(150) + TimeDelta::milliseconds(500)),
+            blocking_run_id: None,
+            last_evaluated_run_id: None,
+            watermark_updated_at: None,
+            reason: None,
+        };
+        let row = MetricsRow {
+            watermark,
+            target_id: "wh".into(),
+            tap_id: "pay".into(),
+            last_attempt: Some(LastAttempt {
+                run_id: RunId::new(uuid::Uuid::from_u128(2)),
+                status: RunStatus::Running,
+                trigger_type: TriggerType::Scheduled,
+                started_at: at(13, 1),
+                finished_at: None,
+                age: TimeDelta::minutes(29),
+            }),
+            open_failures: 2,
+        };
+        let text = metrics_exposition(&[row], at(13, 30));
+        let labels = r#"target="wh",tap="pay",schema="public",table="we\"ird""#;
+        for line in [
+            "# TYPE datadiff_verified_status gauge".to_owned(),
+            "datadiff_report_timestamp_seconds 1784727000".to_owned(),
+            format!("datadiff_verified_end_timestamp_seconds{{{labels}}} 1784718000"),
+            format!("datadiff_verification_lag_seconds{{{labels}}} 9000.5"),
+            format!("datadiff_verified_status{{{labels},status=\"BLOCKED\"}} 1"),
+            format!("datadiff_verified_status{{{labels},status=\"CONTIGUOUS\"}} 0"),
+            format!("datadiff_last_attempt_status{{{labels},status=\"RUNNING\"}} 1"),
+            format!("datadiff_last_attempt_status{{{labels},status=\"PASS\"}} 0"),
+            format!("datadiff_last_attempt_timestamp_seconds{{{labels}}} 1784725260"),
+            format!("datadiff_last_attempt_age_seconds{{{labels}}} 1740"),
+            format!("datadiff_open_failures{{{labels}}} 2"),
+        ] {
+            assert!(text.lines().any(|candidate| candidate == line), "{line:?} missing from:\n{text}");
+        }
+        assert_eq!(text.matches("# HELP ").count(), 8);
+        assert!(text.ends_with('\n'));
+        // Without current checks: the families' HELP and TYPE lines and the report time only.
+        let empty = metrics_exposition(&[], at(13, 30));
+        let samples: Vec<&str> = empty.lines().filter(|line| !line.starts_with('#')).collect();
+        assert_eq!(samples, ["datadiff_report_timestamp_seconds 1784727000"]);
+    }
+
+    #[test]
+    fn label_values_escape_backslash_quote_and_line_feed() {
+        assert_eq!(escape_label_value("plain_table"), "plain_table");
+        assert_eq!(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+    }
+
+    /// The whole text for a check that never ran: every family in order, its samples in the
+    /// statuses' order, byte for byte.
+    #[test]
+    fn a_check_that_never_ran_is_exposed_byte_for_byte() {
+        use chrono::TimeZone;
+        use datadiff_diff_core::attempt::CheckId;
+
+        let now = Utc.with_ymd_and_hms(2026, 7, 22, 13, 30, 0).unwrap();
+        let row = MetricsRow {
+            watermark: WatermarkReportRow {
+                check_id: CheckId::new(uuid::Uuid::from_u128(1)),
+                full_check_name: "wh/pay/public/t".into(),
+                revision: 1,
+                source_database: "pay".into(),
+                source_schema: "public".into(),
+                source_table: "t".into(),
+                target_database: "wh".into(),
+                target_schema: "pay_public".into(),
+                target_table: "t".into(),
+                verified_status: WatermarkStatus::NotRun,
+                verified_start: None,
+                verified_end: None,
+                furthest_observed_end: None,
+                verification_lag: None,
+                blocking_run_id: None,
+                last_evaluated_run_id: None,
+                watermark_updated_at: None,
+                reason: None,
+            },
+            target_id: "wh".into(),
+            tap_id: "pay".into(),
+            last_attempt: None,
+            open_failures: 0,
+        };
+        let l = r#"target="wh",tap="pay",schema="public",table="t""#;
+        let expected = format!(
+            "# HELP datadiff_report_timestamp_seconds When this report was taken (--at or now), unix seconds.\n\
+             # TYPE datadiff_report_timestamp_seconds gauge\n\
+             datadiff_report_timestamp_seconds 1784727000\n\
+             # HELP datadiff_verified_end_timestamp_seconds End of the verified interval of the check's current \
+             definition, unix seconds.\n\
+             # TYPE datadiff_verified_end_timestamp_seconds gauge\n\
+             # HELP datadiff_verification_lag_seconds Seconds from the verified end to the report time (--at or now).\n\
+             # TYPE datadiff_verification_lag_seconds gauge\n\
+             # HELP datadiff_verified_status 1 for the watermark's verified status (CONTIGUOUS, BLOCKED, NOT_RUN), 0 \
+             for the others.\n\
+             # TYPE datadiff_verified_status gauge\n\
+             datadiff_verified_status{{{l},status=\"CONTIGUOUS\"}} 0\n\
+             datadiff_verified_status{{{l},status=\"BLOCKED\"}} 0\n\
+             datadiff_verified_status{{{l},status=\"NOT_RUN\"}} 1\n\
+             # HELP datadiff_last_attempt_status 1 for the status of the check's newest attempt, 0 for the others \
+             (all 0 before the first).\n\
+             # TYPE datadiff_last_attempt_status gauge\n\
+             datadiff_last_attempt_status{{{l},status=\"RUNNING\"}} 0\n\
+             datadiff_last_attempt_status{{{l},status=\"PASS\"}} 0\n\
+             datadiff_last_attempt_status{{{l},status=\"FAIL\"}} 0\n\
+             datadiff_last_attempt_status{{{l},status=\"ERROR\"}} 0\n\
+             datadiff_last_attempt_status{{{l},status=\"DEFERRED\"}} 0\n\
+             # HELP datadiff_last_attempt_timestamp_seconds When the check's newest attempt finished (started, while \
+             it runs), unix seconds.\n\
+             # TYPE datadiff_last_attempt_timestamp_seconds gauge\n\
+             # HELP datadiff_last_attempt_age_seconds Seconds from the newest attempt's finish (start, while it \
+             runs) to the report time.\n\
+             # TYPE datadiff_last_attempt_age_seconds gauge\n\
+             # HELP datadiff_open_failures Slots of the check's current definition whose state is FAIL or ERROR \
+             (report failures).\n\
+             # TYPE datadiff_open_failures gauge\n\
+             datadiff_open_failures{{{l}}} 0\n"
+        );
+        assert_eq!(metrics_exposition(&[row], now), expected);
+    }
+}
