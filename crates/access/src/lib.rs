@@ -70,6 +70,7 @@ mod table;
 pub use any_side::{AnyCanceller, AnySide};
 // The connection crate's items, re-exported so that `datadiff_access::Dsn` and the others
 // keep their paths for the other crates and for embedders.
+pub use database::Database;
 pub use datadiff_connect::{
     ANSWER_GRACE, DEFAULT_CONNECT_TIMEOUT, DeadlineError, Dsn, Environment, KEEPALIVES_COUNT, KEEPALIVES_IDLE,
     KEEPALIVES_INTERVAL, LazyTls, LazyTlsConnect, PassfileQuery, Service, ServiceParam, TCP_USER_TIMEOUT, chain,
@@ -79,7 +80,6 @@ pub use datadiff_connect::{
     CertificateRejected, ClientCertificate, ClientTls, RootCertificates, TlsSettings, TlsSetupError, Verify,
     tls_context, unverified_connector, unverified_tls, verifying_tls,
 };
-pub use database::Database;
 pub use error::Error;
 #[cfg(feature = "mysql")]
 pub use mysql_side::{MySqlCanceller, MySqlSideConfig, MySqlSideSession, mysql_one_line};

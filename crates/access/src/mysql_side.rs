@@ -53,10 +53,10 @@ use mysql::prelude::Queryable;
 use mysql::{ClientIdentity, Conn, Opts, OptsBuilder, SslOpts};
 
 use crate::lend::{LentError, on_helper_thread};
+use crate::side_error::{SideError, SideErrorKind};
 use datadiff_connect::{
     ANSWER_GRACE, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, TCP_USER_TIMEOUT, within_deadline,
 };
-use crate::side_error::{SideError, SideErrorKind};
 
 /// The character set number MySQL gives binary strings (`BINARY`, `VARBINARY`, `BLOB`).
 const BINARY_CHARSET: u16 = 63;
