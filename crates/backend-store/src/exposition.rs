@@ -19,8 +19,16 @@
 //! use chrono::Utc;
 //! use datadiff_backend_store::{BackendConfig, Store, metrics_exposition};
 //!
-//! # fn config() -> BackendConfig { unimplemented!() }
-//! let store = Store::open(config())?;
+//! let config = BackendConfig {
+//!     host: "backend.example.com".into(),
+//!     user: "pipelinewise".into(),
+//!     password: "secret".into(),
+//!     dbname: "pipelinewise".into(),
+//!     ddl_user: "pipelinewise_ddl".into(),
+//!     ddl_password: "ddl-secret".into(),
+//!     ..BackendConfig::default()
+//! };
+//! let store = Store::open(config)?;
 //! let now = Utc::now();
 //! print!("{}", metrics_exposition(&store.metrics_report(now)?, now));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
