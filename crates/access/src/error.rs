@@ -126,7 +126,7 @@ pub enum Error {
         /// The column (or `COPY header`).
         column: String,
         /// What was wrong, without the value.
-        problem: String,
+        problem: crate::stream::DecodeError,
     },
     /// Reading a COPY stream failed.
     #[error("reading the {role} stream failed")]

@@ -54,6 +54,7 @@ use mysql::{ClientIdentity, Conn, Opts, OptsBuilder, SslOpts};
 
 use crate::lend::{LentError, on_helper_thread};
 use crate::side_error::{SideError, SideErrorKind};
+use crate::stream::DecodeError;
 use datadiff_connect::{
     ANSWER_GRACE, KEEPALIVES_COUNT, KEEPALIVES_IDLE, KEEPALIVES_INTERVAL, TCP_USER_TIMEOUT, within_deadline,
 };
@@ -160,8 +161,32 @@ struct TlsMaterial {
     _files: Option<Arc<tempfile::TempDir>>,
 }
 
+/// Why the MySQL side's TLS settings could not be turned into the driver's: the messages name
+/// the setting (and a file path), never PEM contents.
+#[derive(Debug, thiserror::Error)]
+enum TlsMaterialError {
+    #[error("cannot create a temporary directory for TLS files: {0}")]
+    TempDir(#[source] std::io::Error),
+    #[error("cannot write {path}: {source}")]
+    Write { path: String, source: std::io::Error },
+    #[error("cannot read {setting} {path}: {source}")]
+    Read { setting: &'static str, path: String, source: std::io::Error },
+    #[error("{setting} {value} is neither a file nor PEM text")]
+    NeitherFileNorPem { setting: &'static str, value: String },
+    #[error("ssl_cert is not a PEM certificate: {0}")]
+    NotACertificate(#[source] openssl::error::ErrorStack),
+    #[error("ssl_cert holds no certificate")]
+    NoCertificate,
+    #[error("ssl_key is not an unencrypted PEM private key")]
+    NotAPrivateKey,
+    #[error("ssl_cert and ssl_key do not match: {0}")]
+    Mismatch(#[source] openssl::error::ErrorStack),
+    #[error("cannot build the client certificate archive: {0}")]
+    Archive(#[source] openssl::error::ErrorStack),
+}
+
 impl TlsMaterial {
-    fn new(tls: &MySqlTls) -> Result<TlsMaterial, String> {
+    fn new(tls: &MySqlTls) -> Result<TlsMaterial, TlsMaterialError> {
         let (ca, client_certificate) = match tls {
             MySqlTls::Opportunistic => {
                 let opts =
@@ -171,18 +196,19 @@ impl TlsMaterial {
             MySqlTls::Verified { ca, client_certificate } => (ca, client_certificate),
         };
         let mut files: Option<tempfile::TempDir> = None;
-        let mut write = |name: &str, bytes: &[u8]| -> Result<PathBuf, String> {
+        let mut write = |name: &str, bytes: &[u8]| -> Result<PathBuf, TlsMaterialError> {
             let dir = match &mut files {
                 Some(dir) => dir,
                 none => none.insert(
                     tempfile::Builder::new()
                         .prefix("datadiff-mysql-tls-")
                         .tempdir()
-                        .map_err(|error| format!("cannot create a temporary directory for TLS files: {error}"))?,
+                        .map_err(TlsMaterialError::TempDir)?,
                 ),
             };
             let path = dir.path().join(name);
-            std::fs::write(&path, bytes).map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+            std::fs::write(&path, bytes)
+                .map_err(|source| TlsMaterialError::Write { path: path.display().to_string(), source })?;
             Ok(path)
         };
         let mut opts = SslOpts::default();
@@ -192,7 +218,7 @@ impl TlsMaterial {
             } else if ca.contains("-----BEGIN") {
                 write("ca.pem", ca.as_bytes())?
             } else {
-                return Err(format!("ssl_ca {ca} is neither a file nor PEM text"));
+                return Err(TlsMaterialError::NeitherFileNorPem { setting: "ssl_ca", value: ca.clone() });
             };
             opts = opts.with_root_cert_path(Some(path));
         }
@@ -207,37 +233,40 @@ impl TlsMaterial {
 
 /// The PEM bytes of an `ssl_cert` or `ssl_key` value: the file's contents when it names a
 /// file, else the text itself.
-fn pem_bytes(value: &str, key: &str) -> Result<Vec<u8>, String> {
+fn pem_bytes(value: &str, setting: &'static str) -> Result<Vec<u8>, TlsMaterialError> {
     if Path::new(value).is_file() {
-        return std::fs::read(value).map_err(|error| format!("cannot read {key} {value}: {error}"));
+        return std::fs::read(value).map_err(|source| TlsMaterialError::Read {
+            setting,
+            path: value.to_owned(),
+            source,
+        });
     }
     if value.contains("-----BEGIN") {
         return Ok(value.as_bytes().to_vec());
     }
-    Err(format!("{key} {value} is neither a file nor PEM text"))
+    Err(TlsMaterialError::NeitherFileNorPem { setting, value: value.to_owned() })
 }
 
 /// A PKCS#12 archive of the client certificate (its first PEM block; later blocks are its
 /// chain) and its unencrypted private key. Messages name the key, never its contents.
-fn client_archive(certificate: &str, key: &str) -> Result<Vec<u8>, String> {
+fn client_archive(certificate: &str, key: &str) -> Result<Vec<u8>, TlsMaterialError> {
     let certificates = openssl::x509::X509::stack_from_pem(&pem_bytes(certificate, "ssl_cert")?)
-        .map_err(|error| format!("ssl_cert is not a PEM certificate: {error}"))?;
+        .map_err(TlsMaterialError::NotACertificate)?;
     let mut certificates = certificates.into_iter();
-    let leaf = certificates.next().ok_or("ssl_cert holds no certificate")?;
+    let leaf = certificates.next().ok_or(TlsMaterialError::NoCertificate)?;
     let private_key = openssl::pkey::PKey::private_key_from_pem(&pem_bytes(key, "ssl_key")?)
-        .map_err(|_| "ssl_key is not an unencrypted PEM private key".to_owned())?;
+        .map_err(|_| TlsMaterialError::NotAPrivateKey)?;
     let mut builder = openssl::pkcs12::Pkcs12::builder();
     builder.name("datadiff").pkey(&private_key).cert(&leaf);
-    let mut chain = openssl::stack::Stack::new().map_err(|error| error.to_string())?;
+    let mut chain = openssl::stack::Stack::new().map_err(TlsMaterialError::Archive)?;
     for certificate in certificates {
-        chain.push(certificate).map_err(|error| error.to_string())?;
+        chain.push(certificate).map_err(TlsMaterialError::Archive)?;
     }
     if !chain.is_empty() {
         builder.ca(chain);
     }
-    let archive =
-        builder.build2(ARCHIVE_PASSWORD).map_err(|error| format!("ssl_cert and ssl_key do not match: {error}"))?;
-    archive.to_der().map_err(|error| error.to_string())
+    let archive = builder.build2(ARCHIVE_PASSWORD).map_err(TlsMaterialError::Mismatch)?;
+    archive.to_der().map_err(TlsMaterialError::Archive)
 }
 
 /// Cancels a MySQL session's running statement from another connection (`KILL QUERY`).
@@ -302,11 +331,12 @@ impl MySqlSideSession {
         let side = config.side;
         let address = config.address();
         let cannot_connect = |reason: String| SideError::cannot_connect(side, &address, reason);
+        let tls_unusable = |error: TlsMaterialError| SideError::cannot_connect(side, &address, error);
         let statement_timeout = Duration::from_secs(statement_timeout.as_secs().max(1));
         // The socket timeouts are a backstop one second past the client deadline, so that a
         // server that stops answering meets the deadline (and gets its KILL QUERY) first.
         let io_timeout = statement_timeout + ANSWER_GRACE + Duration::from_secs(1);
-        let tls = TlsMaterial::new(&config.tls).map_err(cannot_connect)?;
+        let tls = TlsMaterial::new(&config.tls).map_err(tls_unusable)?;
         let opportunistic = config.tls == MySqlTls::Opportunistic;
         let with_tls = config.opts(Some(tls.opts.clone()), io_timeout);
         let without_tls = config.opts(None, io_timeout);
@@ -511,8 +541,8 @@ impl MySqlSideSession {
             let rows = rows
                 .into_iter()
                 .map(statistics_row)
-                .collect::<Result<Vec<_>, String>>()
-                .map_err(|problem| failed(SideErrorKind::Decode, problem))?;
+                .collect::<Result<Vec<_>, CatalogRowError>>()
+                .map_err(|problem| failed(SideErrorKind::Decode, problem.to_string()))?;
             Ok((probe, indexes_from_statistics(&rows, visibility)))
         });
         let (probe, indexes) = result?;
@@ -653,24 +683,37 @@ pub(crate) fn bound(instant: DateTime<Utc>) -> mysql::Value {
     )
 }
 
+/// A catalog row whose fields are not what the catalog query selects.
+#[derive(Debug, thiserror::Error)]
+enum CatalogRowError {
+    #[error("catalog column {0} is not text")]
+    NotText(usize),
+    #[error("catalog column {0} is not a number")]
+    NotANumber(usize),
+    #[error("an index has no name")]
+    IndexWithoutName,
+    #[error("NON_UNIQUE is not a number")]
+    NonUniqueNotANumber,
+}
+
 /// One row of [`COLUMNS_QUERY`].
-fn catalog_column(row: mysql::Row) -> Result<CatalogColumn, String> {
-    let text = |index: usize| -> Result<Option<String>, String> {
+fn catalog_column(row: mysql::Row) -> Result<CatalogColumn, CatalogRowError> {
+    let text = |index: usize| -> Result<Option<String>, CatalogRowError> {
         match row.as_ref(index) {
             None | Some(mysql::Value::NULL) => Ok(None),
-            Some(value) => mysql::from_value_opt::<String>(value.clone())
-                .map(Some)
-                .map_err(|_| format!("catalog column {index} is not text")),
+            Some(value) => {
+                mysql::from_value_opt::<String>(value.clone()).map(Some).map_err(|_| CatalogRowError::NotText(index))
+            }
         }
     };
-    let number = |index: usize| -> Result<Option<i32>, String> {
+    let number = |index: usize| -> Result<Option<i32>, CatalogRowError> {
         match row.as_ref(index) {
             None | Some(mysql::Value::NULL) => Ok(None),
             Some(value) => mysql::from_value_opt::<i64>(value.clone())
                 .ok()
                 .and_then(|n| i32::try_from(n).ok())
                 .map(Some)
-                .ok_or_else(|| format!("catalog column {index} is not a number")),
+                .ok_or(CatalogRowError::NotANumber(index)),
         }
     };
     Ok(CatalogColumn {
@@ -685,7 +728,7 @@ fn catalog_column(row: mysql::Row) -> Result<CatalogColumn, String> {
 }
 
 /// One row of [`index_query`].
-fn statistics_row(row: mysql::Row) -> Result<StatisticsRow, String> {
+fn statistics_row(row: mysql::Row) -> Result<StatisticsRow, CatalogRowError> {
     let text = |index: usize| -> Option<String> {
         row.as_ref(index)
             .filter(|value| **value != mysql::Value::NULL)
@@ -697,9 +740,9 @@ fn statistics_row(row: mysql::Row) -> Result<StatisticsRow, String> {
             .and_then(|value| mysql::from_value_opt::<u64>(value.clone()).ok())
     };
     Ok(StatisticsRow {
-        index_name: text(0).ok_or("an index has no name")?,
+        index_name: text(0).ok_or(CatalogRowError::IndexWithoutName)?,
         column_name: text(1).unwrap_or_default(),
-        non_unique: number(3).ok_or("NON_UNIQUE is not a number")? != 0,
+        non_unique: number(3).ok_or(CatalogRowError::NonUniqueNotANumber)? != 0,
         index_type: text(4),
         sub_part: number(5),
         visibility: text(6),
@@ -708,25 +751,25 @@ fn statistics_row(row: mysql::Row) -> Result<StatisticsRow, String> {
 
 /// A result value as the canonical [`Value`] the PostgreSQL side yields for the replicated
 /// data, by the result column's type.
-fn decode_value(column_type: ColumnType, charset: u16, value: mysql::Value) -> Result<Value, String> {
+fn decode_value(column_type: ColumnType, charset: u16, value: mysql::Value) -> Result<Value, DecodeError> {
     use ColumnType::*;
-    let text = |bytes: Vec<u8>| String::from_utf8(bytes).map_err(|_| "text that is not UTF-8".to_owned());
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).map_err(|_| DecodeError::NotUtf8);
     Ok(match (column_type, value) {
         (_, mysql::Value::NULL) => Value::Null,
         (_, mysql::Value::Int(n)) => Value::Int(n),
         (_, mysql::Value::UInt(n)) => match i64::try_from(n) {
             Ok(n) => Value::Int(n),
-            Err(_) => Value::Numeric(Numeric::parse(&n.to_string()).map_err(|e| e.to_string())?),
+            Err(_) => Value::Numeric(Numeric::parse(&n.to_string()).map_err(|_| DecodeError::Unreadable("decimal"))?),
         },
         (_, mysql::Value::Float(f)) => Value::float(f64::from(f)),
         (_, mysql::Value::Double(f)) => Value::float(f),
         (MYSQL_TYPE_DECIMAL | MYSQL_TYPE_NEWDECIMAL, mysql::Value::Bytes(bytes)) => {
-            Value::Numeric(Numeric::parse(&text(bytes)?).map_err(|e| e.to_string())?)
+            Value::Numeric(Numeric::parse(&text(bytes)?).map_err(|_| DecodeError::Unreadable("decimal"))?)
         }
         (
             MYSQL_TYPE_LONGLONG | MYSQL_TYPE_LONG | MYSQL_TYPE_INT24 | MYSQL_TYPE_SHORT | MYSQL_TYPE_TINY,
             mysql::Value::Bytes(bytes),
-        ) => Value::Int(text(bytes)?.parse::<i64>().map_err(|e| e.to_string())?),
+        ) => Value::Int(text(bytes)?.parse::<i64>().map_err(|_| DecodeError::Unreadable("integer"))?),
         (_, mysql::Value::Bytes(bytes)) if charset == BINARY_CHARSET => Value::Bytes(bytes.into_boxed_slice()),
         (_, mysql::Value::Bytes(bytes)) => Value::text(text(bytes)?),
         (MYSQL_TYPE_DATE | MYSQL_TYPE_NEWDATE, value @ mysql::Value::Date(..)) => decode_date_time(&value, false)?,
@@ -741,20 +784,21 @@ fn decode_value(column_type: ColumnType, charset: u16, value: mysql::Value) -> R
 
 /// A binary-protocol date or date-time: a [`Value::Date`] when `timestamp` is false, else a
 /// [`Value::Timestamp`] (naive wall time read as UTC, the session's zone).
-fn decode_date_time(value: &mysql::Value, timestamp: bool) -> Result<Value, String> {
+fn decode_date_time(value: &mysql::Value, timestamp: bool) -> Result<Value, DecodeError> {
     let mysql::Value::Date(year, month, day, hour, minute, second, micros) = *value else {
-        return Err("not a date".to_owned());
+        return Err(DecodeError::UnexpectedValueKind { found: "non-date", planned: "a date".to_owned() });
     };
     let date = NaiveDate::from_ymd_opt(i32::from(year), u32::from(month), u32::from(day))
-        .ok_or_else(|| format!("the date {year:04}-{month:02}-{day:02} is not a calendar date"))?;
+        .ok_or(DecodeError::NotACalendarDate)?;
     if !timestamp {
         let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
-        let days = i32::try_from(date.signed_duration_since(epoch).num_days()).map_err(|e| e.to_string())?;
+        let days =
+            i32::try_from(date.signed_duration_since(epoch).num_days()).map_err(|_| DecodeError::OutOfRange("date"))?;
         return Ok(Value::Date(days));
     }
     let at = date
         .and_hms_micro_opt(u32::from(hour), u32::from(minute), u32::from(second), micros)
-        .ok_or_else(|| "a time of day out of range".to_owned())?;
+        .ok_or(DecodeError::OutOfRange("time of day"))?;
     Ok(Value::Timestamp(at.and_utc().timestamp_micros()))
 }
 
@@ -817,16 +861,14 @@ mod tests {
     #[test]
     fn unreadable_tls_settings_are_clear_errors_that_show_no_pem_text() {
         let tls = MySqlTls::Verified { ca: None, client_certificate: Some(("c.pem".to_owned(), "k.pem".to_owned())) };
-        assert_eq!(TlsMaterial::new(&tls).err().as_deref(), Some("ssl_cert c.pem is neither a file nor PEM text"));
+        let shown = |tls: &MySqlTls| TlsMaterial::new(tls).err().map(|error| error.to_string());
+        assert_eq!(shown(&tls).as_deref(), Some("ssl_cert c.pem is neither a file nor PEM text"));
         let tls = MySqlTls::Verified { ca: Some("missing-ca.pem".to_owned()), client_certificate: None };
-        assert_eq!(
-            TlsMaterial::new(&tls).err().as_deref(),
-            Some("ssl_ca missing-ca.pem is neither a file nor PEM text")
-        );
+        assert_eq!(shown(&tls).as_deref(), Some("ssl_ca missing-ca.pem is neither a file nor PEM text"));
         let key = "-----BEGIN PRIVATE KEY-----\nbm90LWEta2V5\n-----END PRIVATE KEY-----\n";
         let certificate = "-----BEGIN CERTIFICATE-----\nbm90LWEtY2VydA==\n-----END CERTIFICATE-----\n";
         let tls = MySqlTls::Verified { ca: None, client_certificate: Some((certificate.to_owned(), key.to_owned())) };
-        let error = TlsMaterial::new(&tls).err().unwrap_or_default();
+        let error = shown(&tls).unwrap_or_default();
         assert!(error.starts_with("ssl_cert is not a PEM certificate"), "{error}");
         assert!(!error.contains("bm90"), "{error}");
         let config = MySqlSideConfig {

@@ -41,7 +41,7 @@ use postgres::{CancelToken, Client};
 use crate::LazyTls;
 use crate::lend::{LentError, on_helper_thread};
 use crate::side_error::{SideError, SideErrorKind};
-use crate::stream::{Decoder, Family};
+use crate::stream::{DecodeError, Decoder, Family};
 use datadiff_connect::{ANSWER_GRACE, within_deadline};
 
 /// One side's connection settings (`Debug` redacts the password, as [`postgres::Config`]
@@ -112,9 +112,8 @@ impl SideSession {
     /// `statement_timeout` (whole seconds, at least one).
     pub fn open(config: &SideConfig, statement_timeout: Duration) -> Result<SideSession, SideError> {
         let side = config.side;
-        let cannot_connect = |reason: String| SideError::cannot_connect(side, &config.address, reason);
         let tls = config.tls.lazy();
-        let client = connect_within(&config.config, tls.clone(), config.connect_timeout).map_err(cannot_connect)?;
+        let client = connect_within(config, tls.clone())?;
         let canceller = SideCanceller { token: client.cancel_token(), tls };
         let statement_timeout = Duration::from_secs(statement_timeout.as_secs().max(1));
         let mut session = SideSession { side, client: Some(client), canceller, statement_timeout };
@@ -398,7 +397,7 @@ impl<'a> FromSql<'a> for Raw<'a> {
 /// Decodes one aggregate value by its result type, as PipelineWise's driver would hand it to
 /// `canonical_value`: counts and sums as numbers, a `char(n)` key with its padding (psycopg2
 /// keeps it), enums by label, naive timestamps as UTC.
-fn decode_aggregate(ty: &Type, bytes: &[u8]) -> Result<Value, String> {
+fn decode_aggregate(ty: &Type, bytes: &[u8]) -> Result<Value, DecodeError> {
     let is_enum = matches!(ty.kind(), postgres::types::Kind::Enum(_));
     let decoder = match Family::of(ty.oid(), -1, is_enum) {
         Family::Integer => Decoder::Int,
@@ -411,7 +410,7 @@ fn decode_aggregate(ty: &Type, bytes: &[u8]) -> Result<Value, String> {
         Family::Timestamp | Family::TimestampTz => Decoder::Timestamp,
         Family::Uuid => Decoder::Uuid,
         Family::Bytes => Decoder::Bytes,
-        Family::Unsupported => return Err(format!("type {} is not supported", ty.name())),
+        Family::Unsupported => return Err(DecodeError::UnsupportedType(ty.name().to_owned())),
     };
     decoder.decode(bytes)
 }
@@ -446,18 +445,20 @@ pub fn table_columns(client: &mut Client, schema: &str, table: &str) -> Result<T
     Ok(TableColumns::new(schema, table, columns))
 }
 
-/// Connects on a helper thread and waits at most `deadline` for the whole connection.
-fn connect_within(config: &postgres::Config, tls: LazyTls, deadline: Duration) -> Result<Client, String> {
-    let mut config = config.clone();
+/// Connects on a helper thread and waits at most the side's connect deadline for the whole
+/// connection; a failure names the side's address and why, in one line.
+fn connect_within(side: &SideConfig, tls: LazyTls) -> Result<Client, SideError> {
+    let cannot_connect = |why: String| SideError::cannot_connect(side.side, &side.address, why);
+    let mut config = side.config.clone();
     crate::with_keepalive_defaults(&mut config);
-    match within_deadline("datadiff-connect", deadline, move || config.connect(tls)) {
+    match within_deadline("datadiff-connect", side.connect_timeout, move || config.connect(tls)) {
         Ok(Ok(client)) => Ok(client),
         // A rejected server certificate is named as psql names it.
         Ok(Err(error)) => match datadiff_connect::CertificateRejected::find(&error) {
-            Some(rejected) => Err(format!("TLS handshake failed: {rejected}")),
-            None => Err(one_line(&error)),
+            Some(rejected) => Err(cannot_connect(format!("TLS handshake failed: {rejected}"))),
+            None => Err(cannot_connect(one_line(&error))),
         },
-        Err(error) => Err(crate::chain(&error)),
+        Err(error) => Err(cannot_connect(crate::chain(&error))),
     }
 }
 
@@ -490,7 +491,7 @@ mod tests {
         let noon = 1_784_721_600_000_000i64 - 946_684_800_000_000;
         let timestamp = decode_aggregate(&Type::TIMESTAMP, &noon.to_be_bytes()).unwrap();
         assert_eq!(timestamp.canonical_text().as_deref(), Some("2026-07-22T12:00:00Z"));
-        assert!(decode_aggregate(&Type::JSONB, b"\x01{}").unwrap_err().contains("jsonb"));
+        assert_eq!(decode_aggregate(&Type::JSONB, b"\x01{}"), Err(DecodeError::UnsupportedType("jsonb".to_owned())));
     }
 
     #[test]

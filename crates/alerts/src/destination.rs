@@ -190,8 +190,8 @@ impl Destination {
             Destination::Log { path } => {
                 let mut line = alert.to_json().to_string();
                 line.push('\n');
-                let outcome =
-                    append_record(path, &line).map_err(|message| DeliveryProblem::File { path: path.clone(), message });
+                let outcome = append_record(path, &line)
+                    .map_err(|failure| DeliveryProblem::File { path: path.clone(), message: failure.to_string() });
                 vec![DestinationAttempt { destination: self.name(), outcome }]
             }
         }
@@ -206,9 +206,9 @@ impl Destination {
 /// when nothing else was appended meanwhile; otherwise the failure says that a part was left.
 /// Either way the record is not delivered. A file whose last record lacks its line end (a
 /// writer that died mid-line) gets one before the new record, so the new record is readable.
-fn append_record(path: &Path, line: &str) -> Result<(), String> {
-    let mut file = OpenOptions::new().read(true).create(true).append(true).open(path).map_err(|e| e.to_string())?;
-    let before = file.metadata().map_err(|e| e.to_string())?;
+fn append_record(path: &Path, line: &str) -> Result<(), AppendFailure> {
+    let mut file = OpenOptions::new().read(true).create(true).append(true).open(path)?;
+    let before = file.metadata()?;
     let regular = before.is_file();
     let before = before.len();
     let mut record = Vec::with_capacity(line.len() + 1);
@@ -221,8 +221,8 @@ fn append_record(path: &Path, line: &str) -> Result<(), String> {
     record.extend_from_slice(line.as_bytes());
     let (written, error) = match file.write(&record) {
         Ok(written) if written == record.len() => return Ok(()),
-        Ok(written) => (written, format!("the file took only {written} of the record's {} bytes", record.len())),
-        Err(error) => (0, error.to_string()),
+        Ok(written) => (written, AppendFailure::Short { written, total: record.len() }),
+        Err(error) => (0, AppendFailure::Io(error)),
     };
     if !regular {
         return Err(error);
@@ -231,11 +231,29 @@ fn append_record(path: &Path, line: &str) -> Result<(), String> {
     match file.metadata() {
         Ok(now) if now.len() == before => Err(error),
         Ok(now) if now.len() == before + written as u64 => match file.set_len(before) {
-            Ok(()) => Err(format!("{error}; the partial record was removed")),
-            Err(undo) => Err(format!("{error}; {written} bytes of it were left in the file ({undo})")),
+            Ok(()) => Err(AppendFailure::Removed(Box::new(error))),
+            Err(undo) => Err(AppendFailure::Left { cause: Box::new(error), written, undo: Some(undo) }),
         },
-        _ => Err(format!("{error}; {written} bytes of it were left in the file")),
+        _ => Err(AppendFailure::Left { cause: Box::new(error), written, undo: None }),
     }
+}
+
+/// Why a record was not appended to a log file.
+#[derive(Debug, thiserror::Error)]
+enum AppendFailure {
+    /// Opening, inspecting or writing the file failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The write took only part of the record.
+    #[error("the file took only {written} of the record's {total} bytes")]
+    Short { written: usize, total: usize },
+    /// The write failed part-way and the part was undone.
+    #[error("{0}; the partial record was removed")]
+    Removed(Box<AppendFailure>),
+    /// The write failed part-way and the part stays in the file (another writer appended
+    /// after it, or truncating failed).
+    #[error("{cause}; {written} bytes of it were left in the file{}", undo.as_ref().map(|undo| format!(" ({undo})")).unwrap_or_default())]
+    Left { cause: Box<AppendFailure>, written: usize, undo: Option<std::io::Error> },
 }
 
 /// 2xx is acceptance.

@@ -19,30 +19,57 @@ pub(crate) enum PemKind {
     PrivateKey,
 }
 
-/// Checks that `pem` holds what `kind` says; the problem in a few words otherwise.
-pub(crate) fn check_pem(pem: &[u8], kind: PemKind) -> Result<(), String> {
+/// What is wrong with a PEM value or a key file, in a few words that follow its name
+/// (`sslkey file k.pem: holds no PEM private key`); never its contents.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PemProblem {
+    #[error("holds a private key, not a PEM certificate")]
+    KeyForCertificate,
+    #[error("holds no PEM certificate")]
+    NoCertificate,
+    #[error("holds a certificate, not a private key")]
+    CertificateForKey,
+    #[error("holds an encrypted private key: datadiff reads only unencrypted keys")]
+    EncryptedKey,
+    #[error("holds no PEM private key")]
+    NoKey,
+    #[error("the key does not belong to the certificate")]
+    Mismatch,
+    #[error("cannot be read: {0}")]
+    Unreadable(String),
+    #[error("is not a regular file")]
+    NotAFile,
+    #[error(
+        "has group or world access (mode {0:04o}); as libpq, datadiff uses a key file only with permissions u=rw \
+         (0600) or less, or u=rw,g=r (0640) or less when root owns it: chmod 0600 it"
+    )]
+    KeyPermissions(u32),
+}
+
+/// Checks that `pem` holds what `kind` says.
+pub(crate) fn check_pem(pem: &[u8], kind: PemKind) -> Result<(), PemProblem> {
     match kind {
         PemKind::Certificates => match X509::stack_from_pem(pem) {
             Ok(certificates) if !certificates.is_empty() => Ok(()),
-            _ if looks_like_a_key(pem) => Err("holds a private key, not a PEM certificate".to_owned()),
-            _ => Err("holds no PEM certificate".to_owned()),
+            _ if looks_like_a_key(pem) => Err(PemProblem::KeyForCertificate),
+            _ => Err(PemProblem::NoCertificate),
         },
         PemKind::PrivateKey => private_key(pem).map(drop),
     }
 }
 
 /// The unencrypted private key in `pem`.
-fn private_key(pem: &[u8]) -> Result<PKey<Private>, String> {
+fn private_key(pem: &[u8]) -> Result<PKey<Private>, PemProblem> {
     // A callback that supplies no passphrase: an encrypted key fails here instead of OpenSSL
     // asking for its passphrase on the terminal.
     PKey::private_key_from_pem_callback(pem, |_| Ok(0)).map_err(|_| {
         let text = String::from_utf8_lossy(pem);
         if text.contains("-----BEGIN CERTIFICATE-----") {
-            "holds a certificate, not a private key".to_owned()
+            PemProblem::CertificateForKey
         } else if text.contains("ENCRYPTED") {
-            "holds an encrypted private key: datadiff reads only unencrypted keys".to_owned()
+            PemProblem::EncryptedKey
         } else {
-            "holds no PEM private key".to_owned()
+            PemProblem::NoKey
         }
     })
 }
@@ -52,7 +79,7 @@ fn looks_like_a_key(pem: &[u8]) -> bool {
 }
 
 /// Checks that the private key in `key` belongs to the first certificate in `certificate`.
-pub(crate) fn check_pair(certificate: &[u8], key: &[u8]) -> Result<(), String> {
+pub(crate) fn check_pair(certificate: &[u8], key: &[u8]) -> Result<(), PemProblem> {
     let (Ok(certificates), Ok(key)) = (X509::stack_from_pem(certificate), private_key(key)) else {
         // Either is reported on its own.
         return Ok(());
@@ -60,27 +87,23 @@ pub(crate) fn check_pair(certificate: &[u8], key: &[u8]) -> Result<(), String> {
     let Some(first) = certificates.first() else { return Ok(()) };
     match first.public_key() {
         Ok(public) if public.public_eq(&key) => Ok(()),
-        _ => Err("the key does not belong to the certificate".to_owned()),
+        _ => Err(PemProblem::Mismatch),
     }
 }
 
 /// libpq's rule for a private key file (`sslkey`), which it refuses to load otherwise: a
 /// regular file without group or world access (mode 0600 or less), or — owned by root — at
 /// most readable by its group (0640 or less).
-pub(crate) fn check_key_permissions(path: &Path) -> Result<(), String> {
+pub(crate) fn check_key_permissions(path: &Path) -> Result<(), PemProblem> {
     use std::os::unix::fs::MetadataExt as _;
-    let metadata = std::fs::metadata(path).map_err(|error| error.to_string())?;
+    let metadata = std::fs::metadata(path).map_err(|error| PemProblem::Unreadable(error.to_string()))?;
     if !metadata.is_file() {
-        return Err("is not a regular file".to_owned());
+        return Err(PemProblem::NotAFile);
     }
     let mode = metadata.mode();
     let forbidden = if metadata.uid() == 0 { 0o037 } else { 0o077 };
     if mode & forbidden != 0 {
-        return Err(format!(
-            "has group or world access (mode {:04o}); as libpq, datadiff uses a key file only with permissions u=rw \
-             (0600) or less, or u=rw,g=r (0640) or less when root owns it: chmod 0600 it",
-            mode & 0o7777
-        ));
+        return Err(PemProblem::KeyPermissions(mode & 0o7777));
     }
     Ok(())
 }
@@ -117,16 +140,19 @@ mod tests {
         let (key_pem, certificate_pem) = (key.private_key_to_pem_pkcs8().unwrap(), certificate(&key));
         assert_eq!(check_pem(&certificate_pem, PemKind::Certificates), Ok(()));
         assert_eq!(check_pem(&key_pem, PemKind::PrivateKey), Ok(()));
-        let certificate_as_key = check_pem(&certificate_pem, PemKind::PrivateKey).unwrap_err();
+        let certificate_as_key = check_pem(&certificate_pem, PemKind::PrivateKey).unwrap_err().to_string();
         assert_eq!(certificate_as_key, "holds a certificate, not a private key");
-        let key_as_certificate = check_pem(&key_pem, PemKind::Certificates).unwrap_err();
+        let key_as_certificate = check_pem(&key_pem, PemKind::Certificates).unwrap_err().to_string();
         assert_eq!(key_as_certificate, "holds a private key, not a PEM certificate");
         let garbage = b"-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n";
-        assert_eq!(check_pem(garbage, PemKind::Certificates).unwrap_err(), "holds no PEM certificate");
-        assert_eq!(check_pem(b"hello", PemKind::PrivateKey).unwrap_err(), "holds no PEM private key");
+        assert_eq!(check_pem(garbage, PemKind::Certificates).unwrap_err().to_string(), "holds no PEM certificate");
+        assert_eq!(check_pem(b"hello", PemKind::PrivateKey).unwrap_err().to_string(), "holds no PEM private key");
         assert_eq!(check_pair(&certificate_pem, &key_pem), Ok(()));
         let other = self::key().private_key_to_pem_pkcs8().unwrap();
-        assert_eq!(check_pair(&certificate_pem, &other).unwrap_err(), "the key does not belong to the certificate");
+        assert_eq!(
+            check_pair(&certificate_pem, &other).unwrap_err().to_string(),
+            "the key does not belong to the certificate"
+        );
     }
 
     #[test]
@@ -142,6 +168,6 @@ mod tests {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
             assert_eq!(check_key_permissions(&path).is_ok(), allowed, "mode {mode:o}");
         }
-        assert!(check_key_permissions(dir.path()).unwrap_err().contains("not a regular file"));
+        assert!(check_key_permissions(dir.path()).unwrap_err().to_string().contains("not a regular file"));
     }
 }

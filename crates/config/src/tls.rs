@@ -206,14 +206,14 @@ pub(crate) fn certificate_file(
     }
     let kind = if key == "sslkey" { PemKind::PrivateKey } else { PemKind::Certificates };
     let checked = std::fs::read(&file)
-        .map_err(|error| format!("cannot be read: {error}"))
+        .map_err(|error| certificate::PemProblem::Unreadable(error.to_string()))
         .and_then(|pem| certificate::check_pem(&pem, kind))
         .and_then(|()| match kind {
             PemKind::PrivateKey => certificate::check_key_permissions(&file),
             PemKind::Certificates => Ok(()),
         });
     if let Err(what) = checked {
-        problem(document, what);
+        problem(document, what.to_string());
         return None;
     }
     Some(file)

@@ -72,7 +72,8 @@ use crate::execute::ExecutionOptions;
 use crate::in_flight::{InFlightAttempt, Registration};
 use crate::progress;
 use crate::row_diff::{self, RowDiffPlan, SourceCatalog};
-use datadiff_access::{AnySide, MySqlSideSession, SideSession};
+use crate::row_diff_error::RowDiffError;
+use datadiff_access::{AnySide, MySqlSideSession, SideError, SideErrorKind, SideSession};
 
 /// Why the comparison stopped before producing an outcome of its own.
 enum Stop {
@@ -82,6 +83,13 @@ enum Stop {
     LeaseLost(SkipReason),
     /// Another backend failure.
     Backend(Error),
+}
+
+impl Stop {
+    /// The attempt ERRORs with `reason`'s text as its one-line reason.
+    fn failed(reason: impl std::fmt::Display) -> Stop {
+        Stop::Failed(reason.to_string())
+    }
 }
 
 /// Why a backend write did not happen.
@@ -162,25 +170,25 @@ impl Sides {
 }
 
 /// Runs `work` on both sides — on two threads when `concurrent`, else source then target —
-/// and returns both results, source first.
-fn on_both<T: Send>(
+/// and returns both results, source first (the source's failure first when both fail).
+fn on_both<T: Send, E: Send + From<SideError>>(
     concurrent: bool,
     sides: &mut Sides,
-    work: impl Fn(&mut AnySide) -> Result<T, String> + Sync,
-) -> Result<(T, T), String> {
-    let (source, target) = if concurrent {
-        std::thread::scope(|scope| {
-            let target = scope.spawn(|| work(&mut sides.target));
-            let source = work(&mut sides.source);
-            let target =
-                target.join().unwrap_or_else(|_| Err("the target worker thread stopped unexpectedly".to_owned()));
-            (source, target)
-        })
-    } else {
+    work: impl Fn(&mut AnySide) -> Result<T, E> + Sync,
+) -> Result<(T, T), E> {
+    if !concurrent {
+        let source = work(&mut sides.source)?;
+        return Ok((source, work(&mut sides.target)?));
+    }
+    let (source, target) = std::thread::scope(|scope| {
+        let target = scope.spawn(|| work(&mut sides.target));
         let source = work(&mut sides.source);
-        let target = if source.is_ok() { work(&mut sides.target) } else { Err(String::new()) };
+        let target = target.join().unwrap_or_else(|_| {
+            let line = "the target worker thread stopped unexpectedly";
+            Err(SideError::new(Side::Target, "worker", SideErrorKind::Server, line).into())
+        });
         (source, target)
-    };
+    });
     Ok((source?, target?))
 }
 
@@ -246,7 +254,7 @@ impl<'a> AttemptRun<'a> {
         let stored: &'a StoredDefinition = self.stored;
         let definition = &stored.definition;
         let concurrent = self.options.concurrent_sides;
-        let route = connections.route(definition).map_err(Stop::Failed)?;
+        let route = connections.route(definition).map_err(Stop::failed)?;
         let timeout = route.statement_timeout;
         // A tap-mysql source opens its MySQL session; everything else is PostgreSQL.
         let open_source = || match &route.mysql_source {
@@ -278,14 +286,12 @@ impl<'a> AttemptRun<'a> {
         let sides = opened.insert(Sides { source, target });
 
         // Step 3: the plan, from both catalogs.
-        let (source_columns, target_columns): (TableColumns, TableColumns) = on_both(concurrent, sides, |side| {
-            match side.side() {
+        let (source_columns, target_columns): (TableColumns, TableColumns) =
+            on_both(concurrent, sides, |side| match side.side() {
                 Side::Source => side.columns(&definition.source_schema, &definition.source_table),
                 Side::Target => side.columns(&definition.target_schema, &definition.target_table),
-            }
-            .map_err(String::from)
-        })
-        .map_err(Stop::Failed)?;
+            })
+            .map_err(Stop::failed)?;
         let plan = AggregatePlan::new(definition, &source_columns, &target_columns)
             .map_err(|e| Stop::Failed(e.to_string()))?;
         // `run --strategy` overrides each definition's strategy (the answer is the same).
@@ -301,7 +307,7 @@ impl<'a> AttemptRun<'a> {
                     return Err(Stop::Failed("row_diff needs a PostgreSQL target".to_owned()));
                 };
                 let target_catalog = row_diff::catalog(target, &definition.target_schema, &definition.target_table)
-                    .map_err(Stop::Failed)?;
+                    .map_err(Stop::failed)?;
                 let planned = RowDiffPlan::new(definition, &plan, SourceCatalog::MySql, &target_catalog)
                     .map(|planned| planned.with_strategy(settings.strategy()));
                 Some((settings, planned))
@@ -310,14 +316,14 @@ impl<'a> AttemptRun<'a> {
                 let (source_catalog, target_catalog) = on_both(concurrent, sides, |side| {
                     let which = side.side();
                     let Some(side) = side.as_postgres() else {
-                        return Err("row_diff: a PostgreSQL side was expected".to_owned());
+                        return Err(RowDiffError::NotPostgres("side"));
                     };
                     match which {
                         Side::Source => row_diff::catalog(side, &definition.source_schema, &definition.source_table),
                         Side::Target => row_diff::catalog(side, &definition.target_schema, &definition.target_table),
                     }
                 })
-                .map_err(Stop::Failed)?;
+                .map_err(Stop::failed)?;
                 let planned =
                     RowDiffPlan::new(definition, &plan, SourceCatalog::Postgres(&source_catalog), &target_catalog)
                         .map(|planned| planned.with_strategy(settings.strategy()));
@@ -332,7 +338,7 @@ impl<'a> AttemptRun<'a> {
                 // row_diff is the only data check: the preflight fingerprints its stream.
                 Some((_, Ok(row_diff))) => fingerprint_sql = row_diff.fingerprint_sql(),
                 // It cannot run: ERROR without reading data (a placeholder preflight).
-                Some((_, Err(reason))) => return Ok(plan.outcome(vec![row_diff::error_result(reason.clone())])),
+                Some((_, Err(reason))) => return Ok(plan.outcome(vec![row_diff::error_result(reason)])),
                 None => return self.metadata_only(&plan),
             }
         }
@@ -388,9 +394,9 @@ impl<'a> AttemptRun<'a> {
             let cutoff = bounds.end;
             let (source_minimum, target_minimum) = on_both(concurrent, sides, |side| {
                 let which = side.side();
-                side.minimum(plan.minimum_sql(which), cutoff, naive(which)).map_err(String::from)
+                side.minimum(plan.minimum_sql(which), cutoff, naive(which))
             })
-            .map_err(Stop::Failed)?;
+            .map_err(Stop::failed)?;
             match plan.historical_start(source_minimum, target_minimum, cutoff) {
                 HistoricalStart::Stop(outcome) => return Ok(outcome),
                 HistoricalStart::Resolved(start) => {
@@ -413,8 +419,9 @@ impl<'a> AttemptRun<'a> {
         if !plan.metrics().is_empty() {
             let compared = on_both(concurrent, sides, |side| {
                 let which = side.side();
-                side.aggregate(plan.metric_sql(which), bounds, naive(which), plan.metrics()).map_err(String::from)
+                side.aggregate(plan.metric_sql(which), bounds, naive(which), plan.metrics())
             })
+            .map_err(|error| error.to_string())
             .and_then(|((source_row, source_seconds), (target_row, target_seconds))| {
                 plan.compare(&source_row, &target_row, source_seconds, target_seconds)
                     .map_err(|error| error.to_string())
@@ -479,7 +486,7 @@ impl<'a> AttemptRun<'a> {
     /// finish (they belong to this same attempt).
     fn row_diff(
         &mut self,
-        plan: &Result<RowDiffPlan, String>,
+        plan: &Result<RowDiffPlan, RowDiffError>,
         route: &Route,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
@@ -489,7 +496,7 @@ impl<'a> AttemptRun<'a> {
         self.differences.clear();
         let plan = match plan {
             Ok(plan) => plan,
-            Err(reason) => return row_diff::error_result(reason.clone()),
+            Err(reason) => return row_diff::error_result(reason),
         };
         let registration = &self.registration;
         let progress = self.options.progress.as_ref().map(|meter| meter.start_stream(rows.expected));
@@ -503,7 +510,7 @@ impl<'a> AttemptRun<'a> {
                 self.differences = found.differences;
                 result
             }
-            Err(reason) => row_diff::error_result(reason),
+            Err(reason) => row_diff::error_result(&reason),
         }
     }
 

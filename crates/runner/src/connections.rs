@@ -156,32 +156,34 @@ impl Connections {
         self.targets.contains_key(target_id)
     }
 
-    /// Both sides' session settings for `definition`, its databases cross-checked; the error
-    /// is the attempt's one-line reason.
-    pub fn route(&self, definition: &CheckDefinition) -> Result<Route, String> {
+    /// Both sides' session settings for `definition`, its databases cross-checked; the
+    /// error's text is the attempt's one-line reason.
+    pub fn route(&self, definition: &CheckDefinition) -> Result<Route, RouteError> {
         let tap = &definition.tap_id;
         let target = &definition.target_id;
         let (source, source_conn) = match self.taps.get(tap) {
-            None => return Err(format!("Tap '{tap}' is not defined in the project YAML")),
-            Some(None) => return Err(format!("Tap '{tap}' has no db_conn in the project YAML")),
+            None => return Err(RouteError::Undefined { owner: Owner::Tap, id: tap.clone() }),
+            Some(None) => return Err(RouteError::NoDbConn { owner: Owner::Tap, id: tap.clone() }),
             Some(Some(db_conn)) => (db_conn.source_endpoint(), db_conn),
         };
         let target_endpoint = match self.targets.get(target) {
-            None => return Err(format!("Target '{target}' is not defined in the project YAML")),
-            Some(None) => return Err(format!("Target '{target}' has no db_conn in the project YAML")),
+            None => return Err(RouteError::Undefined { owner: Owner::Target, id: target.clone() }),
+            Some(None) => return Err(RouteError::NoDbConn { owner: Owner::Target, id: target.clone() }),
             Some(Some(db_conn)) => db_conn.target_endpoint(),
         };
         if source.dbname.as_deref() != Some(definition.source_database.as_str()) {
-            return Err(format!(
-                "Persisted source database '{}' does not match the imported connection for tap '{tap}'",
-                definition.source_database
-            ));
+            return Err(RouteError::DatabaseMismatch {
+                owner: Owner::Tap,
+                id: tap.clone(),
+                persisted: definition.source_database.clone(),
+            });
         }
         if target_endpoint.dbname.as_deref() != Some(definition.target_database.as_str()) {
-            return Err(format!(
-                "Persisted target database '{}' does not match the imported connection for target '{target}'",
-                definition.target_database
-            ));
+            return Err(RouteError::DatabaseMismatch {
+                owner: Owner::Target,
+                id: target.clone(),
+                persisted: definition.target_database.clone(),
+            });
         }
         let timeout = statement_timeout(definition.statement_timeout_seconds);
         let mysql_source = match definition.source_type {
@@ -200,22 +202,22 @@ impl Connections {
     /// `db_conn` names (`service:`) can be read: an unknown service or an invalid service file
     /// is a problem of the whole invocation (exit 2), not an ERROR of each attempt. The error
     /// names the tap or target, the key and the files.
-    pub fn check_services(&self) -> Result<(), String> {
+    pub fn check_services(&self) -> Result<(), RouteError> {
         let sides = self
             .taps
             .iter()
-            .map(|(id, db_conn)| ("Tap", "source", id, db_conn.as_ref().map(DbConn::source_endpoint)))
+            .map(|(id, db_conn)| (Owner::Tap, id, db_conn.as_ref().map(DbConn::source_endpoint)))
             .chain(
                 self.targets
                     .iter()
-                    .map(|(id, db_conn)| ("Target", "target", id, db_conn.as_ref().map(DbConn::target_endpoint))),
+                    .map(|(id, db_conn)| (Owner::Target, id, db_conn.as_ref().map(DbConn::target_endpoint))),
             );
-        for (kind, role, id, endpoint) in sides {
+        for (owner, id, endpoint) in sides {
             let Some(name) = endpoint.as_ref().and_then(|endpoint| endpoint.libpq.service.as_deref()) else {
                 continue;
             };
-            if let Err(error) = datadiff_access::service::lookup(role, name, &self.environment) {
-                return Err(format!("{kind} '{id}' db_conn.service: {}", datadiff_access::chain(&error)));
+            if let Err(error) = datadiff_access::service::lookup(owner.role(), name, &self.environment) {
+                return Err(RouteError::Service { owner, id: id.clone(), reason: datadiff_access::chain(&error) });
             }
         }
         Ok(())
@@ -227,19 +229,16 @@ impl Connections {
         endpoint: &Endpoint,
         owner: &str,
         timeout: Duration,
-    ) -> Result<SideConfig, String> {
-        let role = match side {
-            Side::Source => "source",
-            Side::Target => "target",
-        };
+    ) -> Result<SideConfig, RouteError> {
         let owner_kind = match side {
-            Side::Source => "Tap",
-            Side::Target => "Target",
+            Side::Source => Owner::Tap,
+            Side::Target => Owner::Target,
         };
+        let role = owner_kind.role();
         // The side's own service only: PGSERVICE would send both sides to one (module docs).
         let service = match &endpoint.libpq.service {
             Some(name) => Some(datadiff_access::service::lookup(role, name, &self.environment).map_err(|error| {
-                format!("{owner_kind} '{owner}' db_conn.service: {}", datadiff_access::chain(&error))
+                RouteError::Service { owner: owner_kind, id: owner.to_owned(), reason: datadiff_access::chain(&error) }
             })?),
             None => None,
         };
@@ -249,8 +248,9 @@ impl Connections {
             fill_from_service(&mut endpoint, service)?;
         }
         let endpoint = &endpoint;
-        let mut config = driver_config(&endpoint.libpq.driver, service.as_ref())
-            .map_err(|error| format!("{owner_kind} '{owner}' db_conn: {error}"))?;
+        let mut config = driver_config(&endpoint.libpq.driver, service.as_ref()).map_err(|error| {
+            RouteError::DbConn { owner: owner_kind, id: owner.to_owned(), reason: error.to_string() }
+        })?;
         let host = match &endpoint.host {
             Some(host) if host.starts_with('/') => {
                 config.host_path(host);
@@ -278,7 +278,7 @@ impl Connections {
                 .or_else(|| self.environment.get("USER"))
                 .or_else(|| self.environment.get("LOGNAME"))
                 .map(str::to_owned)
-                .ok_or_else(|| format!("{owner_kind} '{owner}' db_conn has no user"))?,
+                .ok_or_else(|| RouteError::Missing { owner: owner_kind, id: owner.to_owned(), key: "user" })?,
         };
         config.user(&user);
         let dbname = endpoint.dbname.clone().unwrap_or_default();
@@ -304,7 +304,7 @@ impl Connections {
                             config.password(password);
                         }
                         Ok(None) => {}
-                        Err(error) => return Err(error.to_string()),
+                        Err(error) => return Err(RouteError::Passfile(error.into())),
                     }
                 }
             }
@@ -339,7 +339,9 @@ impl Connections {
         };
         let settings = tls_settings(endpoint.ssl, Some(&merged), service.as_ref())?;
         config.ssl_mode(settings.driver_mode());
-        let tls = settings.client_tls().map_err(|error| datadiff_access::chain(&error.for_role(role)))?;
+        let tls = settings
+            .client_tls()
+            .map_err(|error| RouteError::Tls { reason: datadiff_access::chain(&error.for_role(role)) })?;
         Ok(SideConfig { side, config, address: format!("{host}:{port}/{dbname}"), connect_timeout, tls })
     }
 }
@@ -359,14 +361,15 @@ fn mysql_source_config(
     db_conn: &DbConn,
     tap: &str,
     timeout: Duration,
-) -> Result<MySqlSideConfig, String> {
-    let host = endpoint.host.clone().ok_or_else(|| format!("Tap '{tap}' db_conn has no host"))?;
-    let user = endpoint.user.clone().ok_or_else(|| format!("Tap '{tap}' db_conn has no user"))?;
+) -> Result<MySqlSideConfig, RouteError> {
+    let missing = |key| RouteError::Missing { owner: Owner::Tap, id: tap.to_owned(), key };
+    let host = endpoint.host.clone().ok_or_else(|| missing("host"))?;
+    let user = endpoint.user.clone().ok_or_else(|| missing("user"))?;
     let setting = |pem: &Option<Pem>| pem.as_ref().map(Pem::as_setting);
     let (ca, certificate, key) = (setting(&db_conn.ssl_ca), setting(&db_conn.ssl_cert), setting(&db_conn.ssl_key));
     let tls =
         MySqlTls::from_settings(endpoint.ssl.then_some("true"), ca.as_deref(), certificate.as_deref(), key.as_deref())
-            .map_err(|error| format!("Tap '{tap}' db_conn: {error}"))?;
+            .map_err(|error| RouteError::DbConn { owner: Owner::Tap, id: tap.to_owned(), reason: error.to_string() })?;
     Ok(MySqlSideConfig {
         side: Side::Source,
         host,
@@ -383,15 +386,16 @@ fn mysql_source_config(
 /// Fills what `endpoint` leaves out from a connection service (`PGSERVICE`): `host`
 /// (`hostaddr` when it has no `host`), `port`, `user`, `password`. Its `dbname` is not used:
 /// the `db_conn`'s is the definition's.
-fn fill_from_service(endpoint: &mut Endpoint, service: &Service) -> Result<(), String> {
+fn fill_from_service(endpoint: &mut Endpoint, service: &Service) -> Result<(), RouteError> {
     if endpoint.host.is_none() {
         endpoint.host = service.get("host").or_else(|| service.get("hostaddr")).map(str::to_owned);
     }
     if endpoint.port.is_none()
         && let Some(port) = service.get("port")
     {
-        let parsed = port.trim().parse::<u16>().map_err(|_| {
-            format!("service '{}' in {}: port is not a port number", service.name, service.file.display())
+        let parsed = port.trim().parse::<u16>().map_err(|_| RouteError::ServicePort {
+            service: service.name.clone(),
+            file: service.file.display().to_string(),
         })?;
         endpoint.port = Some(parsed);
     }
@@ -406,8 +410,9 @@ fn fill_from_service(endpoint: &mut Endpoint, service: &Service) -> Result<(), S
 
 /// The driver's settings from the side's libpq driver keys ([`datadiff_config::DRIVER_KEYS`]):
 /// the `db_conn`'s, then the service's for the keys the `db_conn` leaves out; host, port, user,
-/// password, database, TLS and names are set on top by the caller.
-fn driver_config(own: &[(String, String)], service: Option<&Service>) -> Result<postgres::Config, String> {
+/// password, database, TLS and names are set on top by the caller. The error names the
+/// keys given, never their values.
+fn driver_config(own: &[(String, String)], service: Option<&Service>) -> Result<postgres::Config, DriverKeysRejected> {
     let mut text = String::new();
     for key in datadiff_config::DRIVER_KEYS {
         let value = own
@@ -422,7 +427,15 @@ fn driver_config(own: &[(String, String)], service: Option<&Service>) -> Result<
     if text.is_empty() {
         return Ok(postgres::Config::new());
     }
-    text.parse::<postgres::Config>().map_err(|error| format!("{error} (in {})", key_names(own, service)))
+    text.parse::<postgres::Config>().map_err(|cause| DriverKeysRejected { cause, keys: key_names(own, service) })
+}
+
+/// The driver refused a side's libpq keys: its reason and the keys given (names only).
+#[derive(Debug, thiserror::Error)]
+#[error("{cause} (in {keys})")]
+struct DriverKeysRejected {
+    cause: postgres::Error,
+    keys: String,
 }
 
 /// The driver keys given, for an error message: names only, never values.
@@ -438,7 +451,7 @@ fn key_names(own: &[(String, String)], service: Option<&Service>) -> String {
 
 /// A side's TLS: `datadiff.yml`'s `tls` entry wins, then the `db_conn`'s `ssl: true`
 /// (`require`), then the connection service's settings, then `prefer` (libpq's default).
-fn tls_settings(ssl: bool, extra: Option<&SideTls>, service: Option<&Service>) -> Result<TlsSettings, String> {
+fn tls_settings(ssl: bool, extra: Option<&SideTls>, service: Option<&Service>) -> Result<TlsSettings, RouteError> {
     let from_service = |key: &str| service.and_then(|service| service.get(key)).map(PathBuf::from);
     let extra = extra.cloned().unwrap_or_default();
     let mode = match extra.sslmode {
@@ -448,10 +461,10 @@ fn tls_settings(ssl: bool, extra: Option<&SideTls>, service: Option<&Service>) -
             None => SslMode::Prefer,
             Some(text) => match text.parse::<SslMode>() {
                 Ok(SslMode::Allow) | Err(_) => {
-                    return Err(format!(
-                        "sslmode {text:?} of service '{}' is not supported: use disable, prefer, require, verify-ca or verify-full",
-                        service.map(|service| service.name.as_str()).unwrap_or_default()
-                    ));
+                    return Err(RouteError::ServiceSslMode {
+                        mode: text.to_owned(),
+                        service: service.map(|service| service.name.clone()).unwrap_or_default(),
+                    });
                 }
                 Ok(mode) => mode,
             },
@@ -469,9 +482,139 @@ fn tls_settings(ssl: bool, extra: Option<&SideTls>, service: Option<&Service>) -
     let client = match (certificate, key) {
         (Some(certificate), Some(key)) => Some(ClientCertificate { certificate, key }),
         (None, None) => None,
-        _ => return Err("the connection service sets only one of sslcert and sslkey".to_owned()),
+        _ => return Err(RouteError::ServiceHalfClientCertificate),
     };
     Ok(TlsSettings { mode, roots, client })
+}
+
+/// Which project entry a connection comes from: a tap (the source) or a target (the replica).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// A tap's `db_conn`: the source.
+    Tap,
+    /// A target's `db_conn`: the replica.
+    Target,
+}
+
+impl Owner {
+    /// The side's role in messages: `source` or `target`.
+    pub fn role(self) -> &'static str {
+        match self {
+            Owner::Tap => "source",
+            Owner::Target => "target",
+        }
+    }
+
+    /// `tap` or `target`, as a sentence names it.
+    fn lowercase(self) -> &'static str {
+        match self {
+            Owner::Tap => "tap",
+            Owner::Target => "target",
+        }
+    }
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Owner::Tap => "Tap",
+            Owner::Target => "Target",
+        })
+    }
+}
+
+/// Why a definition's connections cannot be set up from the project. `Display` is the
+/// attempt's one-line reason (stored as the attempt's ERROR message); it names the tap or
+/// target and the key, never a password or a value of a connection key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RouteError {
+    /// The definition's tap or target is not in the project YAML.
+    #[error("{owner} '{id}' is not defined in the project YAML")]
+    Undefined {
+        /// Tap or target.
+        owner: Owner,
+        /// Its id.
+        id: String,
+    },
+    /// The tap or target has no `db_conn`.
+    #[error("{owner} '{id}' has no db_conn in the project YAML")]
+    NoDbConn {
+        /// Tap or target.
+        owner: Owner,
+        /// Its id.
+        id: String,
+    },
+    /// The database stored with the definition is not the one the project now names.
+    #[error("Persisted {} database '{persisted}' does not match the imported connection for {} '{id}'", owner.role(), owner.lowercase())]
+    DatabaseMismatch {
+        /// Tap or target.
+        owner: Owner,
+        /// Its id.
+        id: String,
+        /// The database stored with the definition.
+        persisted: String,
+    },
+    /// The connection service a `db_conn` names cannot be read.
+    #[error("{owner} '{id}' db_conn.service: {reason}")]
+    Service {
+        /// Tap or target.
+        owner: Owner,
+        /// Its id.
+        id: String,
+        /// Why, with its causes.
+        reason: String,
+    },
+    /// A `db_conn` key the driver or the TLS settings refuse.
+    #[error("{owner} '{id}' db_conn: {reason}")]
+    DbConn {
+        /// Tap or target.
+        owner: Owner,
+        /// Its id.
+        id: String,
+        /// Why (key names only).
+        reason: String,
+    },
+    /// A required `db_conn` key is missing (and no fallback provides it).
+    #[error("{owner} '{id}' db_conn has no {key}")]
+    Missing {
+        /// Tap or target.
+        owner: Owner,
+        /// Its id.
+        id: String,
+        /// The key (`host`, `user`).
+        key: &'static str,
+    },
+    /// A connection service's `port` is not a port number.
+    #[error("service '{service}' in {file}: port is not a port number")]
+    ServicePort {
+        /// The service's name.
+        service: String,
+        /// The service file.
+        file: String,
+    },
+    /// A connection service's `sslmode` is one datadiff does not take.
+    #[error(
+        "sslmode {mode:?} of service '{service}' is not supported: use disable, prefer, require, verify-ca or verify-full"
+    )]
+    ServiceSslMode {
+        /// The mode as written.
+        mode: String,
+        /// The service's name.
+        service: String,
+    },
+    /// A connection service sets only one of `sslcert` and `sslkey`.
+    #[error("the connection service sets only one of sslcert and sslkey")]
+    ServiceHalfClientCertificate,
+    /// The password file cannot be used.
+    #[error(transparent)]
+    Passfile(datadiff_access::Error),
+    /// The side's TLS files cannot be used.
+    #[error("{reason}")]
+    Tls {
+        /// Why, naming the side and the file.
+        reason: String,
+    },
 }
 
 /// `max(1, statement_timeout_seconds)` seconds: never 0, which would mean no limit.
@@ -623,10 +766,12 @@ mod tests {
         );
         assert!(connections().route(&definition(300)).unwrap().mysql_source.is_none());
         let hostless = DbConn { replica_host: None, host: None, ..self::tap() };
-        assert_eq!(
-            connections().with_tap("payments", hostless).route(&mysql).unwrap_err(),
-            "Tap 'payments' db_conn has no host"
+        let error = connections().with_tap("payments", hostless).route(&mysql).unwrap_err();
+        assert!(
+            matches!(&error, RouteError::Missing { owner: Owner::Tap, id, key: "host" } if id == "payments"),
+            "{error:?}"
         );
+        assert_eq!(error.to_string(), "Tap 'payments' db_conn has no host");
     }
 
     #[test]
@@ -656,7 +801,7 @@ mod tests {
         assert!(!format!("{route:?}").contains("key-pw"), "no key text in Debug");
         let half = DbConn { ssl_key: None, ..tap };
         assert_eq!(
-            connections().with_tap("payments", half).route(&mysql).unwrap_err(),
+            connections().with_tap("payments", half).route(&mysql).unwrap_err().to_string(),
             "Tap 'payments' db_conn: MySQL ssl_cert and ssl_key must be configured together"
         );
         let route = connections().route(&mysql).unwrap();
@@ -669,14 +814,14 @@ mod tests {
         moved.dbname = Some("payments_v2".into());
         let connections = connections().with_tap("payments", moved);
         assert_eq!(
-            connections.route(&definition(60)).unwrap_err(),
+            connections.route(&definition(60)).unwrap_err().to_string(),
             "Persisted source database 'payments' does not match the imported connection for tap 'payments'"
         );
         let mut no_dbname = warehouse();
         no_dbname.dbname = None;
         let connections = self::connections().with_target("postgres", no_dbname);
         assert_eq!(
-            connections.route(&definition(60)).unwrap_err(),
+            connections.route(&definition(60)).unwrap_err().to_string(),
             "Persisted target database 'dwh' does not match the imported connection for target 'postgres'"
         );
     }
@@ -685,12 +830,12 @@ mod tests {
     fn unknown_taps_and_targets_are_named() {
         let only_target = Connections::new(Environment::default()).with_target("postgres", warehouse());
         assert_eq!(
-            only_target.route(&definition(60)).unwrap_err(),
+            only_target.route(&definition(60)).unwrap_err().to_string(),
             "Tap 'payments' is not defined in the project YAML"
         );
         let only_tap = Connections::new(Environment::default()).with_tap("payments", tap());
         assert_eq!(
-            only_tap.route(&definition(60)).unwrap_err(),
+            only_tap.route(&definition(60)).unwrap_err().to_string(),
             "Target 'postgres' is not defined in the project YAML"
         );
     }
@@ -708,7 +853,7 @@ mod tests {
         let bare = DbConn { dbname: Some("payments".into()), ..DbConn::default() };
         let nobody =
             Connections::new(Environment::default()).with_tap("payments", bare).with_target("postgres", warehouse());
-        assert_eq!(nobody.route(&definition(60)).unwrap_err(), "Tap 'payments' db_conn has no user");
+        assert_eq!(nobody.route(&definition(60)).unwrap_err().to_string(), "Tap 'payments' db_conn has no user");
     }
 
     #[test]
@@ -719,7 +864,7 @@ mod tests {
             sslkey: Some("/nonexistent/dd.key".into()),
             ..SideTls::default()
         };
-        let error = connections().with_target_tls("postgres", tls).route(&definition(60)).unwrap_err();
+        let error = connections().with_target_tls("postgres", tls).route(&definition(60)).unwrap_err().to_string();
         assert!(
             error.starts_with("cannot load the client certificate /nonexistent/dd.crt for the target connection"),
             "{error}"
@@ -785,7 +930,7 @@ mod tests {
         let missing = Connections::new(environment)
             .with_tap("payments", with_service("gone", tap()))
             .with_target("postgres", warehouse());
-        let error = missing.route(&definition(60)).unwrap_err();
+        let error = missing.route(&definition(60)).unwrap_err().to_string();
         assert!(
             error.starts_with(
                 "Tap 'payments' db_conn.service: the source connection names service \"gone\", which is not defined in"
@@ -825,7 +970,7 @@ mod tests {
         let bad = Connections::new(Environment::default())
             .with_tap("payments", tap(&[("keepalives_idle", "soon")]))
             .with_target("postgres", warehouse());
-        let error = bad.route(&definition(60)).unwrap_err();
+        let error = bad.route(&definition(60)).unwrap_err().to_string();
         assert!(error.starts_with("Tap 'payments' db_conn: ") && error.contains("(in keepalives_idle)"), "{error}");
     }
 

@@ -48,7 +48,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use datadiff_access::{AnySide, Environment, MySqlSideConfig, MySqlSideSession, SideConfig, SideSession, TableName};
+use datadiff_access::{
+    AnySide, Environment, MySqlSideConfig, MySqlSideSession, SideConfig, SideError, SideSession, TableName,
+};
 use datadiff_backend_store::GrantGap;
 use datadiff_config::Project;
 use datadiff_diff_core::{
@@ -59,7 +61,8 @@ use datadiff_diff_core::{
 };
 use datadiff_preflight::{QueryFingerprint, SourceTable};
 
-use crate::connections::Connections;
+use crate::connections::{Connections, RouteError};
+use crate::row_diff_error::RowDiffError;
 
 /// How a finding came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,12 +221,57 @@ fn grants(store: &datadiff_backend_store::Store) -> Result<Vec<(Verdict, String)
         .collect())
 }
 
+/// Why a doctor check could not look at what it checks; `Display` is the finding's detail.
+#[derive(Debug, thiserror::Error)]
+enum Problem {
+    /// The definition's connections cannot be set up (as an attempt would ERROR).
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    /// A session failed (connect, timeout, a statement).
+    #[error(transparent)]
+    Session(#[from] SideError),
+    /// A statement failed: the server's primary message.
+    #[error("{}", datadiff_access::one_line(.0))]
+    Server(#[from] postgres::Error),
+    /// The catalog lookup of a table failed.
+    #[error("catalog read failed: {}", datadiff_access::one_line(.0))]
+    CatalogRead(#[source] postgres::Error),
+    /// A session that is not read-only.
+    #[error("the session at {0} is not read-only")]
+    NotReadOnly(String),
+    /// A PostgreSQL table that does not exist.
+    #[error("table {table} does not exist in the {role} database")]
+    NoTable {
+        /// The table.
+        table: TableName,
+        /// `source` or `target`.
+        role: &'static str,
+    },
+    /// A PostgreSQL table none of whose columns the role may read.
+    #[error("table {table} has no column the {role} role may read (grant it SELECT)")]
+    NoReadableColumn {
+        /// The table.
+        table: TableName,
+        /// `source` or `target`.
+        role: &'static str,
+    },
+    /// A MySQL source table that is missing or unreadable (the catalog does not tell).
+    #[error("table {0} does not exist in the source database, or the source user may not read it")]
+    NoMySqlTable(TableName),
+    /// A statement parameter that is no window bound.
+    #[error("cannot bind a window bound of type {0}")]
+    UnboundParameter(String),
+    /// `row_diff` cannot be planned.
+    #[error(transparent)]
+    RowDiff(#[from] RowDiffError),
+}
+
 /// An open read-only session, or why there is none.
-type Opened = Result<SideSession, String>;
+type Opened = Result<SideSession, Problem>;
 
 fn check_sources_and_targets(project: &Project, environment: &Environment, findings: &mut DoctorReport) {
     let connections = Connections::from_project_with(project, environment.clone());
-    let mut sources: BTreeMap<String, Result<AnySide, String>> = BTreeMap::new();
+    let mut sources: BTreeMap<String, Result<AnySide, Problem>> = BTreeMap::new();
     let mut targets: BTreeMap<String, Opened> = BTreeMap::new();
     for definition in &project.definitions {
         let name = &definition.full_check_name;
@@ -236,7 +284,7 @@ fn check_sources_and_targets(project: &Project, environment: &Environment, findi
         let route = match connections.route(definition) {
             Ok(route) => route,
             Err(reason) => {
-                findings.add(name.as_str(), "route", Verdict::Fail, reason);
+                findings.add(name.as_str(), "route", Verdict::Fail, reason.to_string());
                 continue;
             }
         };
@@ -253,7 +301,7 @@ fn check_sources_and_targets(project: &Project, environment: &Environment, findi
                     format!("tap {}", definition.tap_id),
                     "read-only session",
                     Verdict::Fail,
-                    reason.clone(),
+                    reason.to_string(),
                 ),
             }
             sources.insert(definition.tap_id.clone(), opened.map(|(session, _)| session));
@@ -282,16 +330,16 @@ fn check_sources_and_targets(project: &Project, environment: &Environment, findi
     }
 }
 
-fn report_session(findings: &mut DoctorReport, scope: &str, opened: &Result<(SideSession, String), String>) {
+fn report_session(findings: &mut DoctorReport, scope: &str, opened: &Result<(SideSession, String), Problem>) {
     match opened {
         Ok((_, detail)) => findings.add(scope, "read-only session", Verdict::Ok, detail.clone()),
-        Err(reason) => findings.add(scope, "read-only session", Verdict::Fail, reason.clone()),
+        Err(reason) => findings.add(scope, "read-only session", Verdict::Fail, reason.to_string()),
     }
 }
 
 /// Opens a MySQL/MariaDB source's session as an attempt opens it (read-only, UTC, the
 /// engine's statement timeout) and says which server it is.
-fn open_mysql_side(config: &MySqlSideConfig) -> Result<(MySqlSideSession, String), String> {
+fn open_mysql_side(config: &MySqlSideConfig) -> Result<(MySqlSideSession, String), Problem> {
     let session = MySqlSideSession::open(config, STATEMENT_TIMEOUT)?;
     let detail = format!("{}: read-only, {}", config.address(), session.server_version());
     Ok((session, detail))
@@ -300,7 +348,7 @@ fn open_mysql_side(config: &MySqlSideConfig) -> Result<(MySqlSideSession, String
 /// Opens the side's session as an attempt opens it (read-only transaction, UTC,
 /// `search_path` pinned, the doctor's statement timeout) and says what it is: read-only,
 /// a standby, encrypted.
-fn open_side(config: &SideConfig) -> Result<(SideSession, String), String> {
+fn open_side(config: &SideConfig) -> Result<(SideSession, String), Problem> {
     let mut session = SideSession::open(config, STATEMENT_TIMEOUT)?;
     let facts = session.with_client("read-only check", |client| {
         let row = client.query_one(
@@ -310,10 +358,10 @@ fn open_side(config: &SideConfig) -> Result<(SideSession, String), String> {
         )?;
         Ok::<_, postgres::Error>((row.try_get::<_, String>(0)?, row.try_get::<_, bool>(1)?, row.try_get::<_, bool>(2)?))
     })?;
-    let (read_only, standby, tls) = facts.map_err(|error| datadiff_access::one_line(&error))?;
+    let (read_only, standby, tls) = facts?;
     let address = &config.address;
     if read_only != "on" {
-        return Err(format!("the session at {address} is not read-only"));
+        return Err(Problem::NotReadOnly(address.clone()));
     }
     Ok((
         session,
@@ -324,7 +372,7 @@ fn open_side(config: &SideConfig) -> Result<(SideSession, String), String> {
 /// The columns of a table, as the runner reads them. A table without a column visible to the
 /// role is looked up in `pg_class`: a missing table says so (rather than that its key column
 /// is missing), and so does a table the role may not read.
-fn columns(session: &mut SideSession, role: &str, schema: &str, table: &str) -> Result<TableColumns, String> {
+fn columns(session: &mut SideSession, role: &'static str, schema: &str, table: &str) -> Result<TableColumns, Problem> {
     let columns = session.columns(schema, table)?;
     if !columns.columns().is_empty() {
         return Ok(columns);
@@ -338,21 +386,20 @@ fn columns(session: &mut SideSession, role: &str, schema: &str, table: &str) -> 
                 &[&owned_schema, &owned_table],
             )
         })?
-        .map_err(|error| format!("catalog read failed: {}", datadiff_access::one_line(&error)))?
+        .map_err(Problem::CatalogRead)?
         .is_some();
-    let name = TableName::new(schema, table);
+    let table = TableName::new(schema, table);
     Err(match exists {
-        false => format!("table {name} does not exist in the {role} database"),
-        true => format!("table {name} has no column the {role} role may read (grant it SELECT)"),
+        false => Problem::NoTable { table, role },
+        true => Problem::NoReadableColumn { table, role },
     })
 }
 
 /// A MySQL source table's columns; none visible means the table is missing or unreadable.
-fn mysql_columns(session: &mut MySqlSideSession, schema: &str, table: &str) -> Result<TableColumns, String> {
+fn mysql_columns(session: &mut MySqlSideSession, schema: &str, table: &str) -> Result<TableColumns, Problem> {
     let columns = session.columns(schema, table)?;
     if columns.columns().is_empty() {
-        let name = TableName::new(schema, table);
-        return Err(format!("table {name} does not exist in the source database, or the source user may not read it"));
+        return Err(Problem::NoMySqlTable(TableName::new(schema, table)));
     }
     Ok(columns)
 }
@@ -360,23 +407,20 @@ fn mysql_columns(session: &mut MySqlSideSession, schema: &str, table: &str) -> R
 /// Asks the server to plan `sql` (`EXPLAIN`, no row read), its parameters bound as window
 /// bounds of their inferred type; the server's message when it cannot. It runs inside a
 /// savepoint, so a refusal leaves the session's transaction usable.
-fn explain(session: &mut SideSession, sql: &str) -> Result<(), String> {
+fn explain(session: &mut SideSession, sql: &str) -> Result<(), Problem> {
     let sql = format!("EXPLAIN {sql}");
     session.with_client("EXPLAIN", move |client| {
-        client.batch_execute("SAVEPOINT datadiff_doctor").map_err(|error| datadiff_access::one_line(&error))?;
+        client.batch_execute("SAVEPOINT datadiff_doctor")?;
         let planned = plan_with_window_bounds(client, &sql);
         let end = if planned.is_ok() { "RELEASE" } else { "ROLLBACK TO" };
-        client
-            .batch_execute(&format!("{end} SAVEPOINT datadiff_doctor"))
-            .map_err(|error| datadiff_access::one_line(&error))?;
+        client.batch_execute(&format!("{end} SAVEPOINT datadiff_doctor"))?;
         planned
     })?
 }
 
-fn plan_with_window_bounds(client: &mut postgres::Client, sql: &str) -> Result<(), String> {
+fn plan_with_window_bounds(client: &mut postgres::Client, sql: &str) -> Result<(), Problem> {
     use postgres::types::{ToSql, Type};
-    let message = |error: postgres::Error| datadiff_access::one_line(&error);
-    let statement = client.prepare(sql).map_err(message)?;
+    let statement = client.prepare(sql)?;
     let end = chrono::Utc::now();
     let start = end - chrono::TimeDelta::hours(1);
     let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
@@ -386,11 +430,11 @@ fn plan_with_window_bounds(client: &mut postgres::Client, sql: &str) -> Result<(
             Type::TIMESTAMPTZ => params.push(Box::new(bound)),
             Type::TIMESTAMP => params.push(Box::new(bound.naive_utc())),
             Type::DATE => params.push(Box::new(bound.date_naive())),
-            ref other => return Err(format!("cannot bind a window bound of type {other}")),
+            ref other => return Err(Problem::UnboundParameter(other.to_string())),
         }
     }
     let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|param| param.as_ref() as &(dyn ToSql + Sync)).collect();
-    client.query(&statement, &params).map_err(message)?;
+    client.query(&statement, &params)?;
     Ok(())
 }
 
@@ -414,20 +458,22 @@ fn check_queries(
         };
         let mut planned = Vec::new();
         let mut failures = Vec::new();
-        let mut statements: Vec<(String, Result<String, String>)> = Vec::new();
+        let mut statements: Vec<(String, String)> = Vec::new();
         if !metrics.is_empty() {
-            statements
-                .push((format!("aggregate query ({})", metrics.join(", ")), Ok(plan.metric_sql(side).to_owned())));
-            statements.push(("MIN query".to_owned(), Ok(plan.minimum_sql(side).to_owned())));
+            statements.push((format!("aggregate query ({})", metrics.join(", ")), plan.metric_sql(side).to_owned()));
+            statements.push(("MIN query".to_owned(), plan.minimum_sql(side).to_owned()));
         }
-        if let Some(selects) = &row_diff_selects {
-            let select = selects.clone().map(|(source, target)| match side {
-                PlanSide::Source => source,
-                PlanSide::Target => target,
-            });
-            statements.push(("row_diff SELECT".to_owned(), select));
+        let row_diff_statement = "row_diff SELECT";
+        match &row_diff_selects {
+            None => {}
+            Some(Ok((source, target))) => {
+                let select = if side == PlanSide::Source { source } else { target };
+                statements.push((row_diff_statement.to_owned(), select.clone()));
+            }
+            // It cannot be planned: the server is not asked.
+            Some(Err(reason)) => failures.push(format!("{row_diff_statement}: {reason}")),
         }
-        if statements.is_empty() {
+        if statements.is_empty() && failures.is_empty() {
             continue;
         }
         let session = match side {
@@ -435,7 +481,7 @@ fn check_queries(
             PlanSide::Target => &mut *target,
         };
         for (statement, sql) in statements {
-            match sql.and_then(|sql| explain(session, &sql)) {
+            match explain(session, &sql) {
                 Ok(()) => planned.push(statement),
                 Err(reason) => failures.push(format!("{statement}: {reason}")),
             }
@@ -465,7 +511,7 @@ fn check_definition(
     });
     let (source_columns, target_columns) = match tables {
         Ok(tables) => tables,
-        Err(reason) => return findings.add(name, "columns", Verdict::Fail, reason),
+        Err(reason) => return findings.add(name, "columns", Verdict::Fail, reason.to_string()),
     };
     let plan = match AggregatePlan::new(definition, &source_columns, &target_columns) {
         Ok(plan) => plan,

@@ -171,6 +171,7 @@ mod in_flight;
 mod progress;
 mod remediation;
 mod row_diff;
+mod row_diff_error;
 mod selection;
 pub mod signals;
 mod tick;
@@ -178,7 +179,9 @@ mod workers;
 
 pub use backend::{backend_config, open_backend, open_backend_with};
 pub use clock::Clock;
-pub use connections::{Connections, MAX_CONNECT_TIMEOUT, Route, SOURCE_APPLICATION_NAME, TARGET_APPLICATION_NAME};
+pub use connections::{
+    Connections, MAX_CONNECT_TIMEOUT, Owner, Route, RouteError, SOURCE_APPLICATION_NAME, TARGET_APPLICATION_NAME,
+};
 pub use datadiff_diff_core::attempt::{CheckIdentity, PreflightFacts, RunSummary, SummaryStatus};
 pub use error::Error;
 pub use execute::{ExecutionOptions, execute, execute_started, record_interrupted};
@@ -187,5 +190,6 @@ pub use in_flight::{InFlight, InFlightAttempt};
 pub use progress::{FLUSH_EVERY, ProgressMeter, ProgressSnapshot};
 pub use remediation::{RemediationReport, remediate};
 pub use row_diff::row_diff_select;
+pub use row_diff_error::RowDiffError;
 pub use selection::{Selection, project_taps};
 pub use tick::{TickContext, TickReport, tick};

@@ -98,6 +98,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::connections::Route;
 use crate::progress::StreamProgress;
+use crate::row_diff_error::RowDiffError;
 use datadiff_access::compare::{
     self, Cancel, CompareError, CompareSide, Comparison, Found, HashFacts, Hooks, RowMeter, RowSet,
 };
@@ -214,17 +215,17 @@ impl RowDiffPlan {
         plan: &AggregatePlan,
         source_catalog: SourceCatalog<'_>,
         target_catalog: &SideCatalog,
-    ) -> Result<RowDiffPlan, String> {
+    ) -> Result<RowDiffPlan, RowDiffError> {
         let columns = plan.columns();
         let source_table = TableName::new(&definition.source_schema, &definition.source_table);
         let target_table = TableName::new(&definition.target_schema, &definition.target_table);
         if columns.compare_pairs().is_empty() {
-            return Err(format!("row_diff requires at least one compare_columns entry for {source_table}"));
+            return Err(RowDiffError::NoCompareColumns(source_table));
         }
         let catalog = |types: &[ColumnType], table: &TableName, name: &str| {
             types.iter().find(|column| column.name == name).cloned().ok_or_else(|| missing(name, table))
         };
-        let target_of = |pair: &ColumnPair| -> Result<ColumnType, String> {
+        let target_of = |pair: &ColumnPair| -> Result<ColumnType, RowDiffError> {
             // A MySQL source's missing target column is named by its logical name.
             let name = match source_catalog {
                 SourceCatalog::Postgres(_) => target_name(definition, &pair.logical_name),
@@ -233,7 +234,7 @@ impl RowDiffPlan {
             let target = pair.target.as_ref().ok_or_else(|| missing(name, &target_table))?;
             catalog(&target_catalog.columns, &target_table, &target.name)
         };
-        let source_of = |pair: &ColumnPair| -> Result<CatalogColumn, String> {
+        let source_of = |pair: &ColumnPair| -> Result<CatalogColumn, RowDiffError> {
             pair.source.clone().ok_or_else(|| missing(&pair.logical_name, &source_table))
         };
         let pairs = columns.pairs();
@@ -248,13 +249,12 @@ impl RowDiffPlan {
                     |pair: &ColumnPair| catalog(&source_catalog.columns, &source_table, &source_of(pair)?.name);
                 let (source_key, target_key) = (source_column(&pairs[0])?, target_of(&pairs[0])?);
                 let (source_key_decoder, target_key_decoder) =
-                    stream::plan_key(&source_key, &target_key, "target").map_err(|error| prefixed(&error))?;
+                    stream::plan_key(&source_key, &target_key, "target").map_err(RowDiffError::Plan)?;
                 let mut planned = Vec::with_capacity(pairs.len() - 1);
                 for pair in &pairs[1..] {
                     let (source, target) = (source_column(pair)?, target_of(pair)?);
                     let (source_decoder, target_decoder) =
-                        stream::plan_pair_with(&source, &target, "target", coercions)
-                            .map_err(|error| prefixed(&error))?;
+                        stream::plan_pair_with(&source, &target, "target", coercions).map_err(RowDiffError::Plan)?;
                     planned.push(((source, source_decoder), (target, target_decoder)));
                 }
                 let hashing = segment::plan_hashing(
@@ -283,12 +283,12 @@ impl RowDiffPlan {
             SourceCatalog::MySql => {
                 let (source_key, target_key) = (MySqlColumnType::of(&source_of(&pairs[0])?), target_of(&pairs[0])?);
                 let (source_key_form, target_key_decoder) =
-                    stream::plan_mysql_key(&source_key, &target_key, "target").map_err(|error| prefixed(&error))?;
+                    stream::plan_mysql_key(&source_key, &target_key, "target").map_err(RowDiffError::Plan)?;
                 let mut source_columns = Vec::with_capacity(pairs.len() - 1);
                 for pair in &pairs[1..] {
                     let (source, target) = (MySqlColumnType::of(&source_of(pair)?), target_of(pair)?);
-                    let (encoder, decoder) = stream::plan_mysql_pair(&source, &target, "target", coercions)
-                        .map_err(|error| prefixed(&error))?;
+                    let (encoder, decoder) =
+                        stream::plan_mysql_pair(&source, &target, "target", coercions).map_err(RowDiffError::Plan)?;
                     source_columns.push((source.name, encoder));
                     target_columns.push((target.name, decoder));
                 }
@@ -300,7 +300,7 @@ impl RowDiffPlan {
                     &columns.source_timestamp().name,
                     source_columns,
                 )
-                .map_err(|error| format!("row_diff: {error}"))?;
+                .map_err(RowDiffError::Identifier)?;
                 (SourcePlan::MySql(query), (target_key, target_key_decoder))
             }
         };
@@ -361,7 +361,7 @@ impl RowDiffPlan {
         counted_rows: Option<u64>,
         interrupted: &(dyn Fn() -> bool + Sync),
         progress: Option<StreamProgress<'_>>,
-    ) -> Result<RowDiffOutcome, String> {
+    ) -> Result<RowDiffOutcome, RowDiffError> {
         let mut comparison = Comparison::new(max_examples, self.field_names.clone());
         comparison.strategy = self.strategy;
         comparison.counted_rows = counted_rows;
@@ -380,10 +380,7 @@ impl RowDiffPlan {
                 self.compare(route, &mut source, &mut target, &comparison, hooks)
             }
             SourcePlan::MySql(query) => {
-                let config = route
-                    .mysql_source
-                    .clone()
-                    .ok_or_else(|| "row_diff: the source has no MySQL settings".to_owned())?;
+                let config = route.mysql_source.clone().ok_or(RowDiffError::NoMySqlSettings)?;
                 let mut source =
                     MySqlSource { config, statement_timeout: route.statement_timeout, query: query.clone(), window };
                 let mut target = AttemptSide::new(&route.target, route, &self.target, window, None)?;
@@ -394,19 +391,19 @@ impl RowDiffPlan {
     }
 
     /// Runs the pipeline over `source` and `target`, and words its outcome.
-    fn compare<S: CompareSide<Error = String>>(
+    fn compare<S: CompareSide<Error = RowDiffError>>(
         &self,
         route: &Route,
         source: &mut S,
         target: &mut AttemptSide,
         comparison: &Comparison<'_>,
         mut hooks: RowDiffHooks<'_>,
-    ) -> Result<RowDiffOutcome, String> {
+    ) -> Result<RowDiffOutcome, RowDiffError> {
         let compared = compare::compare(source, target, comparison, &mut hooks).map_err(|error| match error {
             CompareError::Side(reason) => reason,
             CompareError::Merge(error) => self.merge_failure(error, route),
             CompareError::NoAnswer(sides) => no_answer(&sides, route),
-            CompareError::Interrupted => "row_diff: interrupted".to_owned(),
+            CompareError::Interrupted => RowDiffError::Interrupted,
             CompareError::Stopped(never) => match never {},
         })?;
         let [source_streamed, target_streamed] = compared.streamed;
@@ -418,7 +415,7 @@ impl RowDiffPlan {
     }
 
     /// The one-line reason of a merge that stopped.
-    fn merge_failure(&self, error: MergeError<Box<Error>>, route: &Route) -> String {
+    fn merge_failure(&self, error: MergeError<Box<Error>>, route: &Route) -> RowDiffError {
         let table = |side: Side| match (side, &self.source) {
             (Side::Source, SourcePlan::Postgres { side, .. }) => side.table.to_string(),
             (Side::Source, SourcePlan::MySql(query)) => format!("{}.{}", query.database(), query.table()),
@@ -426,13 +423,15 @@ impl RowDiffPlan {
         };
         match error {
             MergeError::Read { side, source } => stream_failure(&source, side, route),
-            MergeError::DuplicateKey { side, key } => {
-                format!("row_diff: duplicate key {key} in {} on the {side}: the key column must be unique", table(side))
-            }
-            MergeError::OutOfOrder { side, previous, key } => {
-                format!("row_diff: {} on the {side} is not in key order: {key} arrived after {previous}", table(side))
-            }
-            other => format!("row_diff: {other}"),
+            MergeError::DuplicateKey { side, key } => RowDiffError::Stream(format!(
+                "duplicate key {key} in {} on the {side}: the key column must be unique",
+                table(side)
+            )),
+            MergeError::OutOfOrder { side, previous, key } => RowDiffError::Stream(format!(
+                "{} on the {side} is not in key order: {key} arrived after {previous}",
+                table(side)
+            )),
+            other => RowDiffError::Stream(other.to_string()),
         }
     }
 }
@@ -462,7 +461,7 @@ impl AttemptSide {
         plan: &SidePlan,
         [start, end]: [DateTime<Utc>; 2],
         hashing: Option<&SideHashing>,
-    ) -> Result<AttemptSide, String> {
+    ) -> Result<AttemptSide, RowDiffError> {
         let endpoint = endpoint(config, route, plan.encrypted)?;
         let window_filter = plan.window_filter(start, end);
         let role = config.side.to_string();
@@ -489,36 +488,34 @@ impl AttemptSide {
     }
 
     /// The hashing session and this side's segment queries.
-    fn hashing(&mut self) -> Result<(&mut SideSession, SegmentQuery), String> {
+    fn hashing(&mut self) -> Result<(&mut SideSession, SegmentQuery), RowDiffError> {
         let side = self.side;
         match (&mut self.session, &self.segments) {
             (Some(session), Some(segments)) => Ok((session, segments.clone())),
-            _ => Err(format!("row_diff: the {side} rows cannot be hashed by segment")),
+            _ => Err(RowDiffError::NotHashable(side)),
         }
     }
 }
 
 impl HashSide for AttemptSide {
-    type Error = String;
+    type Error = RowDiffError;
 
-    fn overview(&mut self, check_duplicates: bool) -> Result<Result<Option<Overview>, KeysNotUsable>, String> {
+    fn overview(&mut self, check_duplicates: bool) -> Result<Result<Option<Overview>, KeysNotUsable>, RowDiffError> {
         let (session, query) = self.hashing()?;
         let role = query.role().to_owned();
         session
             .with_client("segment overview", move |client| query.overview(client, check_duplicates))
-            .map_err(String::from)
-            .and_then(|overview| overview.map_err(|error| described(&role, &error)))
-            .map_err(|reason| format!("row_diff: {reason}"))
+            .map_err(|error| RowDiffError::Segment(error.to_string()))?
+            .map_err(|error| RowDiffError::Segment(described(&role, &error)))
     }
 
-    fn level(&mut self, splits: &[Split]) -> Result<Vec<ChildDigest>, String> {
+    fn level(&mut self, splits: &[Split]) -> Result<Vec<ChildDigest>, RowDiffError> {
         let (session, query) = self.hashing()?;
         let (role, splits) = (query.role().to_owned(), splits.to_vec());
         session
             .with_client("segment hashes", move |client| query.level(client, &splits))
-            .map_err(String::from)
-            .and_then(|level| level.map_err(|error| described(&role, &error)))
-            .map_err(|reason| format!("row_diff: {reason}"))
+            .map_err(|error| RowDiffError::Segment(error.to_string()))?
+            .map_err(|error| RowDiffError::Segment(described(&role, &error)))
     }
 }
 
@@ -531,7 +528,7 @@ impl CompareSide for AttemptSide {
         segment::local_only(&self.config.config)
     }
 
-    fn prepare(&mut self, probe_link: bool) -> Result<HashFacts, String> {
+    fn prepare(&mut self, probe_link: bool) -> Result<HashFacts, RowDiffError> {
         let mut session = SideSession::open(&self.config, self.statement_timeout)?;
         let (config, table, key, role) =
             (self.config.config.clone(), self.plan.table.clone(), self.plan.key_column.clone(), self.side.to_string());
@@ -546,7 +543,7 @@ impl CompareSide for AttemptSide {
         );
         self.session = Some(session);
         let (supported, link, unique_key) =
-            facts?.map_err(|error| format!("row_diff: {}", crate::error::chain(&error)))?;
+            facts?.map_err(|error| RowDiffError::Segment(crate::error::chain(&error)))?;
         let unsupported =
             (!supported).then(|| "a server is older than PostgreSQL 14 (no hash_record_extended)".to_owned());
         Ok(HashFacts { unsupported, link, unique_key })
@@ -598,14 +595,14 @@ struct MySqlSource {
 const MYSQL_STREAMS: &str = "MySQL and MariaDB sources are streamed";
 
 impl HashSide for MySqlSource {
-    type Error = String;
+    type Error = RowDiffError;
 
-    fn overview(&mut self, _check_duplicates: bool) -> Result<Result<Option<Overview>, KeysNotUsable>, String> {
-        Err(format!("row_diff: {MYSQL_STREAMS}"))
+    fn overview(&mut self, _check_duplicates: bool) -> Result<Result<Option<Overview>, KeysNotUsable>, RowDiffError> {
+        Err(RowDiffError::MySqlStreams)
     }
 
-    fn level(&mut self, _splits: &[Split]) -> Result<Vec<ChildDigest>, String> {
-        Err(format!("row_diff: {MYSQL_STREAMS}"))
+    fn level(&mut self, _splits: &[Split]) -> Result<Vec<ChildDigest>, RowDiffError> {
+        Err(RowDiffError::MySqlStreams)
     }
 }
 
@@ -622,8 +619,8 @@ impl CompareSide for MySqlSource {
         false
     }
 
-    fn prepare(&mut self, _probe_link: bool) -> Result<HashFacts, String> {
-        Err(format!("row_diff: {MYSQL_STREAMS}"))
+    fn prepare(&mut self, _probe_link: bool) -> Result<HashFacts, RowDiffError> {
+        Err(RowDiffError::MySqlStreams)
     }
 
     fn stream<'scope, 'env>(
@@ -761,18 +758,14 @@ fn answer_deadline(route: &Route) -> Duration {
 }
 
 /// The reason of streams stopped at their deadline, naming the sides still waiting.
-fn no_answer(sides: &[Side], route: &Route) -> String {
+fn no_answer(sides: &[Side], route: &Route) -> RowDiffError {
     let databases = match sides {
         [side] => format!("the {side} database"),
         _ => "the source and target databases".to_owned(),
     };
     let timeout = route.statement_timeout.max(Duration::from_secs(1)).as_secs();
-    format!(
-        "row_diff: no answer from {databases} within {} s (statement_timeout {timeout} s + {} s grace); \
-         a cancel request was sent and the connection abandoned",
-        timeout + ANSWER_GRACE.as_secs(),
-        ANSWER_GRACE.as_secs(),
-    )
+    let grace = ANSWER_GRACE.as_secs();
+    RowDiffError::NoAnswer { databases, waited: timeout + grace, timeout, grace }
 }
 
 /// What a completed `row_diff` found.
@@ -798,7 +791,7 @@ impl RowDiffOutcome {
 }
 
 /// The ERROR `row_diff` result carrying `reason`.
-pub(crate) fn error_result(reason: String) -> CheckResult {
+pub(crate) fn error_result(reason: &RowDiffError) -> CheckResult {
     CheckResult {
         check_type: ResultType::RowDiff,
         status: ResultStatus::Error,
@@ -806,7 +799,7 @@ pub(crate) fn error_result(reason: String) -> CheckResult {
         target_value: Json::Null,
         source_query_seconds: None,
         target_query_seconds: None,
-        error: Some(reason),
+        error: Some(reason.to_string()),
     }
 }
 
@@ -819,20 +812,20 @@ pub fn row_diff_select(
     plan: &AggregatePlan,
     source: &mut SideSession,
     target: &mut SideSession,
-) -> Result<(String, String), String> {
+) -> Result<(String, String), RowDiffError> {
     let source_catalog = catalog(source, &definition.source_schema, &definition.source_table)?;
     let target_catalog = catalog(target, &definition.target_schema, &definition.target_table)?;
     let planned = RowDiffPlan::new(definition, plan, SourceCatalog::Postgres(&source_catalog), &target_catalog)?;
     let source = match &planned.source {
         SourcePlan::Postgres { side, .. } => side.parameterised_select(),
-        SourcePlan::MySql(_) => return Err("row_diff: a PostgreSQL source was expected".to_owned()),
+        SourcePlan::MySql(_) => return Err(RowDiffError::NotPostgres("source")),
     };
     Ok((source, planned.target.parameterised_select()))
 }
 
 /// The `pg_catalog` types of a side's table (the decoders need type OIDs and typmods, which
 /// `information_schema` does not give), and whether the session is encrypted.
-pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Result<SideCatalog, String> {
+pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Result<SideCatalog, RowDiffError> {
     let which = side.side();
     let table = TableName::new(schema, table);
     let read = side.with_client("catalog read", move |client| {
@@ -841,8 +834,10 @@ pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Resu
             Ok(columns) => columns,
             // The information_schema read found the table: a table missing now is a race.
             Err(Error::TableNotFound { .. }) => Vec::new(),
-            Err(Error::Query { source, .. }) => return Err(format!("{role} catalog read failed: {}", one_line(&source))),
-            Err(other) => return Err(format!("{role} catalog read failed: {other}")),
+            Err(Error::Query { source, .. }) => {
+                return Err(RowDiffError::Catalog { side: which, reason: one_line(&source) });
+            }
+            Err(other) => return Err(RowDiffError::Catalog { side: which, reason: other.to_string() }),
         };
         let encrypted = client
             .query_one(
@@ -850,7 +845,7 @@ pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Resu
                 &[],
             )
             .and_then(|row| row.try_get::<_, bool>(0))
-            .map_err(|error| format!("{role} catalog read failed: {}", one_line(&error)))?;
+            .map_err(|error| RowDiffError::Catalog { side: which, reason: one_line(&error) })?;
         Ok(SideCatalog { columns, encrypted })
     });
     read?
@@ -861,13 +856,13 @@ pub(crate) fn catalog(side: &mut SideSession, schema: &str, table: &str) -> Resu
 /// sessions negotiate it, with the side's TLS ([`datadiff_access::ClientTls`]: verification
 /// and client certificate as configured). A server that declined TLS to the session declines it to the stream too, so an
 /// unencrypted side streams without TLS.
-pub(crate) fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoint, String> {
+pub(crate) fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Result<Endpoint, RowDiffError> {
     let tls = match encrypted {
         false => None,
         true => Some(
             side.tls
                 .ssl_connector()
-                .map_err(|error| format!("row_diff: TLS setup for the {} stream failed: {error}", side.side))?,
+                .map_err(|error| RowDiffError::StreamTls { side: side.side, reason: error.to_string() })?,
         ),
     };
     Ok(Endpoint::new(side.side.to_string(), &side.config, tls)
@@ -877,18 +872,18 @@ pub(crate) fn endpoint(side: &SideConfig, route: &Route, encrypted: bool) -> Res
 
 /// The one-line reason of a failed stream: side and step, a server error's primary message
 /// (a MySQL error's one line).
-pub(crate) fn stream_failure(error: &Error, side: Side, route: &Route) -> String {
-    match error {
-        Error::MySql { message, .. } => format!("row_diff: {message}"),
-        Error::Query { role, action, source } => format!("row_diff: {role} {action} failed: {}", one_line(source)),
+pub(crate) fn stream_failure(error: &Error, side: Side, route: &Route) -> RowDiffError {
+    RowDiffError::Stream(match error {
+        Error::MySql { message, .. } => message.clone(),
+        Error::Query { role, action, source } => format!("{role} {action} failed: {}", one_line(source)),
         Error::Connect { role, source } => {
-            format!("row_diff: cannot connect to the {role} database {}: {}", address(side, route), one_line(source))
+            format!("cannot connect to the {role} database {}: {}", address(side, route), one_line(source))
         }
         Error::StreamConnect { role, source } => {
-            format!("row_diff: cannot connect to the {role} database {}: {source}", address(side, route))
+            format!("cannot connect to the {role} database {}: {source}", address(side, route))
         }
-        other => prefixed(other),
-    }
+        other => crate::error::chain(other),
+    })
 }
 
 /// The address of a side as its errors name it (a MySQL source's own).
@@ -900,13 +895,9 @@ fn address(side: Side, route: &Route) -> String {
     }
 }
 
-pub(crate) fn prefixed(error: &dyn std::error::Error) -> String {
-    format!("row_diff: {}", crate::error::chain(error))
-}
-
 /// `Column '<name>' does not exist in <schema>.<table>`, as the other checks say it.
-pub(crate) fn missing(name: &str, table: &TableName) -> String {
-    format!("Column '{name}' does not exist in {table}")
+pub(crate) fn missing(name: &str, table: &TableName) -> RowDiffError {
+    RowDiffError::MissingColumn { column: name.to_owned(), table: table.clone() }
 }
 
 /// The target's configured name for the compare column whose source name is `logical`.

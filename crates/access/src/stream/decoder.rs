@@ -36,6 +36,7 @@
 use datadiff_diff_core::merge::{Key, Numeric, Value};
 
 use crate::error::Error;
+use crate::stream::DecodeError;
 use crate::stream::column::{ColumnType, Family};
 
 /// Days from 1970-01-01 to 2000-01-01 (PostgreSQL's epoch).
@@ -130,7 +131,7 @@ impl KeyDecoder {
     }
 
     /// Decodes a key field; `None` is a NULL key.
-    pub fn decode(self, field: &[u8]) -> Result<Key, String> {
+    pub fn decode(self, field: &[u8]) -> Result<Key, DecodeError> {
         match self {
             KeyDecoder::Int => Ok(Key::Int(int(field)?)),
             KeyDecoder::Uuid => Ok(Key::Uuid(uuid(field)?)),
@@ -303,7 +304,7 @@ fn plan_exact(source: &ColumnType, target: &ColumnType, target_role: &str) -> Re
 
 impl Decoder {
     /// Decodes one non-NULL field. The error text never contains the value.
-    pub fn decode(self, field: &[u8]) -> Result<Value, String> {
+    pub fn decode(self, field: &[u8]) -> Result<Value, DecodeError> {
         Ok(match self {
             Decoder::Int | Decoder::IntSameWidth => Value::Int(int(field)?),
             Decoder::IntAsNumeric => Value::Numeric(Numeric::from_i64(int(field)?)),
@@ -385,7 +386,7 @@ impl Decoder {
     /// [`EncodedRow`](crate::stream::EncodedRow)): the two sides of a column pair encode
     /// equal values to equal bytes, without building a [`Value`]. `scratch` is reused
     /// working space. The error text never contains the value.
-    pub fn encode(self, field: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> Result<(), String> {
+    pub fn encode(self, field: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> Result<(), DecodeError> {
         match self {
             Decoder::Int => out.extend_from_slice(&int(field)?.to_be_bytes()),
             Decoder::IntSameWidth => {
@@ -415,7 +416,7 @@ impl Decoder {
                 let start = out.len();
                 numeric_text(field, out, scratch)?;
                 let value = std::str::from_utf8(&out[start..])
-                    .map_err(|_| "an unreadable numeric".to_owned())
+                    .map_err(|_| DecodeError::Unreadable("numeric"))
                     .and_then(|text| parse_float(text, width));
                 out.truncate(start);
                 out.extend_from_slice(&canonical_bits(value?).to_be_bytes());
@@ -463,11 +464,11 @@ impl Decoder {
 
     /// The [`Value`] an encoding made by [`Decoder::encode`] stands for: the same value
     /// [`Decoder::decode`] gives for the original field.
-    pub fn decode_encoded(self, encoded: &[u8]) -> Result<Value, String> {
+    pub fn decode_encoded(self, encoded: &[u8]) -> Result<Value, DecodeError> {
         match self {
             Decoder::IntAsNumeric | Decoder::Numeric => {
                 let text = text(encoded)?;
-                Numeric::parse(text).map(Value::Numeric).map_err(|_| "an unreadable encoded numeric".to_owned())
+                Numeric::parse(text).map(Value::Numeric).map_err(|_| DecodeError::Unreadable("encoded numeric"))
             }
             Decoder::FloatAsReal
             | Decoder::IntAsFloat
@@ -497,8 +498,8 @@ pub(super) fn canonical_bits(value: f64) -> u64 {
 }
 
 /// Writes a binary numeric as normalised decimal text (as [`Numeric`] displays it).
-fn numeric_text(field: &[u8], out: &mut Vec<u8>, digits: &mut Vec<u8>) -> Result<(), String> {
-    let word = |at: usize| -> Result<u16, String> {
+fn numeric_text(field: &[u8], out: &mut Vec<u8>, digits: &mut Vec<u8>) -> Result<(), DecodeError> {
+    let word = |at: usize| -> Result<u16, DecodeError> {
         field.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]])).ok_or_else(|| width_error("numeric", field))
     };
     let ndigits = i32::from((word(0)? as i16).max(0));
@@ -509,7 +510,7 @@ fn numeric_text(field: &[u8], out: &mut Vec<u8>, digits: &mut Vec<u8>) -> Result
         0xC000 => b"NaN",
         0xD000 => b"Infinity",
         0xF000 => b"-Infinity",
-        _ => return Err("a numeric with an unknown sign word".to_owned()),
+        _ => return Err(DecodeError::NumericSign),
     };
     if !special.is_empty() {
         out.extend_from_slice(special);
@@ -609,15 +610,15 @@ fn parse_uuid(text: &str) -> Option<[u8; 16]> {
     (digits == 32 && !inner.ends_with('-')).then_some(bytes)
 }
 
-fn width_error(kind: &str, field: &[u8]) -> String {
-    format!("a {kind} field of {} bytes", field.len())
+fn width_error(kind: &'static str, field: &[u8]) -> DecodeError {
+    DecodeError::Width { kind, bytes: field.len() }
 }
 
-fn fixed<const N: usize>(field: &[u8], kind: &str) -> Result<[u8; N], String> {
+fn fixed<const N: usize>(field: &[u8], kind: &'static str) -> Result<[u8; N], DecodeError> {
     field.try_into().map_err(|_| width_error(kind, field))
 }
 
-fn int(field: &[u8]) -> Result<i64, String> {
+fn int(field: &[u8]) -> Result<i64, DecodeError> {
     match field.len() {
         2 => Ok(i64::from(i16::from_be_bytes([field[0], field[1]]))),
         4 => Ok(i64::from(i32::from_be_bytes(fixed(field, "integer")?))),
@@ -626,7 +627,7 @@ fn int(field: &[u8]) -> Result<i64, String> {
     }
 }
 
-fn float(field: &[u8]) -> Result<f64, String> {
+fn float(field: &[u8]) -> Result<f64, DecodeError> {
     match field.len() {
         4 => Ok(f64::from(f32::from_be_bytes(fixed(field, "real")?))),
         8 => Ok(f64::from_be_bytes(fixed(field, "double")?)),
@@ -646,7 +647,7 @@ pub(super) enum FloatWidth {
 /// The float nearest to a numeric's decimal text (as [`Numeric`] displays it, or `NaN`,
 /// `Infinity`, `-Infinity`), correctly rounded at `width`; beyond the range it is ±infinity,
 /// as for PostgreSQL's cast.
-pub(super) fn parse_float(text: &str, width: FloatWidth) -> Result<f64, String> {
+pub(super) fn parse_float(text: &str, width: FloatWidth) -> Result<f64, DecodeError> {
     let special = match text {
         "NaN" => Some(f64::NAN),
         "Infinity" => Some(f64::INFINITY),
@@ -656,25 +657,25 @@ pub(super) fn parse_float(text: &str, width: FloatWidth) -> Result<f64, String> 
     if let Some(value) = special {
         return Ok(value);
     }
-    let unreadable = |_| "an unreadable numeric".to_owned();
+    let unreadable = |_| DecodeError::Unreadable("numeric");
     match width {
         FloatWidth::Double => text.parse::<f64>().map_err(unreadable),
         FloatWidth::Real => text.parse::<f32>().map(f64::from).map_err(unreadable),
     }
 }
 
-fn text(field: &[u8]) -> Result<&str, String> {
-    std::str::from_utf8(field).map_err(|_| "text that is not valid UTF-8".to_owned())
+fn text(field: &[u8]) -> Result<&str, DecodeError> {
+    std::str::from_utf8(field).map_err(|_| DecodeError::NotUtf8)
 }
 
-fn uuid(field: &[u8]) -> Result<[u8; 16], String> {
+fn uuid(field: &[u8]) -> Result<[u8; 16], DecodeError> {
     fixed(field, "uuid")
 }
 
 /// PostgreSQL's binary numeric: ndigits, weight, sign, dscale (int16 each), then `ndigits`
 /// base-10000 digit groups; group `i` is worth 10000^(weight - i).
-fn numeric(field: &[u8]) -> Result<Numeric, String> {
-    let word = |at: usize| -> Result<u16, String> {
+fn numeric(field: &[u8]) -> Result<Numeric, DecodeError> {
+    let word = |at: usize| -> Result<u16, DecodeError> {
         field.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]])).ok_or_else(|| width_error("numeric", field))
     };
     let ndigits = word(0)? as i16;
@@ -682,10 +683,10 @@ fn numeric(field: &[u8]) -> Result<Numeric, String> {
     let sign = word(4)?;
     match sign {
         0x0000 | 0x4000 => {}
-        0xC000 => return Numeric::parse("NaN").map_err(|_| "numeric NaN".to_owned()),
-        0xD000 => return Numeric::parse("Infinity").map_err(|_| "numeric infinity".to_owned()),
-        0xF000 => return Numeric::parse("-Infinity").map_err(|_| "numeric infinity".to_owned()),
-        _ => return Err("a numeric with an unknown sign word".to_owned()),
+        0xC000 => return Numeric::parse("NaN").map_err(|_| DecodeError::Unreadable("numeric")),
+        0xD000 => return Numeric::parse("Infinity").map_err(|_| DecodeError::Unreadable("numeric")),
+        0xF000 => return Numeric::parse("-Infinity").map_err(|_| DecodeError::Unreadable("numeric")),
+        _ => return Err(DecodeError::NumericSign),
     }
     let ndigits = i32::from(ndigits.max(0));
     if field.len() != 8 + 2 * ndigits as usize {
@@ -716,7 +717,7 @@ fn numeric(field: &[u8]) -> Result<Numeric, String> {
             push_group(&mut text, digit(index));
         }
     }
-    Numeric::parse(&text).map_err(|_| "an unreadable numeric".to_owned())
+    Numeric::parse(&text).map_err(|_| DecodeError::Unreadable("numeric"))
 }
 
 fn push_group(text: &mut String, group: u16) {
@@ -765,6 +766,23 @@ mod tests {
         // Zero has no digit groups.
         assert_eq!(show(&Decoder::Numeric.decode(&numeric_bytes(&[], 0, false, 2)).unwrap()), "0");
         assert!(Decoder::Numeric.decode(&[0, 1]).is_err());
+    }
+
+    /// A malformed field is a typed error saying what was wrong with its shape; its text
+    /// never holds the field's bytes.
+    #[test]
+    fn malformed_fields_are_typed_errors_that_show_no_value() {
+        assert_eq!(KeyDecoder::Uuid.decode(b"abc"), Err(DecodeError::Width { kind: "uuid", bytes: 3 }));
+        assert_eq!(Decoder::Int.decode(b"abc"), Err(DecodeError::Width { kind: "integer", bytes: 3 }));
+        assert_eq!(KeyDecoder::Text.decode(&[0xff, 0xfe]), Err(DecodeError::NotUtf8));
+        let mut unknown_sign = numeric_bytes(&[1], 0, false, 0);
+        unknown_sign[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+        assert_eq!(Decoder::Numeric.decode(&unknown_sign), Err(DecodeError::NumericSign));
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        assert_eq!(Decoder::Numeric.encode(&unknown_sign, &mut out, &mut scratch), Err(DecodeError::NumericSign));
+        let error = Decoder::Bool.decode(b"secret").unwrap_err();
+        assert_eq!(error.to_string(), "a boolean field of 6 bytes");
+        assert!(!error.to_string().contains("secret"));
     }
 
     #[test]

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use datadiff_diff_core::merge::{ChangedFields, Key, Keyed, Value, ValuesRow};
 
+use crate::stream::DecodeError;
 use crate::stream::decoder::Decoder;
 
 /// A row's key and the canonical encoding of its compared fields.
@@ -87,7 +88,7 @@ impl EncodedRow {
     }
 
     /// The fields as values, given the decoders of this row's side (in column order).
-    pub fn values(&self, decoders: &[Decoder]) -> Result<Vec<Value>, String> {
+    pub fn values(&self, decoders: &[Decoder]) -> Result<Vec<Value>, DecodeError> {
         self.fields()
             .zip(decoders)
             .map(|(field, decoder)| match field {
@@ -98,7 +99,7 @@ impl EncodedRow {
     }
 
     /// The row as a [`ValuesRow`].
-    pub fn to_values_row(&self, decoders: &[Decoder]) -> Result<ValuesRow, String> {
+    pub fn to_values_row(&self, decoders: &[Decoder]) -> Result<ValuesRow, DecodeError> {
         Ok(ValuesRow { key: self.key.clone(), values: self.values(decoders)? })
     }
 }
@@ -185,7 +186,7 @@ impl BatchWriter {
 
     /// Appends `field` encoded by `decoder` to the row (a NULL where the decoder counts
     /// the field as one, [`Decoder::is_null`]).
-    pub fn field(&mut self, decoder: Decoder, field: &[u8]) -> Result<(), String> {
+    pub fn field(&mut self, decoder: Decoder, field: &[u8]) -> Result<(), DecodeError> {
         if decoder.is_null(field) {
             self.null();
             return Ok(());
@@ -193,18 +194,21 @@ impl BatchWriter {
         let at = self.buffer.len();
         self.buffer.extend_from_slice(&[0; 4]);
         decoder.encode(field, &mut self.buffer, &mut self.scratch)?;
-        let length = i32::try_from(self.buffer.len() - at - 4).map_err(|_| "a field over 2 GiB".to_owned())?;
+        let length = i32::try_from(self.buffer.len() - at - 4).map_err(|_| DecodeError::TooLong)?;
         self.buffer[at..at + 4].copy_from_slice(&length.to_be_bytes());
         Ok(())
     }
 
     /// Appends one field written by `write` (its canonical encoding), framed.
     #[cfg(feature = "mysql")]
-    pub(crate) fn field_with(&mut self, write: impl FnOnce(&mut Vec<u8>) -> Result<(), String>) -> Result<(), String> {
+    pub(crate) fn field_with(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), DecodeError>,
+    ) -> Result<(), DecodeError> {
         let at = self.buffer.len();
         self.buffer.extend_from_slice(&[0; 4]);
         write(&mut self.buffer)?;
-        let length = i32::try_from(self.buffer.len() - at - 4).map_err(|_| "a field over 2 GiB".to_owned())?;
+        let length = i32::try_from(self.buffer.len() - at - 4).map_err(|_| DecodeError::TooLong)?;
         self.buffer[at..at + 4].copy_from_slice(&length.to_be_bytes());
         Ok(())
     }

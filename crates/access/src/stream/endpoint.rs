@@ -379,7 +379,7 @@ where
         Driven::Done(Some(Ok(_))) => Err(Error::Decode {
             role: role.to_owned(),
             column: "COPY stream".to_owned(),
-            problem: "COPY data bypassed the row decoder".to_owned(),
+            problem: crate::stream::DecodeError::Framing("COPY data bypassed the row decoder"),
         }),
         Driven::Stopped => Ok(Flow::Stop),
         Driven::Closed(error) => Err(closed(action, error)),

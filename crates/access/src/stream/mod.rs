@@ -50,6 +50,7 @@
 
 mod column;
 mod copy;
+mod decode_error;
 pub mod decoder;
 mod encoded;
 mod endpoint;
@@ -60,6 +61,7 @@ mod tap;
 
 pub use column::{ColumnType, Family, read_columns, read_columns_with};
 pub use copy::{CopyParser, Flow, Tuple};
+pub use decode_error::DecodeError;
 pub use decoder::{Coercions, Decoder, KeyDecoder, plan_key, plan_pair, plan_pair_with};
 pub use encoded::{BatchWriter, EncodedRow, Fields};
 pub use endpoint::Endpoint;

@@ -53,10 +53,12 @@ use chrono::{DateTime, NaiveDate, Utc};
 use datadiff_diff_core::merge::Key;
 use datadiff_diff_core::mysql::quote_mysql_ident;
 use datadiff_diff_core::plan::CatalogColumn;
+use datadiff_diff_core::plan::IdentifierError;
 use mysql::prelude::Queryable;
 
 use crate::error::Error;
 use crate::mysql_side::{MySqlCanceller, MySqlSideConfig, MySqlSideSession, bound, mysql_one_line};
+use crate::stream::DecodeError;
 use crate::stream::column::{ColumnType, Family};
 use crate::stream::copy::Flow;
 use crate::stream::decoder::{self, Coercions, Decoder, KeyDecoder};
@@ -335,8 +337,8 @@ impl MySqlRowQuery {
         key: MySqlKey,
         timestamp_column: &str,
         columns: Vec<(String, MySqlEncoder)>,
-    ) -> Result<MySqlRowQuery, String> {
-        let quote = |name: &str| quote_mysql_ident(name).map_err(|error| error.to_string());
+    ) -> Result<MySqlRowQuery, IdentifierError> {
+        let quote = quote_mysql_ident;
         let quoted_key = quote(key_column)?;
         let mut head = format!("SELECT {quoted_key}");
         for (name, _) in &columns {
@@ -472,7 +474,7 @@ fn read_mysql(
         Err(error) => return Err(stream_failed(&error)),
     };
     let decode_error =
-        |column: &str, problem: String| Error::Decode { role: role.clone(), column: column.to_owned(), problem };
+        |column: &str, problem: DecodeError| Error::Decode { role: role.clone(), column: column.to_owned(), problem };
     let mut flow = Flow::Continue;
     for row in result.by_ref() {
         let row = match row {
@@ -485,10 +487,13 @@ fn read_mysql(
         };
         let values = row.unwrap();
         let Some((key, fields)) = values.split_first() else {
-            return Err(decode_error(&query.key_column, "a row without columns".to_owned()));
+            return Err(decode_error(&query.key_column, DecodeError::Framing("a row without columns")));
         };
         if fields.len() != query.columns.len() {
-            return Err(decode_error("row", format!("{} columns, {} expected", fields.len(), query.columns.len())));
+            return Err(decode_error(
+                "row",
+                DecodeError::ColumnCount { found: fields.len(), expected: query.columns.len() },
+            ));
         }
         let key = match key {
             mysql::Value::NULL => {
@@ -518,24 +523,28 @@ fn read_mysql(
 }
 
 /// The key of a row.
-fn mysql_key(key: MySqlKey, value: &mysql::Value) -> Result<Key, String> {
+fn mysql_key(key: MySqlKey, value: &mysql::Value) -> Result<Key, DecodeError> {
     match (key, value) {
         (MySqlKey::Int, mysql::Value::Int(n)) => Ok(Key::Int(*n)),
         (MySqlKey::Int, mysql::Value::UInt(n)) => {
-            i64::try_from(*n).map(Key::Int).map_err(|_| "an unsigned key beyond the bigint range".to_owned())
+            i64::try_from(*n).map(Key::Int).map_err(|_| DecodeError::KeyOutOfRange)
         }
-        (MySqlKey::Text, mysql::Value::Bytes(bytes)) => std::str::from_utf8(bytes)
-            .map(|text| Key::Text(text.to_owned()))
-            .map_err(|_| "text that is not valid UTF-8".to_owned()),
+        (MySqlKey::Text, mysql::Value::Bytes(bytes)) => {
+            std::str::from_utf8(bytes).map(|text| Key::Text(text.to_owned())).map_err(|_| DecodeError::NotUtf8)
+        }
         (MySqlKey::PaddedChar, mysql::Value::Bytes(bytes)) => std::str::from_utf8(bytes)
             .map(|text| Key::Text(text.trim_end_matches(' ').to_owned()))
-            .map_err(|_| "text that is not valid UTF-8".to_owned()),
-        _ => Err(format!("a key value of an unexpected kind ({})", kind(value))),
+            .map_err(|_| DecodeError::NotUtf8),
+        _ => Err(DecodeError::UnexpectedKeyKind(kind(value))),
     }
 }
 
 /// Writes one field (NULL, or the canonical encoding by `encoder`).
-pub(crate) fn write_field(writer: &mut BatchWriter, encoder: MySqlEncoder, value: &mysql::Value) -> Result<(), String> {
+pub(crate) fn write_field(
+    writer: &mut BatchWriter,
+    encoder: MySqlEncoder,
+    value: &mysql::Value,
+) -> Result<(), DecodeError> {
     if is_null(encoder, value) {
         writer.null();
         return Ok(());
@@ -572,11 +581,11 @@ fn kind(value: &mysql::Value) -> &'static str {
 }
 
 /// Appends the canonical encoding of a non-NULL value. The error text never holds the value.
-pub(crate) fn encode(encoder: MySqlEncoder, value: &mysql::Value, out: &mut Vec<u8>) -> Result<(), String> {
+pub(crate) fn encode(encoder: MySqlEncoder, value: &mysql::Value, out: &mut Vec<u8>) -> Result<(), DecodeError> {
     use MySqlEncoder as E;
     use mysql::Value as V;
     use std::io::Write as _;
-    let unexpected = || format!("a {} value where {encoder:?} was planned", kind(value));
+    let unexpected = || DecodeError::UnexpectedValueKind { found: kind(value), planned: format!("{encoder:?}") };
     match (encoder, value) {
         (E::Int, V::Int(n)) => out.extend_from_slice(&n.to_be_bytes()),
         (E::Int, V::UInt(n)) => match i64::try_from(*n) {
@@ -603,7 +612,7 @@ pub(crate) fn encode(encoder: MySqlEncoder, value: &mysql::Value, out: &mut Vec<
             out.extend_from_slice(&decoder::canonical_bits(f64::from(*n as f32)).to_be_bytes());
         }
         (E::DecimalAsDouble | E::DecimalAsReal, V::Bytes(text)) => {
-            let text = std::str::from_utf8(text).map_err(|_| "an unreadable decimal".to_owned())?;
+            let text = std::str::from_utf8(text).map_err(|_| DecodeError::Unreadable("decimal"))?;
             let width =
                 if encoder == E::DecimalAsReal { decoder::FloatWidth::Real } else { decoder::FloatWidth::Double };
             out.extend_from_slice(&decoder::canonical_bits(decoder::parse_float(text, width)?).to_be_bytes());
@@ -634,7 +643,7 @@ pub(crate) fn encode(encoder: MySqlEncoder, value: &mysql::Value, out: &mut Vec<
         (E::Timestamp, V::Date(year, month, day, hour, minute, second, micros)) => {
             let days = i64::from(days_since_2000(*year, *month, *day)?);
             if *hour > 23 || *minute > 59 || *second > 59 || *micros > 999_999 {
-                return Err("a time of day out of range".to_owned());
+                return Err(DecodeError::OutOfRange("time of day"));
             }
             let seconds = (i64::from(*hour) * 60 + i64::from(*minute)) * 60 + i64::from(*second);
             let micros = days * DAY_MICROS + seconds * 1_000_000 + i64::from(*micros);
@@ -668,17 +677,17 @@ fn time_micros(negative: bool, days: u32, hours: u8, minutes: u8, seconds: u8, m
 }
 
 /// Days from 2000-01-01 (PostgreSQL's epoch) to a calendar date.
-fn days_since_2000(year: u16, month: u8, day: u8) -> Result<i32, String> {
+fn days_since_2000(year: u16, month: u8, day: u8) -> Result<i32, DecodeError> {
     let date = NaiveDate::from_ymd_opt(i32::from(year), u32::from(month), u32::from(day))
-        .ok_or_else(|| "a date that is not a calendar date".to_owned())?;
+        .ok_or(DecodeError::NotACalendarDate)?;
     let epoch = NaiveDate::from_ymd_opt(2000, 1, 1).unwrap_or_default();
-    i32::try_from(date.signed_duration_since(epoch).num_days()).map_err(|_| "a date out of range".to_owned())
+    i32::try_from(date.signed_duration_since(epoch).num_days()).map_err(|_| DecodeError::OutOfRange("date"))
 }
 
 /// MySQL's decimal text (`-0012.3400`) as normalised decimal text, as
 /// [`Decoder::Numeric`] encodes a numeric.
-fn decimal_text(text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-    let unreadable = || "an unreadable decimal".to_owned();
+fn decimal_text(text: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    let unreadable = || DecodeError::Unreadable("decimal");
     let (negative, unsigned) = match text.split_first() {
         Some((b'-', rest)) => (true, rest),
         Some((b'+', rest)) => (false, rest),

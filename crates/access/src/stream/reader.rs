@@ -44,6 +44,7 @@ use datadiff_diff_core::{merge::Batches, plan::quoted_ident};
 
 use crate::error::Error;
 use crate::session::{Canceller, Session};
+use crate::stream::DecodeError;
 use crate::stream::copy::{CopyParser, Flow, Tuple};
 use crate::stream::decoder::{Decoder, KeyDecoder};
 use crate::stream::encoded::{BatchWriter, EncodedRow};
@@ -412,9 +413,12 @@ impl RowDecoder {
         let RowDecoder { parser, carry, writer, batch, batch_rows } = self;
         let (parser, segments) =
             parser.get_or_insert_with(|| (CopyParser::new(1 + query.columns.len()), segments(&query.columns)));
-        let decode_error =
-            |column: &str, problem: String| Error::Decode { role: role.to_owned(), column: column.to_owned(), problem };
-        let malformed = |problem: &'static str| decode_error("COPY stream", problem.to_owned());
+        let decode_error = |column: &str, problem: DecodeError| Error::Decode {
+            role: role.to_owned(),
+            column: column.to_owned(),
+            problem,
+        };
+        let malformed = |problem: &'static str| decode_error("COPY stream", DecodeError::Framing(problem));
         let mut on_row = |tuple: &Tuple<'_>| -> Result<Flow, Error> {
             let Some(key) = tuple.field(0) else {
                 return Err(Error::NullKey { role: role.to_owned(), column: query.key_column.clone() });
@@ -460,7 +464,7 @@ impl RowDecoder {
             return Err(Error::Decode {
                 role: role.to_owned(),
                 column: "COPY stream".to_owned(),
-                problem: "the COPY stream ended in the middle of a row".to_owned(),
+                problem: DecodeError::Framing("the COPY stream ended in the middle of a row"),
             });
         }
         Ok(self.flush(out))
