@@ -86,6 +86,15 @@ pub enum Error {
         #[source]
         source: postgres::Error,
     },
+    /// A wait on a throwaway server (a subscription's initial copy, its catching up) did not
+    /// end in time.
+    #[error("waited {waited:?} for {what}")]
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// How long.
+        waited: std::time::Duration,
+    },
     /// Generating TLS certificates failed.
     #[error("generating TLS certificates failed")]
     Tls(#[from] openssl::error::ErrorStack),

@@ -65,6 +65,7 @@
 mod binaries;
 mod cluster;
 mod error;
+mod logical;
 #[cfg(feature = "mariadb")]
 mod mariadb;
 mod shared;
@@ -75,6 +76,7 @@ mod watchdog;
 pub use binaries::{BINDIR_ENV, MARIADB_BINDIR_ENV, MariaDbBinaries, find_bindir, find_mariadb_binaries};
 pub use cluster::{Cluster, ClusterOptions, DIR_PREFIX, Database, SUPERUSER, quote_ident, quote_literal};
 pub use error::Error;
+pub use logical::LogicalReplication;
 #[cfg(feature = "mariadb")]
 pub use mariadb::{
     MARIADB_SUPERUSER, MariaDb, MariaDbDatabase, MariaDbOptions, quote_mysql_ident, quote_mysql_literal,

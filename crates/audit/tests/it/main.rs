@@ -4,6 +4,7 @@ mod audit;
 mod cases;
 mod deadline;
 mod differential;
+mod logical;
 mod memory;
 mod replicas;
 mod segments;
