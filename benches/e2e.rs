@@ -6,7 +6,7 @@
 //! ```text
 //! cargo bench --bench e2e -- [--rows 1000000,5000000] [--runs 3] [--link none|100mbit|1gbit]
 //!     [--drift 0,0.03] [--strategies stream,segments,auto] [--reladiff-threads 1,4]
-//!     [--no-reladiff] [--only NAME] [--skip NAME,NAME]
+//!     [--no-reladiff] [--only NAME] [--skip NAME,NAME] [--baseline PATH]
 //! ```
 //!
 //! Without `--rows` it runs one small size (100,000 rows, one run) so that a plain
@@ -52,6 +52,18 @@
 //!   contenders whose name contains NAME (the floors and row_diff always run, as before);
 //!   `--skip NAME,NAME` — leave out every contender whose name contains one of them (one
 //!   COPY floor at least must remain), e.g. `--skip aggregate` on a slow link.
+//! * `--baseline PATH` — a `datadiff` binary built from another commit (`cargo build
+//!   --release --bin datadiff` in a worktree of it), to measure a regression in one run: each
+//!   datadiff contender that goes through the binary runs twice per round, once with this
+//!   build's binary and once with PATH, named `… (baseline)`, one right after the other (the
+//!   baseline first in even rounds, this build first in odd ones, so neither always finds the
+//!   caches the other warmed). That is `datadiff audit` for every strategy, and `row_diff
+//!   (datadiff run)`: the same row_diff definition forced by `run_data_diff_checks` (see
+//!   below). The in-process `row_diff (attempt)` links this build's library and has no
+//!   baseline. The notes of a contender with a baseline give the per-round ratios
+//!   this build / baseline and their median. The baseline must read the same backend schema
+//!   (the benchmark migrates it with this build) and take the same `audit` and `run`
+//!   arguments.
 //! * `DATADIFF_E2E_VERBOSE=1` copies each contender's stderr to ours.
 //!
 //! # What it builds
@@ -95,6 +107,14 @@
 //!   [--replica-table public.events_same] --key id --columns account,amount,kind,note
 //!   --cutover-ready --max-rows 50000000`. Its verdict (BLOCK with the drift, PASS when
 //!   identical) and counts are checked.
+//! * **row_diff (datadiff run)**, with `--baseline` only: the row_diff definition above
+//!   forced by a binary, `run_data_diff_checks --dir <project> --target postgres --tap <its
+//!   tap> --force --at <slot + 5 min> --output-format json`, where the project directory the
+//!   benchmark writes (`config.yml`, `target_postgres.yml`, one `tap_<id>.yml` per tap, no
+//!   tables: the definitions are the ones already imported) points at the same servers and
+//!   backend. Its summary's status and the counts its run stored are checked against the
+//!   drift. Against `row_diff (attempt)` it adds the CLI's own work: the project's load, the
+//!   backend's gate, the tick's overview.
 //! * **aggregate checks**: one forced attempt of all eight upstream checks, sides concurrent
 //!   (the default) and sequential.
 //! * **reladiff**: `reladiff <source> public.events <replica> <replica table> -k id -c account
@@ -204,6 +224,8 @@ struct Options {
     strategies: Option<Vec<String>>,
     /// `--reladiff-threads`; `None`: reladiff's default.
     reladiff_threads: Option<Vec<u32>>,
+    /// `--baseline`: another build's `datadiff` binary, run beside this build's.
+    baseline: Option<PathBuf>,
 }
 
 impl Options {
@@ -218,6 +240,7 @@ impl Options {
             tables: vec![Tables::Drift],
             strategies: None,
             reladiff_threads: None,
+            baseline: None,
         };
         let list = |value: Option<&String>, flag: &str| -> Result<Vec<String>, Failure> {
             let value = value.ok_or(format!("{flag} needs a value"))?;
@@ -258,6 +281,13 @@ impl Options {
                     options.reladiff_threads = Some(
                         list(args.next(), "--reladiff-threads")?.iter().map(|n| n.parse()).collect::<Result<_, _>>()?,
                     );
+                }
+                "--baseline" => {
+                    let path = PathBuf::from(args.next().ok_or("--baseline needs a value")?);
+                    if !path.is_file() {
+                        return Err(format!("--baseline {}: no such file (a datadiff binary)", path.display()).into());
+                    }
+                    options.baseline = Some(path);
                 }
                 // cargo bench passes --bench to harness = false targets.
                 "--bench" => {}
@@ -810,6 +840,25 @@ fn datadiff_binary() -> Result<PathBuf, Failure> {
     Ok(path)
 }
 
+/// The `datadiff` binaries a binary contender runs with in `round`, each with the suffix of
+/// its contender's name: this build's (no suffix) and, with `--baseline`, the baseline's
+/// (` (baseline)`) — the baseline first in even rounds, this build first in odd ones.
+fn builds<'a>(
+    binary: &'a Result<PathBuf, Failure>,
+    baseline: Option<&'a Path>,
+    round: usize,
+) -> Result<Vec<(&'a Path, &'static str)>, Failure> {
+    let current = binary.as_ref().map_err(|error| error.to_string())?;
+    let mut builds = vec![(current.as_path(), "")];
+    if let Some(baseline) = baseline {
+        builds.push((baseline, " (baseline)"));
+        if round.is_multiple_of(2) {
+            builds.reverse();
+        }
+    }
+    Ok(builds)
+}
+
 fn audit(binary: &Path, setup: &Setup, tables: Tables, extra: &[String]) -> Command {
     let mut command = Command::new(binary);
     command.args(["audit", "--source", &setup.source_url(), "--replica", &setup.replica_url()]);
@@ -820,6 +869,99 @@ fn audit(binary: &Path, setup: &Setup, tables: Tables, extra: &[String]) -> Comm
     command.args(["--key", "id", "--columns", &COMPARED.join(","), "--cutover-ready", "--max-rows", "50000000"]);
     command.args(extra);
     command
+}
+
+/// The environment variables the written project's passwords come from (`env_var[…]`), so
+/// that no password is written to a file.
+const PROJECT_PASSWORDS: [&str; 4] = [
+    "DATADIFF_BENCH_APP_PASSWORD",
+    "DATADIFF_BENCH_DDL_PASSWORD",
+    "DATADIFF_BENCH_SOURCE_PASSWORD",
+    "DATADIFF_BENCH_REPLICA_PASSWORD",
+];
+
+/// For `row_diff (datadiff run)`: a project directory pointing at this setup's servers and
+/// backend, with the target `postgres` and one tap per row_diff definition, no tables (the
+/// definitions are the ones [`Setup::import`] stored).
+fn write_project(setup: &Setup, options: &Options, directory: &Path) -> Result<(), Failure> {
+    // A JSON string is a YAML scalar: no escaping to get wrong.
+    let quoted = |text: &str| Json::from(text).to_string();
+    let password = |variable: &str| quoted(&format!("{{{{ env_var['{variable}'] }}}}"));
+    let db_conn = |cluster: &Cluster, name: &str, variable: &str| {
+        format!(
+            "db_conn:\n  host: {}\n  port: {}\n  user: {}\n  password: {}\n  dbname: {}\n",
+            quoted(cluster.host()),
+            cluster.port(),
+            quoted(SUPERUSER),
+            password(variable),
+            quoted(name)
+        )
+    };
+    let backend = &setup.backend;
+    let config = format!(
+        "backend_db:\n  host: {}\n  port: {}\n  dbname: {}\n  user: {}\n  password: {}\n  ddl_user: {}\n  ddl_password: {}\n",
+        quoted(&backend.host),
+        backend.port,
+        quoted(&backend.dbname),
+        quoted(&backend.user),
+        password(PROJECT_PASSWORDS[0]),
+        quoted(&backend.ddl_user),
+        password(PROJECT_PASSWORDS[1]),
+    );
+    std::fs::write(directory.join("config.yml"), config)?;
+    let target = db_conn(&setup.replica_cluster, &setup.names[1], PROJECT_PASSWORDS[3]);
+    std::fs::write(directory.join("target_postgres.yml"), format!("id: postgres\ntype: target-postgres\n{target}"))?;
+    for &tables in &options.tables {
+        for strategy in options.strategies() {
+            let tap = tap_id(ROW_DIFF_TAP, tables, strategy);
+            let source = db_conn(&setup.source_cluster, &setup.names[0], PROJECT_PASSWORDS[2]);
+            let text = format!("id: {tap}\ntype: tap-postgres\ntarget: postgres\n{source}");
+            std::fs::write(directory.join(format!("tap_{tap}.yml")), text)?;
+        }
+    }
+    Ok(())
+}
+
+/// `binary run_data_diff_checks`: the forced attempt of the row_diff definition of `tap` in
+/// the project `directory` ([`write_project`]), at the `now` of the in-process `row_diff`.
+fn run_check(binary: &Path, setup: &Setup, directory: &Path, tap: &str) -> Command {
+    let at = (slot() + Span::minutes(5)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let mut command = Command::new(binary);
+    command.args(["run_data_diff_checks", "--dir"]).arg(directory);
+    command.args(["--target", "postgres", "--tap", tap, "--force", "--at", &at, "--output-format", "json"]);
+    let passwords = [
+        setup.backend.password.as_str(),
+        setup.backend.ddl_password.as_str(),
+        setup.source_cluster.superuser_password(),
+        setup.replica_cluster.superuser_password(),
+    ];
+    for (variable, password) in PROJECT_PASSWORDS.into_iter().zip(passwords) {
+        command.env(variable, password);
+    }
+    command
+}
+
+/// The status of `run_data_diff_checks`' one summary and the (missing, extra, changed) its
+/// row_diff stored in the backend.
+fn run_counts(setup: &Setup, text: &str) -> Result<(String, Counts), Failure> {
+    let report: Json = serde_json::from_str(text).map_err(|error| format!("the run's JSON: {error}"))?;
+    let summaries = report["summaries"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let [summary] = summaries else {
+        return Err(format!("the run printed {} summaries, expected one: {text}", summaries.len()).into());
+    };
+    let status = summary["status"].as_str().unwrap_or("?").to_owned();
+    let run_id = summary["run_id"].as_str().unwrap_or_default();
+    let stored: Option<Json> = setup
+        .source_cluster
+        .connect(&setup.names[2])?
+        .query_opt(
+            "SELECT target_value FROM public.dd_run_results WHERE run_id::text = $1 AND check_type = 'row_diff'",
+            &[&run_id],
+        )?
+        .map(|row| row.get(0));
+    let stored = stored.unwrap_or_default();
+    let count = |name: &str| stored[name].as_str().and_then(|value| value.parse().ok());
+    Ok((status, (count("missing"), count("extra"), count("changed"))))
 }
 
 /// The audit report's verdict and (missing, extra, changed).
@@ -953,6 +1095,9 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
     let floor_tables = options.tables[0];
     let mut described = false;
     println!("select: COPY ({}) TO STDOUT", select_sql(floor_tables.replica_table()));
+    if let Some(baseline) = &options.baseline {
+        println!("baseline: {}", baseline.display());
+    }
     if meter.is_none() {
         println!("link: none (the host's loopback, not shaped; bytes moved not counted)");
     }
@@ -964,6 +1109,15 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
     for &rows in &options.rows {
         let setup = Setup::build(rows, &options.tables, meter.is_some())?;
         setup.import(options)?;
+        // With `--baseline`: the project `row_diff (datadiff run)` runs in.
+        let project = match &options.baseline {
+            None => None,
+            Some(_) => {
+                let directory = tempfile::tempdir()?;
+                write_project(&setup, options, directory.path())?;
+                Some(directory)
+            }
+        };
         if !described {
             let version: String =
                 setup.source_cluster.connect(&setup.names[0])?.query_one("SELECT version()", &[])?.get(0);
@@ -1013,27 +1167,54 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                     }
                     results.record(rows, round, tables, &name, measured, floor);
                 }
+                if let Some(project) = &project {
+                    for strategy in options.strategies() {
+                        let tap = tap_id(ROW_DIFF_TAP, tables, strategy);
+                        for (binary, suffix) in builds(&binary, options.baseline.as_deref(), round)? {
+                            let name = format!("{}{suffix}", with_strategy("row_diff (datadiff run)", strategy));
+                            if !options.wanted(&name, false) {
+                                continue;
+                            }
+                            let command = run_check(binary, &setup, project.path(), &tap);
+                            let measured = measure(meter, vec![command], &[0, 1])?;
+                            let (status, found) = run_counts(&setup, &measured.stdout)?;
+                            let verdict = if tables == Tables::Drift { "FAIL" } else { "PASS" };
+                            if status != verdict || found != expected_some {
+                                return Err(format!(
+                                    "{name} on {}: {status} {found:?}, expected {verdict} {expected:?}",
+                                    tables.label()
+                                )
+                                .into());
+                            }
+                            results.record(rows, round, tables, &name, measured, floor);
+                        }
+                    }
+                }
                 for strategy in options.strategies() {
-                    let name = with_strategy("datadiff audit", strategy);
-                    if !options.wanted(&name, true) {
+                    if !options.wanted(&with_strategy("datadiff audit", strategy), true) {
                         continue;
                     }
-                    let binary = binary.as_ref().map_err(|error| error.to_string())?;
                     let extra = match strategy {
                         None => Vec::new(),
                         Some(strategy) => strategy_arguments(strategy)?.audit,
                     };
-                    let measured = measure(meter, vec![audit(binary, &setup, tables, &extra)], &[0, 1])?;
-                    let (status, found) = audit_counts(&measured.stdout)?;
-                    let verdict = if tables == Tables::Drift { "BLOCK" } else { "PASS" };
-                    if status != verdict || found != expected_some {
-                        return Err(format!(
-                            "{name} on {}: {status} {found:?}, expected {verdict} {expected:?}",
-                            tables.label()
-                        )
-                        .into());
+                    for (binary, suffix) in builds(&binary, options.baseline.as_deref(), round)? {
+                        let name = format!("{}{suffix}", with_strategy("datadiff audit", strategy));
+                        if !options.wanted(&name, true) {
+                            continue;
+                        }
+                        let measured = measure(meter, vec![audit(binary, &setup, tables, &extra)], &[0, 1])?;
+                        let (status, found) = audit_counts(&measured.stdout)?;
+                        let verdict = if tables == Tables::Drift { "BLOCK" } else { "PASS" };
+                        if status != verdict || found != expected_some {
+                            return Err(format!(
+                                "{name} on {}: {status} {found:?}, expected {verdict} {expected:?}",
+                                tables.label()
+                            )
+                            .into());
+                        }
+                        results.record(rows, round, tables, &name, measured, floor);
                     }
-                    results.record(rows, round, tables, &name, measured, floor);
                 }
                 for (name, url, table) in [
                     ("digest scan alone: source", setup.source_url(), "events"),
@@ -1104,11 +1285,21 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                 .filter(|(_, floor)| floor.is_finite())
                 .map(|(measured, floor)| measured.seconds / floor)
                 .collect();
-            let note = if ratios.is_empty() {
+            let mut note = if ratios.is_empty() {
                 String::new()
             } else {
                 format!("per round / floor: {:.2}×", median(&mut ratios))
             };
+            if let Some(baseline) = results.runs.get(&(*tables, format!("{name} (baseline)"))) {
+                let mut ratios: Vec<f64> =
+                    runs.iter().zip(baseline).map(|((new, _), (old, _))| new.seconds / old.seconds).collect();
+                let each: Vec<String> = ratios.iter().map(|ratio| format!("{ratio:.2}")).collect();
+                note.push_str(&format!(
+                    "; this build / baseline per round: {} (median {:.2})",
+                    each.join(", "),
+                    median(&mut ratios)
+                ));
+            }
             table.push(format!(
                 "| {rows} | {} | {name} | {wall:.2} s | {:.2} | {moved} | {} | {cpu} | {note} |",
                 tables.label(),
