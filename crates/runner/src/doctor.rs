@@ -20,7 +20,7 @@
 //!    plans the attempt's queries (see below), and the source preflight's verdict (index or
 //!    bounded count) inside a read-only transaction, exactly as an attempt computes it; the
 //!    key column is unique on both sides where the next run compares (a unique index on
-//!    exactly the key, else a scan of the window for a duplicate: [`crate::key_uniqueness`]).
+//!    exactly the key, else a scan of the window for a duplicate; see below).
 //!
 //! **Queries.** Each side's server is asked to plan (`EXPLAIN`, never `EXPLAIN ANALYZE`: no
 //! row is read) every statement an attempt would send it: the aggregate query of the
@@ -30,6 +30,13 @@
 //! raise — `function min(uuid) does not exist`, a missing privilege, a column dropped since
 //! — is a FAIL finding before the first run, with the server's message. The window bounds
 //! are bound as parameters of the timestamp column's type (the last hour).
+//!
+//! **Key uniqueness.** A unique index (primary key, unique constraint) on exactly the key
+//! column, valid and without predicate or expression, decides it from the catalog: nothing
+//! is scanned. Otherwise one read-only query looks for the first duplicate key among the rows
+//! the next run compares (the current slot's window through the timestamp column, or all
+//! history before its end for an `initial_full_scan`), NULL keys left out; a duplicate FAILs
+//! naming the key. A MySQL/MariaDB source: `information_schema.STATISTICS`, then the scan.
 //!
 //! A doctor reports what is wrong rather than stopping at it: an unreachable backend or
 //! source is a FAIL finding, not an error.
