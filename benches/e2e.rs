@@ -674,7 +674,7 @@ impl Setup {
             window_end_seconds: 0,
             statement_timeout_seconds: 3600,
             initial_full_scan: false,
-            extensions: Extensions { row_diff, exclude_soft_deleted: false },
+            extensions: Extensions { row_diff, exclude_soft_deleted: false, ..Extensions::default() },
         }
     }
 

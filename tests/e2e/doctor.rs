@@ -182,3 +182,91 @@ fn a_missing_table_is_named_as_a_table() {
     let (_, detail) = finding(&json, "postgres/payments/public/refunds", "columns");
     assert_eq!(detail, "table payments.refunds does not exist in the target database");
 }
+
+/// The fixture with a 30-day window (so rows placed days ago are inside it whatever the hour)
+/// and the doctor's `(status, detail)` of `check` after `sql` ran on the source and
+/// `replica_sql` on the replica.
+fn key_uniqueness(fixture: &Fixture, source_sql: &str, replica_sql: &str) -> [(String, String); 2] {
+    fixture.source.client().unwrap().batch_execute(source_sql).unwrap();
+    fixture.replica_sql(replica_sql);
+    let json = fixture.run(&["doctor", "--output-format", "json"]).json();
+    [finding(&json, CHECK, "source key uniqueness"), finding(&json, CHECK, "target key uniqueness")]
+}
+
+/// Two rows of key `id` `days` days ago, in `table`.
+fn twice(table: &str, id: i64, days: i64) -> String {
+    format!(
+        "INSERT INTO {table} (id, updated_at, status, note) \
+         SELECT {id}, now() - interval '{days} days', 'paid', 'note' FROM generate_series(1, 2);"
+    )
+}
+
+fn month_window_fixture() -> Fixture {
+    let fixture = Fixture::new();
+    fixture.run(&["migrate"]).expect(0);
+    let mut files = fixture.files();
+    files.tap = files.tap.replace("window_start: \"-1h\"", "window_start: \"-30d\"");
+    fixture.write(&files);
+    fixture
+}
+
+#[test]
+fn a_duplicate_key_on_the_replica_is_a_finding_and_a_unique_index_skips_the_scan() {
+    let fixture = month_window_fixture();
+    let [source, target] = key_uniqueness(&fixture, "", &twice("payments.transfers", 1000, 2));
+    assert_eq!(
+        source,
+        (
+            "OK".to_owned(),
+            "unique index transfers_pkey covers exactly the key column id of public.transfers: nothing scanned"
+                .to_owned()
+        )
+    );
+    assert_eq!(target.0, "FAIL", "{target:?}");
+    assert!(target.1.starts_with("duplicate key 1000 in id, the window ["), "{target:?}");
+    assert!(
+        target.1.ends_with(") of payments.transfers: a run would ERROR (the key column must be unique)"),
+        "{target:?}"
+    );
+    assert_eq!(fixture.run(&["doctor"]).code, 1);
+    assert_eq!(written(&fixture), 0, "the doctor writes nothing");
+
+    // Deduplicated and constrained: nothing is scanned.
+    let [_, target] = key_uniqueness(
+        &fixture,
+        "",
+        "DELETE FROM payments.transfers WHERE id = 1000; \
+         ALTER TABLE payments.transfers ADD CONSTRAINT transfers_id_key UNIQUE (id);",
+    );
+    assert_eq!(
+        target,
+        (
+            "OK".to_owned(),
+            "unique index transfers_id_key covers exactly the key column id of payments.transfers: nothing scanned"
+                .to_owned()
+        )
+    );
+}
+
+#[test]
+fn a_duplicate_key_outside_the_window_is_not_reported_and_one_inside_on_the_source_is() {
+    let fixture = month_window_fixture();
+    let drop_key = "ALTER TABLE public.transfers DROP CONSTRAINT transfers_pkey;";
+    let [source, target] = key_uniqueness(
+        &fixture,
+        &format!("{drop_key} {}", twice("public.transfers", 2000, 60)),
+        &twice("payments.transfers", 2000, 60),
+    );
+    for (side, table) in [(&source, "public.transfers"), (&target, "payments.transfers")] {
+        assert_eq!(side.0, "OK", "{side:?}");
+        assert!(side.1.starts_with("no duplicate id in the window ["), "{side:?}");
+        assert!(
+            side.1.ends_with(&format!(") of {table} (scanned: no unique index covers exactly the key column)")),
+            "{side:?}"
+        );
+    }
+    let [source, target] = key_uniqueness(&fixture, &twice("public.transfers", 3000, 1), "");
+    assert_eq!(source.0, "FAIL", "{source:?}");
+    assert!(source.1.starts_with("duplicate key 3000 in id, the window ["), "{source:?}");
+    assert_eq!(target.0, "OK", "{target:?}");
+}

@@ -21,6 +21,7 @@ mod mysql;
 mod outputs;
 mod pipe;
 mod readme;
+mod replica_naming;
 mod report;
 mod rerun;
 mod run;

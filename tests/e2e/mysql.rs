@@ -152,3 +152,55 @@ fn a_mariadb_failure_is_retried_then_remediated_and_the_watermark_recovers() {
         fixture.backend_sql().query_one("SELECT verified_status FROM public.dd_watermark_state", &[]).unwrap().get(0);
     assert_eq!(status, "CONTIGUOUS", "the remediation repaired the coverage");
 }
+
+#[test]
+fn doctor_checks_the_mariadb_key_by_its_primary_key_else_by_a_scan_of_the_window() {
+    let (fixture, source) = mariadb_project();
+    fixture.run(&["migrate"]).expect(0);
+    let mut files = fixture.files();
+    files.tap = std::fs::read_to_string(fixture.path().join("tap_payments.yml"))
+        .unwrap()
+        .replace("window_start: \"-1h\"", "window_start: \"-30d\"");
+    fixture.write(&files);
+    let check = format!("postgres/payments/{}/transfers", source.name());
+    let source_key = |fixture: &Fixture| {
+        let json = fixture.run(&["doctor", "--output-format", "json"]).json();
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|finding| finding["scope"] == check.as_str() && finding["check"] == "source key uniqueness")
+            .map(|finding| {
+                (
+                    finding["status"].as_str().unwrap_or_default().to_owned(),
+                    finding["detail"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .unwrap_or_else(|| panic!("no source key uniqueness finding: {json}"))
+    };
+    let (status, detail) = source_key(&fixture);
+    assert_eq!(status, "OK", "{detail}");
+    assert!(detail.starts_with("unique index PRIMARY covers exactly the key column id of "), "{detail}");
+
+    // Without the primary key: two rows of id 500 two days ago are found; 60 days ago, not.
+    let mut client = source.client().unwrap();
+    client
+        .query_drop(
+            "ALTER TABLE transfers DROP PRIMARY KEY;
+             INSERT INTO transfers (id, updated_at, status, note)
+                 VALUES (600, UTC_TIMESTAMP() - INTERVAL 60 DAY, 'a', 'b'), (600, UTC_TIMESTAMP() - INTERVAL 60 DAY, 'a', 'b');",
+        )
+        .unwrap();
+    let (status, detail) = source_key(&fixture);
+    assert_eq!(status, "OK", "{detail}");
+    assert!(detail.contains("(scanned: no unique index covers exactly the key column)"), "{detail}");
+    client
+        .query_drop(
+            "INSERT INTO transfers (id, updated_at, status, note)
+                 VALUES (500, UTC_TIMESTAMP() - INTERVAL 2 DAY, 'a', 'b'), (500, UTC_TIMESTAMP() - INTERVAL 2 DAY, 'a', 'b');",
+        )
+        .unwrap();
+    let (status, detail) = source_key(&fixture);
+    assert_eq!(status, "FAIL", "{detail}");
+    assert!(detail.starts_with("duplicate key 500 in id, the window ["), "{detail}");
+}

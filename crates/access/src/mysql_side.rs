@@ -573,6 +573,31 @@ impl MySqlSideSession {
         })
     }
 
+    /// The first column of `sql`'s first row as text (`None` for no row or NULL), with the
+    /// window bound as naive UTC: `(start, end)`, or `(end)` alone when `start` is `None`.
+    /// `doctor`'s read-only probes use it (the first duplicate key of a window).
+    pub fn first_text(
+        &mut self,
+        action: &'static str,
+        sql: &str,
+        start: Option<DateTime<Utc>>,
+        end: DateTime<Utc>,
+    ) -> Result<Option<String>, SideError> {
+        let (side, sql) = (self.side, sql.to_owned());
+        self.supervised(action, move |conn| {
+            let params: Vec<mysql::Value> = start.into_iter().chain([end]).map(bound).collect();
+            let row: Option<mysql::Row> =
+                conn.exec_first(&sql, params).map_err(|error| failure(side, action, SideErrorKind::Server, &error))?;
+            Ok(row.and_then(|row| row.as_ref(0).cloned()).and_then(|value| match value {
+                mysql::Value::NULL => None,
+                mysql::Value::Bytes(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+                mysql::Value::Int(n) => Some(n.to_string()),
+                mysql::Value::UInt(n) => Some(n.to_string()),
+                other => Some(other.as_sql(false)),
+            }))
+        })
+    }
+
     /// The session's connection (inside its read-only transaction) and its canceller, for a
     /// reader that streams on it directly; an abandoned session has none.
     pub(crate) fn into_stream(mut self) -> Result<(Conn, MySqlCanceller), SideError> {

@@ -16,11 +16,24 @@
 //!   postgres/payments/public/customers:
 //!     row_diff: {empty_string_as_null: true} # '' and NULL compare equal (default false)
 //!     # row_diff: {strategy: segments}        # auto (default), stream or segments
+//!   postgres/app/public/CustomerOrders:     # a replica another loader (dlt) named
+//!     replica_table: dlt_app.customer_orders
+//!     column_map: {OrderId: order_id, UpdatedAt: updated_at}
 //! ```
+//!
+//! `replica_table` and `column_map` rename the definition's target table and columns
+//! ([`ReplicaNaming::apply`]) for every check type; `column_map` keys are source column names
+//! as the source spells them (case-sensitive), so a key that matches one of the definition's
+//! columns only case-insensitively is an error here, and a key the source table lacks is one at
+//! run time (and in `doctor`).
 
 use std::path::{Path, PathBuf};
 
-use datadiff_diff_core::definition::{CheckDefinition, Extensions, RowDiffSettings, SettingValue};
+use std::collections::BTreeMap;
+
+use datadiff_diff_core::definition::{
+    CheckDefinition, Extensions, ReplicaNaming, ReplicaTable, RowDiffSettings, SettingValue,
+};
 
 use crate::alerts::AlertSettings;
 use crate::document::{Document, join};
@@ -153,7 +166,11 @@ impl ExtensionFile {
                 );
                 continue;
             }
-            definition.extensions = entry.extensions;
+            if !column_map_matches(document, &entry.path, entry.line, &entry.extensions.replica, definition) {
+                continue;
+            }
+            entry.extensions.replica.apply(definition);
+            definition.extensions = entry.extensions.clone();
         }
     }
 }
@@ -161,7 +178,7 @@ impl ExtensionFile {
 fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Extensions> {
     document.mapping(settings, path)?;
     let before = document.problems.len();
-    document.reject_unknown_keys(settings, path, &["row_diff", "exclude_soft_deleted"]);
+    document.reject_unknown_keys(settings, path, &["row_diff", "exclude_soft_deleted", "replica_table", "column_map"]);
     let mut extensions = Extensions::default();
     if let Some(row_diff) = settings.get("row_diff") {
         let row_diff_path = join(path, "row_diff");
@@ -194,7 +211,97 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
             ),
         }
     }
+    if let Some(table) = settings.get("replica_table") {
+        let table_path = join(path, "replica_table");
+        match table.as_str().map(ReplicaTable::parse) {
+            Some(Some(table)) => extensions.replica.table = Some(table),
+            Some(None) => document.problem(
+                &table_path,
+                Some(table.line),
+                format!(
+                    "replica_table must be 'schema.table' (two non-empty names split at the first '.'), got '{}'",
+                    table.as_str().unwrap_or_default()
+                ),
+            ),
+            None => document.problem(
+                &table_path,
+                Some(table.line),
+                format!("replica_table must be a string 'schema.table', got {}", table.type_name()),
+            ),
+        }
+    }
+    if let Some(map) = settings.get("column_map") {
+        extensions.replica.column_map = column_map(document, map, &join(path, "column_map"));
+    }
     (document.problems.len() == before).then_some(extensions)
+}
+
+/// `column_map`: a mapping of non-empty source column names to non-empty, distinct replica
+/// column names.
+fn column_map(document: &mut Document, node: &Node, path: &str) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    let Some(entries) = document.mapping(node, path) else { return map };
+    let mut replicas: Vec<(&str, &str)> = Vec::new();
+    for (key, value) in entries {
+        let Some(source) = key.as_str().filter(|name| !name.is_empty()) else {
+            document.problem(path, Some(key.line), "column_map keys must be non-empty source column names");
+            continue;
+        };
+        let entry_path = join(path, source);
+        let Some(replica) = value.as_str().filter(|name| !name.is_empty()) else {
+            document.problem(
+                &entry_path,
+                Some(value.line),
+                format!("must be the replica's column name (a non-empty string), got {}", value.type_name()),
+            );
+            continue;
+        };
+        if let Some((other, _)) = replicas.iter().find(|(_, name)| *name == replica) {
+            document.problem(
+                &entry_path,
+                Some(value.line),
+                format!("'{source}' and '{other}' both map to the replica column '{replica}'"),
+            );
+            continue;
+        }
+        replicas.push((source, replica));
+        map.insert(source.to_owned(), replica.to_owned());
+    }
+    map
+}
+
+/// Whether every `column_map` key that names one of the definition's columns names it with the
+/// definition's own spelling: keys are case-sensitive, so `orderid` for a `key_column: OrderId`
+/// would silently map nothing. Reports each such key at its path.
+fn column_map_matches(
+    document: &mut Document,
+    path: &str,
+    line: usize,
+    naming: &ReplicaNaming,
+    definition: &CheckDefinition,
+) -> bool {
+    let mut configured = vec![
+        ("key_column", definition.source_key_column.as_str()),
+        ("timestamp_column", definition.source_timestamp_column.as_str()),
+    ];
+    configured.extend(definition.source_compare_columns.iter().map(|name| ("compare_columns", name.as_str())));
+    let mut matches = true;
+    for key in naming.column_map.keys() {
+        if configured.iter().any(|(_, name)| name == key) {
+            continue;
+        }
+        if let Some((setting, name)) = configured.iter().find(|(_, name)| name.to_lowercase() == key.to_lowercase()) {
+            document.problem(
+                &join(&join(path, "column_map"), key),
+                Some(line),
+                format!(
+                    "column_map key '{key}' differs only in case from {setting} '{name}': keys are source column names, case-sensitive; write the source's spelling in both places"
+                ),
+            );
+            matches = false;
+        }
+    }
+    matches
 }
 
 /// A `row_diff` setting as the YAML holds it: an integer as PyYAML reads one (its text, so a

@@ -80,6 +80,30 @@ pub const TIMESTAMP_TYPES: [&str; 7] = [
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ColumnError {
+    /// No column of the table is visible: it does not exist (or the role may read none of its
+    /// columns). datadiff's text, not PipelineWise's (which names the key column instead).
+    #[error("Table {schema}.{table} does not exist in the {side} database (or the role may read none of its columns)")]
+    TableDoesNotExist {
+        /// The side whose table is missing.
+        side: crate::Side,
+        /// The table's schema.
+        schema: String,
+        /// The table.
+        table: String,
+    },
+    /// A `column_map` key names no column of the source table (keys are matched exactly,
+    /// case-sensitively).
+    #[error(
+        "column_map names column '{name}', which the source table {schema}.{table} does not have (column_map keys are source column names, case-sensitive)"
+    )]
+    UnknownMappedColumn {
+        /// The `column_map` key.
+        name: String,
+        /// The source table's schema.
+        schema: String,
+        /// The source table.
+        table: String,
+    },
     /// The key or timestamp column (or `_sdc_deleted_at` for `exclude_soft_deleted`) is not in
     /// the table.
     #[error("Column '{name}' does not exist in {schema}.{table}")]
@@ -335,6 +359,15 @@ impl ColumnPlan {
         source: &TableColumns,
         target: &TableColumns,
     ) -> Result<ColumnPlan, ColumnError> {
+        for (side, table) in [(crate::Side::Source, source), (crate::Side::Target, target)] {
+            if table.columns().is_empty() {
+                return Err(ColumnError::TableDoesNotExist {
+                    side,
+                    schema: table.schema().to_owned(),
+                    table: table.table().to_owned(),
+                });
+            }
+        }
         let sides = [
             (source, &selection.source_key, &selection.source_timestamp, &selection.source_compare),
             (target, &selection.target_key, &selection.target_timestamp, &selection.target_compare),

@@ -17,6 +17,7 @@
 pub use crate::canonical_json::{PythonSeparators, python_json, python_json_with};
 pub use crate::check::{CheckType, UnknownCheckType};
 pub use crate::duration::{Duration, DurationError, DurationLimit};
+pub use crate::replica::{ReplicaNaming, ReplicaTable};
 pub use crate::row_diff_settings::{RowDiffSettings, SettingError, SettingValue};
 pub use crate::sslmode::{SslMode, UnknownSslMode};
 
@@ -132,18 +133,21 @@ impl fmt::Display for TargetType {
 }
 
 /// datadiff's per-check extension settings (from `datadiff.yml`, SPEC §10).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Extensions {
     /// The `row_diff` comparison, when enabled.
     pub row_diff: Option<RowDiffSettings>,
     /// Leave out target rows whose `_sdc_deleted_at` is set.
     pub exclude_soft_deleted: bool,
+    /// The replica's own table and column names (`replica_table`, `column_map`), already
+    /// applied to the definition's target names ([`ReplicaNaming::apply`]).
+    pub replica: ReplicaNaming,
 }
 
 impl Extensions {
     /// Whether no extension is enabled (the definition then hashes exactly as upstream's).
     pub fn is_empty(&self) -> bool {
-        self.row_diff.is_none() && !self.exclude_soft_deleted
+        self.row_diff.is_none() && !self.exclude_soft_deleted && self.replica.is_empty()
     }
 
     /// The `"datadiff"` object of the canonical JSON: only what is enabled.
@@ -155,6 +159,7 @@ impl Extensions {
         if let Some(row_diff) = self.row_diff {
             map.insert("row_diff".to_owned(), row_diff.encode());
         }
+        self.replica.canonical(&mut map);
         Value::Object(map)
     }
 }
@@ -397,7 +402,9 @@ impl CheckDefinition {
                         })?)
                     }
                 };
-                Extensions { row_diff, exclude_soft_deleted }
+                let replica =
+                    ReplicaNaming::decode(settings).map_err(|(field, expected)| field_error(field, expected))?;
+                Extensions { row_diff, exclude_soft_deleted, replica }
             }
             Some(_) => return Err(field_error("datadiff", "an object")),
         };
@@ -567,13 +574,21 @@ mod tests {
     #[test]
     fn extensions_enter_only_under_one_datadiff_key() {
         let both = CheckDefinition {
-            extensions: Extensions { row_diff: Some(RowDiffSettings::default()), exclude_soft_deleted: true },
+            extensions: Extensions {
+                row_diff: Some(RowDiffSettings::default()),
+                exclude_soft_deleted: true,
+                ..Extensions::default()
+            },
             ..postgres()
         };
         assert!(both.canonical_json().starts_with(r#"{"checks":["row_count","row_checksum"],"datadiff":{"exclude_soft_deleted":true,"row_diff":{"max_examples":20}},"frequency""#));
         assert_eq!(both.config_hash(), "899e52f95c23bcf324597815b3f5883012315e0a39b25ce6c29d647d8d9e04f5");
         let row_diff_only = CheckDefinition {
-            extensions: Extensions { row_diff: RowDiffSettings::new(5), exclude_soft_deleted: false },
+            extensions: Extensions {
+                row_diff: RowDiffSettings::new(5),
+                exclude_soft_deleted: false,
+                ..Extensions::default()
+            },
             ..postgres()
         };
         assert_eq!(row_diff_only.config_hash(), "17bbd2035bb28501ccfa3359b6b1e59383c50ec1f4a89015e8b85acb724f4b61");
@@ -633,7 +648,11 @@ mod tests {
             snowflake(),
             CheckDefinition { initial_full_scan: true, ..postgres() },
             CheckDefinition {
-                extensions: Extensions { row_diff: RowDiffSettings::new(100), exclude_soft_deleted: true },
+                extensions: Extensions {
+                    row_diff: RowDiffSettings::new(100),
+                    exclude_soft_deleted: true,
+                    ..Extensions::default()
+                },
                 ..postgres()
             },
         ] {
@@ -705,7 +724,11 @@ mod tests {
             CheckDefinition { checks: vec![CheckType::SchemaCompatibility], initial_full_scan: true, ..postgres() };
         assert!(!schema_only.starts_with_full_scan());
         let with_row_diff = CheckDefinition {
-            extensions: Extensions { row_diff: Some(RowDiffSettings::default()), exclude_soft_deleted: false },
+            extensions: Extensions {
+                row_diff: Some(RowDiffSettings::default()),
+                exclude_soft_deleted: false,
+                ..Extensions::default()
+            },
             ..schema_only.clone()
         };
         assert!(with_row_diff.starts_with_full_scan());

@@ -78,6 +78,7 @@ pub mod mysql;
 mod outcome;
 pub mod plan;
 mod query;
+mod replica;
 mod row;
 mod row_diff_settings;
 mod run;

@@ -130,13 +130,23 @@ impl AggregatePlan {
     /// declared, is computed now. When `row_checksum` is declared and a pair cannot be
     /// checksummed, its ERROR result is recorded and it leaves the metrics; the others still
     /// run. With `exclude_soft_deleted`, the target must have `_sdc_deleted_at` (resolved like
-    /// any column) and its queries leave out rows where it is set.
+    /// any column) and its queries leave out rows where it is set. A table without a visible
+    /// column is [`ColumnError::TableDoesNotExist`]; a `column_map` key the source table
+    /// lacks is [`ColumnError::UnknownMappedColumn`].
     pub fn new(
         definition: &CheckDefinition,
         source: &TableColumns,
         target: &TableColumns,
     ) -> Result<AggregatePlan, PlanError> {
         let columns = ColumnPlan::resolve(&ColumnSelection::of(definition), source, target)?;
+        if let Some(name) = definition.extensions.replica.unknown_source_columns(source).first() {
+            return Err(ColumnError::UnknownMappedColumn {
+                name: (*name).to_owned(),
+                schema: source.schema().to_owned(),
+                table: source.table().to_owned(),
+            }
+            .into());
+        }
         let soft_delete_column = match definition.extensions.exclude_soft_deleted {
             true => Some(target.require(SOFT_DELETE_COLUMN)?.name.clone()),
             false => None,

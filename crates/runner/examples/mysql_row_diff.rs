@@ -144,7 +144,11 @@ fn main() -> Result<()> {
         window_end_seconds: 0,
         statement_timeout_seconds: 3600,
         initial_full_scan: false,
-        extensions: Extensions { row_diff: Some(RowDiffSettings::default()), exclude_soft_deleted: false },
+        extensions: Extensions {
+            row_diff: Some(RowDiffSettings::default()),
+            exclude_soft_deleted: false,
+            ..Extensions::default()
+        },
     };
     let now = Utc.with_ymd_and_hms(2026, 7, 22, 13, 5, 0).single().ok_or("time")?;
     store.sync_definitions(std::slice::from_ref(&definition), &SyncScope::all(), now)?;

@@ -18,7 +18,9 @@
 //!    runner's rules), the timestamp columns have a timestamp type, the metadata checks
 //!    (`schema_compatibility`, an unsupported `row_checksum`) would pass, each side's server
 //!    plans the attempt's queries (see below), and the source preflight's verdict (index or
-//!    bounded count) inside a read-only transaction, exactly as an attempt computes it.
+//!    bounded count) inside a read-only transaction, exactly as an attempt computes it; the
+//!    key column is unique on both sides where the next run compares (a unique index on
+//!    exactly the key, else a scan of the window for a duplicate; see below).
 //!
 //! **Queries.** Each side's server is asked to plan (`EXPLAIN`, never `EXPLAIN ANALYZE`: no
 //! row is read) every statement an attempt would send it: the aggregate query of the
@@ -28,6 +30,13 @@
 //! raise — `function min(uuid) does not exist`, a missing privilege, a column dropped since
 //! — is a FAIL finding before the first run, with the server's message. The window bounds
 //! are bound as parameters of the timestamp column's type (the last hour).
+//!
+//! **Key uniqueness.** A unique index (primary key, unique constraint) on exactly the key
+//! column, valid and without predicate or expression, decides it from the catalog: nothing
+//! is scanned. Otherwise one read-only query looks for the first duplicate key among the rows
+//! the next run compares (the current slot's window through the timestamp column, or all
+//! history before its end for an `initial_full_scan`), NULL keys left out; a duplicate FAILs
+//! naming the key. A MySQL/MariaDB source: `information_schema.STATISTICS`, then the scan.
 //!
 //! A doctor reports what is wrong rather than stopping at it: an unreachable backend or
 //! source is a FAIL finding, not an error.
@@ -62,6 +71,7 @@ use datadiff_diff_core::{
 use datadiff_preflight::{QueryFingerprint, SourceTable};
 
 use crate::connections::{Connections, RouteError};
+use crate::key_uniqueness::{self, KeyTable, Scope, Uniqueness};
 use crate::row_diff_error::RowDiffError;
 
 /// How a finding came out.
@@ -494,6 +504,85 @@ fn check_queries(
     }
 }
 
+/// One finding per side: whether the key column is unique where the next run compares
+/// ([`crate::key_uniqueness`]); a duplicate FAILs, naming the key.
+fn check_key_uniqueness(
+    definition: &CheckDefinition,
+    plan: &AggregatePlan,
+    source: &mut AnySide,
+    target: &mut SideSession,
+    findings: &mut DoctorReport,
+) {
+    let name = definition.full_check_name.as_str();
+    let Some(scope) = uniqueness_scope(definition, chrono::Utc::now()) else {
+        for check in ["source key uniqueness", "target key uniqueness"] {
+            findings.add(name, check, Verdict::Skip, "the schedule has no current slot to take a window from");
+        }
+        return;
+    };
+    let resolved = plan.columns();
+    let source_table = KeyTable {
+        schema: &definition.source_schema,
+        table: &definition.source_table,
+        key: &resolved.source_key().name,
+        timestamp: &resolved.source_timestamp().name,
+        soft_delete: None,
+    };
+    let target_table = KeyTable {
+        schema: &definition.target_schema,
+        table: &definition.target_table,
+        key: &resolved.target_key().name,
+        timestamp: &resolved.target_timestamp().name,
+        soft_delete: plan.soft_delete_column(),
+    };
+    let source_found = match source {
+        AnySide::Postgres(session) => key_uniqueness::check_postgres(session, &source_table, scope),
+        AnySide::MySql(session) => key_uniqueness::check_mysql(session, &source_table, scope),
+    };
+    let target_found = key_uniqueness::check_postgres(target, &target_table, scope);
+    for (check, table, found) in
+        [("source key uniqueness", source_table, source_found), ("target key uniqueness", target_table, target_found)]
+    {
+        let qualified = TableName::new(table.schema, table.table);
+        let (verdict, detail) = match found {
+            Ok(Uniqueness::Indexed { index }) => (
+                Verdict::Ok,
+                format!(
+                    "unique index {index} covers exactly the key column {} of {qualified}: nothing scanned",
+                    table.key
+                ),
+            ),
+            Ok(Uniqueness::Unique) => (
+                Verdict::Ok,
+                format!(
+                    "no duplicate {} in {} of {qualified} (scanned: no unique index covers exactly the key column)",
+                    table.key,
+                    scope.describe()
+                ),
+            ),
+            Ok(Uniqueness::Duplicate { key }) => (
+                Verdict::Fail,
+                format!(
+                    "duplicate key {key} in {}, {} of {qualified}: a run would ERROR (the key column must be unique)",
+                    table.key,
+                    scope.describe()
+                ),
+            ),
+            Err(reason) => (Verdict::Fail, format!("the uniqueness query failed: {reason}")),
+        };
+        findings.add(name, check, verdict, detail);
+    }
+}
+
+/// The rows the next run compares: the window of the schedule's current slot at `now`, or
+/// everything before its end when the first run starts with a full scan.
+fn uniqueness_scope(definition: &CheckDefinition, now: chrono::DateTime<chrono::Utc>) -> Option<Scope> {
+    let slot = definition.schedule().ok()?.current_slot(now).ok()?;
+    let window = definition.window(slot)?;
+    let start = (!definition.starts_with_full_scan()).then_some(window.start);
+    Some(Scope { start, end: window.end })
+}
+
 fn check_definition(
     definition: &CheckDefinition,
     source: &mut AnySide,
@@ -557,6 +646,7 @@ fn check_definition(
         };
         findings.add(name, result.check_type.as_str(), verdict, detail);
     }
+    check_key_uniqueness(definition, &plan, source, target, findings);
     let Some(source) = source.as_postgres() else {
         let reason = "not checked for tap-mysql sources yet (an attempt runs them)";
         findings.add(name, "source queries", Verdict::Skip, reason);

@@ -168,6 +168,7 @@ mod error;
 mod execute;
 mod import;
 mod in_flight;
+mod key_uniqueness;
 mod progress;
 mod remediation;
 mod row_diff;

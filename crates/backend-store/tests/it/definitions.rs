@@ -269,7 +269,8 @@ fn stored_definitions_read_back_equal_including_options_only_in_canonical_config
     full.initial_full_scan = true;
     full.source_compare_columns = vec!["Status".into(), "amount".into()];
     full.target_compare_columns = vec!["status".into(), "amount".into()];
-    full.extensions = Extensions { row_diff: RowDiffSettings::new(7), exclude_soft_deleted: true };
+    full.extensions =
+        Extensions { row_diff: RowDiffSettings::new(7), exclude_soft_deleted: true, ..Extensions::default() };
     let plain = table("t", "plain");
     let stored = repo.import(&[full.clone(), plain.clone()], at(1, 0));
     assert_eq!(stored[0].definition, full);

@@ -258,3 +258,86 @@ fn row_diff_strategy_is_auto_by_default_and_reads_back_from_the_canonical_json()
         assert_eq!(found[0].message, "strategy must be one of auto, stream, segments");
     }
 }
+
+#[test]
+fn replica_table_and_column_map_rename_every_target_name_and_enter_the_hash() {
+    let text = tap("", "", &VALID.replace("key_column: id", "key_column: OrderId"));
+    let plain = load_ok(&project(&files(CONFIG, &text, &[]))).definitions.remove(0);
+    assert_eq!(
+        (plain.target_schema.as_str(), plain.target_table.as_str(), plain.target_key_column.as_str()),
+        ("replicated", "transfers", "orderid"),
+        "the default: PipelineWise's lower-casing"
+    );
+    let extensions = "checks:\n  postgres/payments/public/transfers:\n    replica_table: dlt_app.Customer_Orders\n    \
+                      column_map: {OrderId: order_id, amount: amount_cents, Unlisted: unlisted}\n";
+    let renamed = load_ok(&project(&files(CONFIG, &text, &[("datadiff.yml", extensions)]))).definitions.remove(0);
+    assert_eq!(
+        (renamed.target_schema.as_str(), renamed.target_table.as_str()),
+        ("dlt_app", "Customer_Orders"),
+        "used exactly as written"
+    );
+    assert_eq!(renamed.target_key_column, "order_id");
+    assert_eq!(renamed.target_timestamp_column, "updated_at", "unmapped columns keep the default rule");
+    assert_eq!(renamed.target_compare_columns, ["amount_cents", "status"]);
+    assert_eq!(renamed.source_key_column, "OrderId", "source names are untouched");
+    assert_eq!(renamed.extensions.replica.column_map.len(), 3, "entries for other columns are kept for the run");
+    let json = renamed.canonical_json();
+    assert!(
+        json.contains(r#""datadiff":{"column_map":{"OrderId":"order_id","Unlisted":"unlisted","amount":"amount_cents"},"replica_table":"dlt_app.Customer_Orders"}"#),
+        "{json}"
+    );
+    assert_ne!(renamed.config_hash(), plain.config_hash(), "a new revision, with a watermark of its own");
+    assert_eq!(
+        datadiff_diff_core::definition::CheckDefinition::from_canonical_config(
+            &renamed.full_check_name,
+            &renamed.canonical_config()
+        ),
+        Ok(renamed.clone()),
+        "a stored definition reads its naming back"
+    );
+    // Another replica table is another identity.
+    let moved = extensions.replace("dlt_app.Customer_Orders", "dlt_app.orders_v2");
+    let moved = load_ok(&project(&files(CONFIG, &text, &[("datadiff.yml", &moved)]))).definitions.remove(0);
+    assert_ne!(moved.config_hash(), renamed.config_hash());
+}
+
+#[test]
+fn bad_replica_naming_is_an_error_at_its_key_path() {
+    let text = tap("", "", &VALID.replace("key_column: id", "key_column: OrderId"));
+    let check = "checks.postgres/payments/public/transfers";
+    for (settings, path, message) in [
+        (
+            "replica_table: orders",
+            "replica_table",
+            "replica_table must be 'schema.table' (two non-empty names split at the first '.'), got 'orders'",
+        ),
+        ("replica_table: [a, b]", "replica_table", "replica_table must be a string 'schema.table', got list"),
+        ("column_map: [OrderId]", "column_map", "must be a mapping, got list"),
+        (
+            "column_map: {OrderId: 7}",
+            "column_map.OrderId",
+            "must be the replica's column name (a non-empty string), got int",
+        ),
+        (
+            "column_map: {OrderId: ''}",
+            "column_map.OrderId",
+            "must be the replica's column name (a non-empty string), got str",
+        ),
+        (
+            "column_map: {OrderId: id, amount: id}",
+            "column_map.amount",
+            "'amount' and 'OrderId' both map to the replica column 'id'",
+        ),
+        (
+            "column_map: {orderid: order_id}",
+            "column_map.orderid",
+            "column_map key 'orderid' differs only in case from key_column 'OrderId': keys are source column names, case-sensitive; write the source's spelling in both places",
+        ),
+    ] {
+        let extensions = format!("checks:\n  postgres/payments/public/transfers:\n    {settings}\n");
+        let found = problems(&project(&files(CONFIG, &text, &[("datadiff.yml", &extensions)])));
+        assert_eq!(found.len(), 1, "{settings}: {found:#?}");
+        assert_eq!((found[0].file.as_str(), found[0].path.as_str()), ("datadiff.yml", &*format!("{check}.{path}")));
+        assert_eq!(found[0].message, message, "{settings}");
+    }
+}

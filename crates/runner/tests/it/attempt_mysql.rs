@@ -260,7 +260,11 @@ fn a_historical_start_reads_the_minimum_on_mariadb() {
 fn row_diff_from_a_mariadb_source_passes_beside_the_other_checks() {
     let mysql = MySqlContext::new();
     let definition = CheckDefinition {
-        extensions: Extensions { row_diff: Some(RowDiffSettings::default()), exclude_soft_deleted: false },
+        extensions: Extensions {
+            row_diff: Some(RowDiffSettings::default()),
+            exclude_soft_deleted: false,
+            ..Extensions::default()
+        },
         ..mysql.definition()
     };
     let summary = mysql.context.run(&definition);

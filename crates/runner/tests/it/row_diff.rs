@@ -69,7 +69,11 @@ pub(crate) fn items_definition(context: &Context) -> CheckDefinition {
         window_end_seconds: 0,
         statement_timeout_seconds: 60,
         initial_full_scan: false,
-        extensions: Extensions { row_diff: Some(RowDiffSettings::default()), exclude_soft_deleted: false },
+        extensions: Extensions {
+            row_diff: Some(RowDiffSettings::default()),
+            exclude_soft_deleted: false,
+            ..Extensions::default()
+        },
     }
 }
 

@@ -151,7 +151,11 @@ impl MySqlRowDiff {
             source_compare_columns: compared.iter().map(|name| name.to_string()).collect(),
             target_compare_columns: compared.iter().map(|name| name.to_lowercase()).collect(),
             checks: vec![CheckType::RowCount],
-            extensions: Extensions { row_diff: Some(RowDiffSettings::default()), exclude_soft_deleted: false },
+            extensions: Extensions {
+                row_diff: Some(RowDiffSettings::default()),
+                exclude_soft_deleted: false,
+                ..Extensions::default()
+            },
             ..self.context.definition()
         }
     }
@@ -388,6 +392,7 @@ fn zero_dates_compare_as_null_and_empty_strings_as_null_only_when_declared() {
         extensions: Extensions {
             row_diff: Some(RowDiffSettings::default().with_empty_string_as_null(true)),
             exclude_soft_deleted: false,
+            ..Extensions::default()
         },
         ..exact
     };
