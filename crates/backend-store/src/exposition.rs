@@ -12,6 +12,7 @@
 //! | `datadiff_last_attempt_timestamp_seconds` | when the newest attempt finished (started, while it runs) |
 //! | `datadiff_last_attempt_age_seconds` | the report time minus that |
 //! | `datadiff_open_failures` | slots whose state is FAIL or ERROR (what `report failures` lists) |
+//! | `datadiff_oldest_verification_age_seconds` | the report time minus the latest attempt of the least recently verified PASS slot: the age of the oldest verification not redone since (`checks.<name>.reverify` keeps it near its period, at most a tick above it once a backlog is worked off; absent without a PASS slot) |
 //!
 //! Label values are escaped as the format requires (`\\`, `\"`, `\n`); the text is written by
 //! [`datadiff_diff_core::exposition`], as `audit --metrics` writes its own.
@@ -116,6 +117,12 @@ pub fn metrics_exposition(rows: &[MetricsRow], now: DateTime<Utc>) -> String {
         "Slots of the check's current definition whose state is FAIL or ERROR (report failures).",
         rows.iter().map(|row| (labels(row), row.open_failures as f64)),
     );
+    text.gauge(
+        "datadiff_oldest_verification_age_seconds",
+        "Seconds since the least recently verified PASS slot of the check's current definition was last attempted \
+         (reverify keeps it near its period).",
+        rows.iter().filter_map(|row| Some((labels(row), seconds(row.watermark.oldest_verification_age?)))),
+    );
     text.finish()
 }
 
@@ -150,6 +157,8 @@ mod tests {
             last_evaluated_run_id: None,
             watermark_updated_at: None,
             reason: None,
+            oldest_verification: None,
+            oldest_verification_age: Some(TimeDelta::hours(30)),
         };
         let row = MetricsRow {
             watermark,
@@ -179,10 +188,11 @@ mod tests {
             format!("datadiff_last_attempt_timestamp_seconds{{{labels}}} 1784725260"),
             format!("datadiff_last_attempt_age_seconds{{{labels}}} 1740"),
             format!("datadiff_open_failures{{{labels}}} 2"),
+            format!("datadiff_oldest_verification_age_seconds{{{labels}}} 108000"),
         ] {
             assert!(text.lines().any(|candidate| candidate == line), "{line:?} missing from:\n{text}");
         }
-        assert_eq!(text.matches("# HELP ").count(), 8);
+        assert_eq!(text.matches("# HELP ").count(), 9);
         assert!(text.ends_with('\n'));
         // Without current checks: the families' HELP and TYPE lines and the report time only.
         let empty = metrics_exposition(&[], at(13, 30));
@@ -218,6 +228,8 @@ mod tests {
                 last_evaluated_run_id: None,
                 watermark_updated_at: None,
                 reason: None,
+                oldest_verification: None,
+                oldest_verification_age: None,
             },
             target_id: "wh".into(),
             tap_id: "pay".into(),
@@ -257,7 +269,10 @@ mod tests {
              # HELP datadiff_open_failures Slots of the check's current definition whose state is FAIL or ERROR \
              (report failures).\n\
              # TYPE datadiff_open_failures gauge\n\
-             datadiff_open_failures{{{l}}} 0\n"
+             datadiff_open_failures{{{l}}} 0\n\
+             # HELP datadiff_oldest_verification_age_seconds Seconds since the least recently verified PASS slot of \
+             the check's current definition was last attempted (reverify keeps it near its period).\n\
+             # TYPE datadiff_oldest_verification_age_seconds gauge\n"
         );
         assert_eq!(metrics_exposition(&[row], now), expected);
     }
