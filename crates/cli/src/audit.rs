@@ -204,6 +204,10 @@ fn statement_timeout(text: &str) -> Result<std::time::Duration, String> {
 /// refusal, an error, SIGTERM, SIGINT, SIGHUP, even SIGKILL or a power cut) no earlier PASS
 /// can be read as its verdict — and the new report is written to a new file in the same
 /// directory and renamed over the path (a reader never sees half a report).
+///
+/// With `--metrics`, that path is checked first (a bad one costs no earlier report) and the
+/// verdict's metrics are written the same atomic way after the report; an audit that ends
+/// without a report leaves an earlier metrics file as it was.
 pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exit> {
     // Checked first: a bad --metrics path must not cost an earlier --report.
     let metrics_file = match &args.metrics {
