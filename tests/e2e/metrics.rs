@@ -169,3 +169,148 @@ fn output_writes_the_file_atomically_and_json_is_refused() {
         .one_error_line()
         .stderr_has("Prometheus text format");
 }
+
+/// The labels of every `audit --metrics` sample of the fixture's tables.
+fn audit_labels(fixture: &Fixture) -> Vec<(String, String)> {
+    [
+        ("database", fixture.source.name()),
+        ("schema", "public"),
+        ("table", "transfers"),
+        ("replica_database", fixture.replica.name()),
+        ("replica_schema", "payments"),
+        ("replica_table", "transfers"),
+    ]
+    .iter()
+    .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+    .collect()
+}
+
+/// The value of the one audit gauge `name` with the fixture's labels plus `extra`.
+#[track_caller]
+fn audit_gauge(scrape: &Scrape, fixture: &Fixture, name: &str, extra: Option<(&str, &str)>) -> f64 {
+    let mut wanted = audit_labels(fixture);
+    if let Some((key, value)) = extra {
+        wanted.push((key.to_owned(), value.to_owned()));
+    }
+    let found: Vec<f64> = scrape
+        .samples
+        .iter()
+        .filter(|sample| sample.metric == name)
+        .filter(|sample| {
+            sample.labels.len() == wanted.len()
+                && wanted.iter().all(|(key, value)| sample.labels.get(key) == Some(value.as_str()))
+        })
+        .map(|sample| match sample.value {
+            Value::Gauge(value) => value,
+            ref other => panic!("{name} is not a gauge: {other:?}"),
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "one {name} sample with {wanted:?}: {:#?}", scrape.samples);
+    found[0]
+}
+
+/// `audit --metrics FILE`: the verdict, differences by kind, rows, duration and time of a
+/// PASS and then of a BLOCK, parsed back; the file replaced atomically; a bad path refused
+/// before the audit (exit 2), the earlier file kept.
+#[test]
+fn audit_metrics_write_the_verdict_in_the_report_metrics_format() {
+    use datadiff_testkit::{SUPERUSER, shared_cluster};
+
+    let fixture = Fixture::new();
+    let password = shared_cluster().superuser_password();
+    let (source, replica) = (fixture.source.url(SUPERUSER, password), fixture.replica.url(SUPERUSER, password));
+    let collector = tempfile::tempdir().unwrap();
+    let file = collector.path().join("audit_transfers.prom");
+    let file_arg = file.display().to_string();
+    let audit = |extra: &[&str]| {
+        let mut args = vec![
+            "audit",
+            "--source",
+            source.as_str(),
+            "--replica",
+            replica.as_str(),
+            "--table",
+            "public.transfers",
+            "--replica-table",
+            "payments.transfers",
+            "--cutover-ready",
+        ];
+        args.extend_from_slice(extra);
+        crate::support::datadiff(&args)
+    };
+    let kinds = ["MISSING_IN_REPLICA", "EXTRA_IN_REPLICA", "CHANGED"];
+
+    // PASS: 50 rows on each side, status PASS, reason PARITY_VERIFIED, no differences.
+    let started = Utc::now().timestamp() as f64;
+    let pass = audit(&["--metrics", &file_arg]);
+    pass.expect(0);
+    let report = pass.json();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let scrape = parse(&text);
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_status", Some(("status", "PASS"))), 1.0);
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_status", Some(("status", "BLOCK"))), 0.0);
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_reason", Some(("reason", "PARITY_VERIFIED"))), 1.0);
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_reason", Some(("reason", "ROW_DIFFERENCES"))), 0.0);
+    for kind in kinds {
+        assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_differences", Some(("kind", kind))), 0.0);
+    }
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_rows", Some(("side", "source"))), 50.0);
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_rows", Some(("side", "replica"))), 50.0);
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_matched_rows", None), 50.0);
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_tombstones", None), 0.0);
+    assert_eq!(
+        audit_gauge(&scrape, &fixture, "datadiff_audit_duration_seconds", None),
+        report["duration_seconds"].as_f64().unwrap()
+    );
+    let finished = audit_gauge(&scrape, &fixture, "datadiff_audit_timestamp_seconds", None);
+    assert_eq!(
+        finished,
+        DateTime::parse_from_rfc3339(report["finished_at"].as_str().unwrap()).unwrap().timestamp_millis() as f64
+            / 1000.0
+    );
+    assert!(finished >= started - 1.0, "the audit's own time: {finished} vs {started}");
+    for family in ["datadiff_audit_status", "datadiff_audit_differences", "datadiff_audit_rows"] {
+        assert!(scrape.docs.get(family).is_some_and(|help| !help.is_empty()), "{family} has a HELP line");
+        assert!(text.contains(&format!("# TYPE {family} gauge\n")), "{family} is typed");
+    }
+
+    // BLOCK: one row deleted on the replica, one extra, one changed.
+    fixture.replica_sql(
+        "DELETE FROM payments.transfers WHERE id = 3;
+         INSERT INTO payments.transfers (id, updated_at, status, note) VALUES (99, now(), 'x', 'y');
+         UPDATE payments.transfers SET note = 'changed' WHERE id = 7;",
+    );
+    audit(&["--metrics", &file_arg]).expect(1);
+    let scrape = parse(&std::fs::read_to_string(&file).unwrap());
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_status", Some(("status", "PASS"))), 0.0);
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_status", Some(("status", "BLOCK"))), 1.0);
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_reason", Some(("reason", "ROW_DIFFERENCES"))), 1.0);
+    for kind in kinds {
+        assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_differences", Some(("kind", kind))), 1.0, "{kind}");
+    }
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_rows", Some(("side", "replica"))), 50.0);
+    assert_eq!(audit_gauge(&scrape, &fixture, "datadiff_audit_matched_rows", None), 48.0);
+    let names: Vec<String> = std::fs::read_dir(collector.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["audit_transfers.prom"], "no temporary file is left beside it");
+
+    // A path in a directory that does not exist, or a directory: exit 2 before the audit,
+    // naming the path; nothing on stdout, the earlier metrics file untouched.
+    let before = std::fs::read_to_string(&file).unwrap();
+    let missing = collector.path().join("absent").join("audit.prom");
+    let refused = audit(&["--metrics", &missing.display().to_string()]);
+    refused.expect(2).one_error_line().stderr_has(&format!("error: --metrics {}: the directory ", missing.display()));
+    assert_eq!(refused.stdout, "", "no audit ran");
+    let directory = collector.path().display().to_string();
+    audit(&["--metrics", &directory])
+        .expect(2)
+        .one_error_line()
+        .stderr_has(&format!("error: --metrics {directory}: a directory, not a regular file"));
+    audit(&["--metrics", &file_arg, "--report", &file_arg])
+        .expect(2)
+        .one_error_line()
+        .stderr_has("the same path as --report");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before, "the earlier metrics are kept");
+}

@@ -163,3 +163,65 @@ fn a_definition_edited_since_the_import_is_run_as_stored_with_a_warning_naming_i
     let outcome = fixture.run(&["run", "--all", "--at", "2026-07-22T14:05:00Z"]);
     assert!(!outcome.stderr.contains("definition changed since import"), "{}", outcome.stderr);
 }
+
+/// `checks.<name>.reverify` through the command line: a delete lost for a row last updated
+/// inside a verified window is found by the re-verification the first tick after the period,
+/// exit 1 and one alert like any failure, the watermark leaves CONTIGUOUS; `report watermarks`
+/// and `report metrics` show the age of the oldest verification before it.
+#[test]
+fn reverify_finds_a_lost_delete_in_verified_history() {
+    let fixture = Fixture::new();
+    let mut files = fixture.files();
+    files.datadiff =
+        Some(format!("alert_handlers:\n  log: {{path: alerts.jsonl}}\nchecks:\n  {CHECK}:\n    reverify: 3h\n"));
+    fixture.write(&files);
+    fixture.import();
+    fixture.run(&["run", "--all", "--at", RUN_AT]).expect(0);
+    // Row 10 (updated 12:10, inside the verified [12:00, 13:00)) is deleted on the source only.
+    fixture.source.client().unwrap().batch_execute("DELETE FROM public.transfers WHERE id = 10").unwrap();
+    for at in ["2026-07-22T14:05:00Z", "2026-07-22T15:05:00Z", "2026-07-22T16:05:00Z"] {
+        fixture.run(&["run", "--all", "--at", at]).expect(0);
+    }
+    let watermark =
+        |at: &str| fixture.run(&["report", "--output-format", "json", "watermarks", "--at", at]).expect(0).json();
+    let before = watermark("2026-07-22T16:30:00Z");
+    let row = &before["rows"][0];
+    assert_eq!(row["verified_status"], "CONTIGUOUS");
+    assert_eq!(row["verified_end"], "2026-07-22T16:00:00Z");
+    assert_eq!(row["oldest_verification"], "2026-07-22T13:05:00Z");
+    assert_eq!(row["oldest_verification_age_seconds"], 3.0 * 3600.0 + 25.0 * 60.0);
+    let metrics = fixture.run(&["report", "metrics", "--at", "2026-07-22T16:30:00Z"]);
+    assert!(
+        metrics
+            .expect(0)
+            .stdout
+            .lines()
+            .any(|line| line.starts_with("datadiff_oldest_verification_age_seconds{") && line.ends_with(" 12300")),
+        "{}",
+        metrics.stdout
+    );
+    assert!(!fixture.path().join("alerts.jsonl").exists(), "no alert yet");
+
+    // 17:05: the 13:00 slot was last attempted at 13:05, more than 3 h ago: re-verified, FAIL.
+    let found = fixture.run(&["run", "--all", "--at", "2026-07-22T17:05:00Z"]);
+    found.expect(1);
+    let manual: Vec<(String, i32, String, String)> = fixture
+        .backend_sql()
+        .query(
+            "SELECT scheduled_for::text, attempt, status, to_char(window_start AT TIME ZONE 'UTC', 'HH24:MI') \
+               FROM public.dd_run_attempts WHERE trigger_type = 'MANUAL'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2), row.get(3)))
+        .collect();
+    assert_eq!(manual, [("2026-07-22 13:00:00+00".to_owned(), 2, "FAIL".to_owned(), "12:00".to_owned())]);
+    let after = watermark("2026-07-22T17:30:00Z");
+    assert_eq!(after["rows"][0]["verified_status"], "BLOCKED");
+    assert_eq!(after["rows"][0]["verified_end"], "2026-07-22T12:00:00Z");
+    assert_eq!(fixture.count("SELECT count(*) FROM public.dd_watermark_events WHERE event_type = 'INVALIDATE'"), 1);
+    let log = std::fs::read_to_string(fixture.path().join("alerts.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 1, "one alert: {log}");
+    assert!(log.contains("FAIL data-diff payments/public.transfers"), "{log}");
+}

@@ -72,6 +72,7 @@
 
 mod columns;
 mod error;
+mod metrics;
 mod refusal;
 mod report;
 mod scan;
@@ -89,6 +90,7 @@ use datadiff_diff_core::{
 };
 
 pub use columns::ColumnMatchError;
+pub use metrics::audit_metrics;
 pub use refusal::{MAX_EXAMPLES_LIMIT, MAX_ROWS_LIMIT, PRECONDITIONS, PREFLIGHT, Refusal};
 pub use report::{
     AuditExample, AuditReport, CAVEAT, DATADIFF_VERSION, ExampleKind, Provenance, Reason, ReportKey, SideIdentity,

@@ -358,6 +358,39 @@ impl Store {
             .collect()
     }
 
+    /// The verified slots of `check_id` due for re-verification (`checks.<name>.reverify`;
+    /// [`is_reverification_due`](datadiff_diff_core::attempt::is_reverification_due) in SQL):
+    /// slot state PASS, no RUNNING attempt in the slot, and every attempt's latest start or
+    /// finish before `verified_before` (`now` minus the period). Least recently attempted
+    /// first, then by slot; at most `limit`. [`Store::start_attempt`] with
+    /// [`StartKind::Reverify`] re-checks each under the lock.
+    pub fn reverification_candidates(
+        &self,
+        check_id: CheckId,
+        verified_before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<DateTime<Utc>>, Error> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .connection()?
+            .query(
+                "SELECT s.scheduled_for \
+                   FROM public.dd_run_slot_state s \
+                   CROSS JOIN LATERAL ( \
+                        SELECT max(GREATEST(a.started_at, a.finished_at)) AS last_activity, \
+                               bool_or(a.status = 'RUNNING') AS running \
+                          FROM public.dd_run_attempts a \
+                         WHERE a.check_id = s.check_id AND a.scheduled_for = s.scheduled_for) slot_activity \
+                  WHERE s.check_id = $1 AND s.status = 'PASS' \
+                    AND slot_activity.last_activity < $2 AND NOT slot_activity.running \
+                  ORDER BY slot_activity.last_activity, s.scheduled_for \
+                  LIMIT $3",
+                &[&check_id.get(), &verified_before, &limit],
+            )
+            .map_err(Error::query("listing re-verification candidates"))?;
+        rows.iter().map(|row| get(row, "scheduled_for")).collect()
+    }
+
     /// The newest `scheduled_for` of the revision's attempts that are not remediations (any
     /// status, DEFERRED and RUNNING included): the input of
     /// [`due_slots`](datadiff_diff_core::attempt::due_slots).

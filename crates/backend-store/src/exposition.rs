@@ -12,8 +12,10 @@
 //! | `datadiff_last_attempt_timestamp_seconds` | when the newest attempt finished (started, while it runs) |
 //! | `datadiff_last_attempt_age_seconds` | the report time minus that |
 //! | `datadiff_open_failures` | slots whose state is FAIL or ERROR (what `report failures` lists) |
+//! | `datadiff_oldest_verification_age_seconds` | the report time minus the latest attempt of the least recently verified PASS slot: the age of the oldest verification not redone since (`checks.<name>.reverify` keeps it near its period, at most a tick above it once a backlog is worked off; absent without a PASS slot) |
 //!
-//! Label values are escaped as the format requires (`\\`, `\"`, `\n`).
+//! Label values are escaped as the format requires (`\\`, `\"`, `\n`); the text is written by
+//! [`datadiff_diff_core::exposition`], as `audit --metrics` writes its own.
 //!
 //! ```no_run
 //! use chrono::Utc;
@@ -34,8 +36,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use datadiff_diff_core::attempt::RunStatus;
+use datadiff_diff_core::exposition::{Exposition, Labels, seconds, unix_seconds};
 
 use crate::WatermarkStatus;
 use crate::report::MetricsRow;
@@ -44,115 +47,90 @@ use crate::report::MetricsRow;
 /// [`Store::metrics_report`](crate::Store::metrics_report)) at `now`, one gauge family per fact
 /// (see the module docs), every family's `HELP` and `TYPE` lines even without samples.
 pub fn metrics_exposition(rows: &[MetricsRow], now: DateTime<Utc>) -> String {
-    let mut text = String::new();
-    let mut family = |name: &str, help: &str, samples: &mut dyn Iterator<Item = (String, f64)>| {
-        text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
-        for (labels, value) in samples {
-            text.push_str(&format!("{name}{labels} {value}\n"));
-        }
-    };
-    let labels = |row: &MetricsRow, extra: Option<&str>| {
-        let mut pairs = vec![
+    fn labels(row: &MetricsRow) -> Labels<'_> {
+        vec![
             ("target", row.target_id.as_str()),
             ("tap", row.tap_id.as_str()),
             ("schema", row.watermark.source_schema.as_str()),
             ("table", row.watermark.source_table.as_str()),
-        ];
-        if let Some(status) = extra {
-            pairs.push(("status", status));
-        }
-        let inner: Vec<String> =
-            pairs.iter().map(|(name, value)| format!("{name}=\"{}\"", escape_label_value(value))).collect();
-        format!("{{{}}}", inner.join(","))
-    };
-    family(
+        ]
+    }
+    fn with_status<'a>(row: &'a MetricsRow, status: &'static str) -> Labels<'a> {
+        let mut pairs = labels(row);
+        pairs.push(("status", status));
+        pairs
+    }
+    let mut text = Exposition::new();
+    text.gauge(
         "datadiff_report_timestamp_seconds",
         "When this report was taken (--at or now), unix seconds.",
-        &mut std::iter::once((String::new(), unix_seconds(now))),
+        [(Vec::new(), unix_seconds(now))],
     );
-    family(
+    text.gauge(
         "datadiff_verified_end_timestamp_seconds",
         "End of the verified interval of the check's current definition, unix seconds.",
-        &mut rows.iter().filter_map(|row| Some((labels(row, None), unix_seconds(row.watermark.verified_end?)))),
+        rows.iter().filter_map(|row| Some((labels(row), unix_seconds(row.watermark.verified_end?)))),
     );
-    family(
+    text.gauge(
         "datadiff_verification_lag_seconds",
         "Seconds from the verified end to the report time (--at or now).",
-        &mut rows.iter().filter_map(|row| Some((labels(row, None), seconds(row.watermark.verification_lag?)))),
+        rows.iter().filter_map(|row| Some((labels(row), seconds(row.watermark.verification_lag?)))),
     );
     const VERIFIED: [WatermarkStatus; 3] =
         [WatermarkStatus::Contiguous, WatermarkStatus::Blocked, WatermarkStatus::NotRun];
-    family(
+    text.gauge(
         "datadiff_verified_status",
         "1 for the watermark's verified status (CONTIGUOUS, BLOCKED, NOT_RUN), 0 for the others.",
-        &mut rows.iter().flat_map(|row| {
+        rows.iter().flat_map(|row| {
             VERIFIED.iter().map(move |status| {
-                (labels(row, Some(status.as_str())), f64::from(u8::from(row.watermark.verified_status == *status)))
+                (with_status(row, status.as_str()), f64::from(u8::from(row.watermark.verified_status == *status)))
             })
         }),
     );
     const ATTEMPT: [RunStatus; 5] =
         [RunStatus::Running, RunStatus::Pass, RunStatus::Fail, RunStatus::Error, RunStatus::Deferred];
-    family(
+    text.gauge(
         "datadiff_last_attempt_status",
         "1 for the status of the check's newest attempt, 0 for the others (all 0 before the first).",
-        &mut rows.iter().flat_map(|row| {
+        rows.iter().flat_map(|row| {
             let current = row.last_attempt.as_ref().map(|attempt| attempt.status);
             ATTEMPT
                 .iter()
-                .map(move |status| (labels(row, Some(status.as_str())), f64::from(u8::from(current == Some(*status)))))
+                .map(move |status| (with_status(row, status.as_str()), f64::from(u8::from(current == Some(*status)))))
         }),
     );
-    family(
+    text.gauge(
         "datadiff_last_attempt_timestamp_seconds",
         "When the check's newest attempt finished (started, while it runs), unix seconds.",
-        &mut rows.iter().filter_map(|row| {
+        rows.iter().filter_map(|row| {
             let attempt = row.last_attempt.as_ref()?;
-            Some((labels(row, None), unix_seconds(attempt.finished_at.unwrap_or(attempt.started_at))))
+            Some((labels(row), unix_seconds(attempt.finished_at.unwrap_or(attempt.started_at))))
         }),
     );
-    family(
+    text.gauge(
         "datadiff_last_attempt_age_seconds",
         "Seconds from the newest attempt's finish (start, while it runs) to the report time.",
-        &mut rows.iter().filter_map(|row| Some((labels(row, None), seconds(row.last_attempt.as_ref()?.age)))),
+        rows.iter().filter_map(|row| Some((labels(row), seconds(row.last_attempt.as_ref()?.age)))),
     );
-    family(
+    text.gauge(
         "datadiff_open_failures",
         "Slots of the check's current definition whose state is FAIL or ERROR (report failures).",
-        &mut rows.iter().map(|row| (labels(row, None), row.open_failures as f64)),
+        rows.iter().map(|row| (labels(row), row.open_failures as f64)),
     );
-    text
-}
-
-/// A label value as the exposition format writes it: backslash, double quote and line feed
-/// escaped.
-fn escape_label_value(value: &str) -> String {
-    let mut escaped = String::with_capacity(value.len());
-    for character in value.chars() {
-        match character {
-            '\\' => escaped.push_str("\\\\"),
-            '"' => escaped.push_str("\\\""),
-            '\n' => escaped.push_str("\\n"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
-}
-
-/// Unix seconds, with microseconds as a fraction.
-fn unix_seconds(instant: DateTime<Utc>) -> f64 {
-    instant.timestamp_micros() as f64 / 1e6
-}
-
-/// Whole and fractional seconds of a lag.
-fn seconds(lag: TimeDelta) -> f64 {
-    lag.num_microseconds().map_or(lag.num_seconds() as f64, |micros| micros as f64 / 1e6)
+    text.gauge(
+        "datadiff_oldest_verification_age_seconds",
+        "Seconds since the least recently verified PASS slot of the check's current definition was last attempted \
+         (reverify keeps it near its period).",
+        rows.iter().filter_map(|row| Some((labels(row), seconds(row.watermark.oldest_verification_age?)))),
+    );
+    text.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{LastAttempt, WatermarkReportRow};
+    use chrono::TimeDelta;
 
     #[test]
     fn metrics_render_one_family_per_fact_with_escaped_labels() {
@@ -179,6 +157,8 @@ mod tests {
             last_evaluated_run_id: None,
             watermark_updated_at: None,
             reason: None,
+            oldest_verification: None,
+            oldest_verification_age: Some(TimeDelta::hours(30)),
         };
         let row = MetricsRow {
             watermark,
@@ -208,21 +188,16 @@ mod tests {
             format!("datadiff_last_attempt_timestamp_seconds{{{labels}}} 1784725260"),
             format!("datadiff_last_attempt_age_seconds{{{labels}}} 1740"),
             format!("datadiff_open_failures{{{labels}}} 2"),
+            format!("datadiff_oldest_verification_age_seconds{{{labels}}} 108000"),
         ] {
             assert!(text.lines().any(|candidate| candidate == line), "{line:?} missing from:\n{text}");
         }
-        assert_eq!(text.matches("# HELP ").count(), 8);
+        assert_eq!(text.matches("# HELP ").count(), 9);
         assert!(text.ends_with('\n'));
         // Without current checks: the families' HELP and TYPE lines and the report time only.
         let empty = metrics_exposition(&[], at(13, 30));
         let samples: Vec<&str> = empty.lines().filter(|line| !line.starts_with('#')).collect();
         assert_eq!(samples, ["datadiff_report_timestamp_seconds 1784727000"]);
-    }
-
-    #[test]
-    fn label_values_escape_backslash_quote_and_line_feed() {
-        assert_eq!(escape_label_value("plain_table"), "plain_table");
-        assert_eq!(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
     }
 
     /// The whole text for a check that never ran: every family in order, its samples in the
@@ -253,6 +228,8 @@ mod tests {
                 last_evaluated_run_id: None,
                 watermark_updated_at: None,
                 reason: None,
+                oldest_verification: None,
+                oldest_verification_age: None,
             },
             target_id: "wh".into(),
             tap_id: "pay".into(),
@@ -292,7 +269,10 @@ mod tests {
              # HELP datadiff_open_failures Slots of the check's current definition whose state is FAIL or ERROR \
              (report failures).\n\
              # TYPE datadiff_open_failures gauge\n\
-             datadiff_open_failures{{{l}}} 0\n"
+             datadiff_open_failures{{{l}}} 0\n\
+             # HELP datadiff_oldest_verification_age_seconds Seconds since the least recently verified PASS slot of \
+             the check's current definition was last attempted (reverify keeps it near its period).\n\
+             # TYPE datadiff_oldest_verification_age_seconds gauge\n"
         );
         assert_eq!(metrics_exposition(&[row], now), expected);
     }

@@ -46,7 +46,8 @@
 //! | [`Store::schedule_overview`] | one query: which checks need a sweep, a retry or a start ([`ScheduleOverview`]) |
 //! | [`Store::sweep_stale`], [`Store::sweep_superseded`] | the stale sweep with its coverage transitions ([`SweptRun`]) |
 //! | [`Store::latest_scheduled_for`], [`Store::retry_candidates`] | the inputs of [`due_slots`](datadiff_diff_core::attempt::due_slots) and of automatic retries ([`RetryCandidate`]) |
-//! | [`Store::start_attempt`] | T1: a scheduled, forced or retry attempt under the check lock → [`StartOutcome`] |
+//! | [`Store::reverification_candidates`] | PASS slots due for re-verification (`checks.<name>.reverify`) |
+//! | [`Store::start_attempt`] | T1: a scheduled, forced, retry or re-verification attempt under the check lock → [`StartOutcome`] |
 //! | [`Store::start_remediation`] | `rerun`: a REMEDIATION attempt of a FAIL/ERROR run, with its exact revision → [`Remediation`] |
 //! | [`Store::record_preflight`] | T2: the attempt's [`NewPreflight`], once, only while RUNNING |
 //! | [`Store::resolve_historical_start`] | T3: persists a resolved historical start, only while RUNNING and unresolved |

@@ -103,6 +103,12 @@ pub struct WatermarkReportRow {
     pub watermark_updated_at: Option<DateTime<Utc>>,
     /// `reason`.
     pub reason: Option<String>,
+    /// The least recent latest start or finish among the slots whose state is PASS: when the
+    /// oldest verification still standing was made (`checks.<name>.reverify` keeps it within
+    /// its period). `None` without a PASS slot.
+    pub oldest_verification: Option<DateTime<Utc>>,
+    /// `now - oldest_verification`: the age of the oldest slot not re-verified since.
+    pub oldest_verification_age: Option<TimeDelta>,
 }
 
 /// A row of the daily report: per definition name and tables, per UTC day of the attempt's
@@ -337,9 +343,20 @@ fn watermark_rows(client: &mut impl GenericClient, now: DateTime<Utc>) -> Result
                     wm.verified_start, wm.verified_end, wm.furthest_observed_end, \
                     round(extract(epoch FROM ($1::timestamptz - wm.verified_end)) * 1000000)::bigint \
                         AS lag_microseconds, \
-                    wm.blocking_run_id, wm.last_evaluated_run_id, wm.updated_at, wm.reason \
+                    wm.blocking_run_id, wm.last_evaluated_run_id, wm.updated_at, wm.reason, \
+                    verification.oldest_verification, \
+                    round(extract(epoch FROM ($1::timestamptz - verification.oldest_verification)) * 1000000)::bigint \
+                        AS oldest_verification_microseconds \
                FROM public.dd_check_definitions def \
                LEFT OUTER JOIN public.dd_watermark_state wm USING (check_id) \
+               LEFT OUTER JOIN LATERAL ( \
+                    SELECT min(slot_activity.last_activity) AS oldest_verification \
+                      FROM public.dd_run_slot_state slot \
+                      CROSS JOIN LATERAL ( \
+                           SELECT max(GREATEST(att.started_at, att.finished_at)) AS last_activity \
+                             FROM public.dd_run_attempts att \
+                            WHERE att.check_id = slot.check_id AND att.scheduled_for = slot.scheduled_for) slot_activity \
+                     WHERE slot.check_id = def.check_id AND slot.status = 'PASS') verification ON true \
               WHERE def.is_current \
               ORDER BY def.target_id, def.tap_id, def.source_schema, def.source_table, def.full_check_name",
             &[&now],
@@ -366,6 +383,9 @@ fn watermark_rows(client: &mut impl GenericClient, now: DateTime<Utc>) -> Result
                 last_evaluated_run_id: run_id(get(row, "last_evaluated_run_id")?),
                 watermark_updated_at: get(row, "updated_at")?,
                 reason: get(row, "reason")?,
+                oldest_verification: get(row, "oldest_verification")?,
+                oldest_verification_age: get::<Option<i64>>(row, "oldest_verification_microseconds")?
+                    .map(TimeDelta::microseconds),
             })
         })
         .collect()
@@ -635,6 +655,8 @@ mod tests {
             last_evaluated_run_id: None,
             watermark_updated_at: None,
             reason: None,
+            oldest_verification: None,
+            oldest_verification_age: None,
         }
     }
 

@@ -82,6 +82,12 @@ pub(crate) struct AuditArgs {
     /// a report (exit 2, a signal) leaves none.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Also write the verdict as Prometheus metrics (the text format of `report metrics`:
+    /// `datadiff_audit_*` families labelled by both tables) to FILE, atomically, for a
+    /// node_exporter textfile directory. The path is checked as --report's is, before the
+    /// audit starts; an audit that ends without a report leaves an earlier file as it was.
+    #[arg(long, value_name = "FILE")]
+    metrics: Option<PathBuf>,
     /// Output format of the report on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Json)]
     output_format: OutputFormat,
@@ -198,7 +204,21 @@ fn statement_timeout(text: &str) -> Result<std::time::Duration, String> {
 /// refusal, an error, SIGTERM, SIGINT, SIGHUP, even SIGKILL or a power cut) no earlier PASS
 /// can be read as its verdict — and the new report is written to a new file in the same
 /// directory and renamed over the path (a reader never sees half a report).
+///
+/// With `--metrics`, that path is checked first (a bad one costs no earlier report) and the
+/// verdict's metrics are written the same atomic way after the report; an audit that ends
+/// without a report leaves an earlier metrics file as it was.
 pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exit> {
+    // Checked first: a bad --metrics path must not cost an earlier --report.
+    let metrics_file = match &args.metrics {
+        Some(path) => {
+            if args.report.as_deref() == Some(path.as_path()) {
+                anyhow::bail!("--metrics {}: the same path as --report; give each its own file", path.display());
+            }
+            Some(OutputFile::check("--metrics", "the metrics", path)?)
+        }
+        None => None,
+    };
     let report_file = match &args.report {
         Some(path) => {
             let file = OutputFile::check("--report", "the report", path)?;
@@ -237,6 +257,10 @@ pub(crate) fn run(args: &AuditArgs, console: &mut Console) -> anyhow::Result<Exi
             console.stdout().write_all(json.as_bytes()).context("writing the report to stdout")?;
             stderr.line(&report.summary_line());
         }
+    }
+    if let Some(file) = &metrics_file {
+        let replica_table = args.replica_table.as_ref().unwrap_or(&args.table);
+        file.write(audit::audit_metrics(&report, &args.table, replica_table).as_bytes())?;
     }
     let exit = match report.status {
         Status::Pass => Exit::Success,

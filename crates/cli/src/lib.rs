@@ -110,7 +110,9 @@
 //!   `verification_lag_seconds` (a number, from `--at` or now), `blocking_run_id`,
 //!   `reason`, `check_id`, `source_database`, `source_schema`, `source_table`,
 //!   `target_database`, `target_schema`, `target_table`, `last_evaluated_run_id`,
-//!   `watermark_updated_at`; daily `check_date`, `full_check_name`,
+//!   `watermark_updated_at`, `oldest_verification_age_seconds` and `oldest_verification` (the
+//!   age and time of the least recent latest attempt among PASS slots: what
+//!   `checks.<name>.reverify` keeps below its period); daily `check_date`, `full_check_name`,
 //!   `successful_check_results`, `failed_check_results`, `run_level_errors` and the six
 //!   table names; failures `full_check_name`, `revision`, `scheduled_for`, `window_start`,
 //!   `window_end`, `run_id`, `attempt`, `trigger_type`, `failed_check`, `failure_status`,

@@ -314,6 +314,8 @@ const WATERMARK_COLUMNS: &[Column] = &[
     field("target_table"),
     field("last_evaluated_run_id"),
     field("watermark_updated_at"),
+    column("Oldest verification", "oldest_verification_age_seconds"),
+    field("oldest_verification"),
 ];
 
 fn watermark_listing(rows: &[datadiff_backend_store::WatermarkReportRow]) -> Listing {
@@ -341,6 +343,11 @@ fn watermark_listing(rows: &[datadiff_backend_store::WatermarkReportRow]) -> Lis
             Cell::string(&row.target_table),
             Cell::text(row.last_evaluated_run_id.map(|id| id.to_string())),
             Cell::time(row.watermark_updated_at),
+            match row.oldest_verification_age {
+                Some(age) => Cell::with_text(lag_text(age), json!(seconds(age))),
+                None => Cell::int(None),
+            },
+            Cell::time(row.oldest_verification),
         ]);
     }
     listing

@@ -114,6 +114,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
     let context = TickContext::new(store, connections)
         .with_selection(selection)
         .with_force(args.force)
+        .with_reverify(project.reverify.clone())
         .with_jobs(args.jobs)
         .with_clock(clock)
         .with_row_diff_strategy(args.strategy)

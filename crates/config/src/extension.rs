@@ -19,6 +19,8 @@
 //!   postgres/app/public/CustomerOrders:     # a replica another loader (dlt) named
 //!     replica_table: dlt_app.customer_orders
 //!     column_map: {OrderId: order_id, UpdatedAt: updated_at}
+//!     reverify: 7d                          # re-attempt PASS slots verified longer ago
+//!     reverify_per_tick: 2                  # at most this many per tick (1..24, default 2)
 //! ```
 //!
 //! `replica_table` and `column_map` rename the definition's target table and columns
@@ -31,8 +33,9 @@ use std::path::{Path, PathBuf};
 
 use std::collections::BTreeMap;
 
+use datadiff_diff_core::attempt::{MAX_CATCH_UP, Reverify};
 use datadiff_diff_core::definition::{
-    CheckDefinition, Extensions, ReplicaNaming, ReplicaTable, RowDiffSettings, SettingValue,
+    CheckDefinition, Duration, Extensions, ReplicaNaming, ReplicaTable, RowDiffSettings, SettingValue,
 };
 
 use crate::alerts::AlertSettings;
@@ -44,6 +47,9 @@ use crate::yaml::Node;
 pub(crate) struct CheckExtension {
     pub(crate) full_check_name: String,
     pub(crate) extensions: Extensions,
+    /// `reverify` and `reverify_per_tick`: a run-time setting, not part of the definition
+    /// (changing it keeps the revision and its coverage).
+    pub(crate) reverify: Option<Reverify>,
     pub(crate) path: String,
     pub(crate) line: usize,
 }
@@ -120,10 +126,12 @@ impl ExtensionFile {
                     continue;
                 };
                 let path = join("checks", name);
-                if let Some(extensions) = read_check(document, settings, &path) {
+                let reverify = read_reverify(document, settings, &path);
+                if let (Some(extensions), Some(reverify)) = (read_check(document, settings, &path), reverify) {
                     file.checks.push(CheckExtension {
                         full_check_name: name.to_owned(),
                         extensions,
+                        reverify,
                         path,
                         line: key.line,
                     });
@@ -131,6 +139,15 @@ impl ExtensionFile {
             }
         }
         file
+    }
+
+    /// The `reverify` settings of the entries that name a definition, by `full_check_name`.
+    pub(crate) fn reverify(&self, definitions: &[CheckDefinition]) -> std::collections::BTreeMap<String, Reverify> {
+        self.checks
+            .iter()
+            .filter(|entry| definitions.iter().any(|d| d.full_check_name == entry.full_check_name))
+            .filter_map(|entry| Some((entry.full_check_name.clone(), entry.reverify?)))
+            .collect()
     }
 
     /// Applies the `checks` entries to the definitions they name.
@@ -178,7 +195,11 @@ impl ExtensionFile {
 fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Extensions> {
     document.mapping(settings, path)?;
     let before = document.problems.len();
-    document.reject_unknown_keys(settings, path, &["row_diff", "exclude_soft_deleted", "replica_table", "column_map"]);
+    document.reject_unknown_keys(
+        settings,
+        path,
+        &["row_diff", "exclude_soft_deleted", "replica_table", "column_map", "reverify", "reverify_per_tick"],
+    );
     let mut extensions = Extensions::default();
     if let Some(row_diff) = settings.get("row_diff") {
         let row_diff_path = join(path, "row_diff");
@@ -302,6 +323,48 @@ fn column_map_matches(
         }
     }
     matches
+}
+
+/// `reverify: DURATION` (positive, the definitions' duration grammar) and `reverify_per_tick:
+/// N` (1..24, default [`Reverify::DEFAULT_PER_TICK`], only with `reverify`). `Some(None)`
+/// without them, `None` after a problem.
+fn read_reverify(document: &mut Document, settings: &Node, path: &str) -> Option<Option<Reverify>> {
+    let before = document.problems.len();
+    let period = settings.get("reverify").and_then(|node| {
+        let parsed = node.scalar_text().filter(|_| node.type_name() == "str").map(Duration::parse);
+        match parsed {
+            Some(Ok(period)) if !period.is_zero() => Some(period),
+            _ => {
+                document.problem(
+                    &join(path, "reverify"),
+                    Some(node.line),
+                    "reverify must be a positive duration such as 7d, 36h or 1w2d (units s, min, h, d, w)",
+                );
+                None
+            }
+        }
+    });
+    let per_tick = settings.get("reverify_per_tick").and_then(|node| {
+        let parsed = node.scalar_text().filter(|_| node.type_name() == "int").and_then(|text| text.parse().ok());
+        match parsed {
+            Some(count) if (1..=MAX_CATCH_UP).contains(&count) => Some(count),
+            _ => {
+                document.problem(
+                    &join(path, "reverify_per_tick"),
+                    Some(node.line),
+                    format!("reverify_per_tick must be an integer from 1 to {MAX_CATCH_UP}"),
+                );
+                None
+            }
+        }
+    });
+    if let (None, Some(node)) = (settings.get("reverify"), settings.get("reverify_per_tick")) {
+        document.problem(&join(path, "reverify_per_tick"), Some(node.line), "reverify_per_tick needs reverify");
+    }
+    if document.problems.len() != before {
+        return None;
+    }
+    Some(period.map(|period| Reverify { period, per_tick: per_tick.unwrap_or(Reverify::DEFAULT_PER_TICK) }))
 }
 
 /// A `row_diff` setting as the YAML holds it: an integer as PyYAML reads one (its text, so a

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use datadiff_diff_core::attempt::Reverify;
 use datadiff_diff_core::definition::{CheckDefinition, SourceType, TargetType};
 
 use crate::alerts::AlertSettings;
@@ -70,6 +71,9 @@ pub struct Project {
     pub alerts: AlertSettings,
     /// `datadiff.yml`'s TLS settings of the scheduled checks' connections, by tap and target.
     pub tls: ConnectionTls,
+    /// `datadiff.yml`'s `checks.<name>.reverify` settings, by `full_check_name`: run-time
+    /// settings of the tick, outside the definitions (changing them keeps the revision).
+    pub reverify: BTreeMap<String, Reverify>,
     /// Warnings, one line each: unset environment variables, windows shorter than the time
     /// between two fires (`file:line: path: message`), ignored definitions.
     pub warnings: Vec<String>,
@@ -346,6 +350,7 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
 
     // datadiff.yml
     let mut connection_tls = ConnectionTls::default();
+    let mut reverify = BTreeMap::new();
     if let Some((_, name)) = files.iter().find(|(kind, _)| *kind == FileKind::Extensions) {
         let ReadFile { mut document, root } = read_file(&dir.join(name), name, &env, secret, &mut warnings);
         if let Some(root) = root {
@@ -354,6 +359,7 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
             let unresolved =
                 Unresolved { names: &failed_names, unread_taps: &unread_taps, read_taps: &read_taps, unreadable_tap };
             extensions.apply(&mut document, &mut definitions, &unresolved);
+            reverify = extensions.reverify(&definitions);
             if let (Some(backend), Some(cert)) = (backend.as_mut(), extensions.sslrootcert) {
                 // `system` is libpq's name for the system trust store, not a file.
                 let keep = cert.is_absolute() || cert.as_os_str() == "system";
@@ -389,7 +395,7 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
     if !problems.is_empty() {
         return Err(Error::Invalid { dir, problems });
     }
-    let project = Project { dir, definitions, taps, targets, backend, alerts, tls: connection_tls, warnings };
+    let project = Project { dir, definitions, taps, targets, backend, alerts, tls: connection_tls, reverify, warnings };
     let mut project = project;
     if let Some(warning) = project.ignored_definitions_warning() {
         project.warnings.push(warning);

@@ -102,6 +102,15 @@ pub enum StartKind {
         /// The current slot: the slot and all its attempts must be older.
         retry_before: DateTime<Utc>,
     },
+    /// A re-verification of a verified slot (`checks.<name>.reverify` in `datadiff.yml`):
+    /// PipelineWise's `--force` on an attempted slot — MANUAL, the newest attempt's bounds —
+    /// taken only while the slot is still due, i.e. its effective outcome is PASS and none of
+    /// its attempts started or finished at or after `verified_before` (see
+    /// [`is_reverification_due`]).
+    Reverify {
+        /// `now` minus the re-verification period.
+        verified_before: DateTime<Utc>,
+    },
 }
 
 /// What the store knows about the whole check revision when a slot has no attempt yet.
@@ -152,6 +161,8 @@ pub enum SkipReason {
     HistoricalDiscoveryRunning,
     /// A retry found the slot no longer failed, or already attempted in this cron interval.
     RetryNoLongerEligible,
+    /// A re-verification found the slot no longer verified (not PASS) or verified since.
+    ReverificationNoLongerDue,
     /// The worker's attempt is no longer RUNNING (swept or finished by someone else).
     LeaseLost {
         /// The attempt.
@@ -172,6 +183,9 @@ impl SkipReason {
             }
             SkipReason::RetryNoLongerEligible => {
                 "This window is no longer eligible for a retry in this cron interval".to_owned()
+            }
+            SkipReason::ReverificationNoLongerDue => {
+                "This window is no longer due for re-verification (not PASS, or attempted since)".to_owned()
             }
             SkipReason::LeaseLost { run_id, status } => format!(
                 "Run {run_id} is no longer RUNNING (status: {status}); its lease expired or it was already \
@@ -260,6 +274,23 @@ pub fn decide_start(request: &StartRequest<'_>) -> StartDecision {
                 bounds: newest_attempt.bounds,
             })
         }
+        (StartKind::Reverify { .. }, None) => StartDecision::Skip(Skip {
+            reason: SkipReason::ReverificationNoLongerDue,
+            slot_status: None,
+            run_id: None,
+            bounds: None,
+        }),
+        (StartKind::Reverify { verified_before }, Some(newest_attempt)) => {
+            if !reverification_due(attempts, verified_before) {
+                return skip_with_newest(SkipReason::ReverificationNoLongerDue, newest_attempt);
+            }
+            // `--force` on an attempted slot, exactly.
+            StartDecision::Start(NewAttempt {
+                attempt: newest_attempt.attempt + 1,
+                trigger: TriggerType::Manual,
+                bounds: newest_attempt.bounds,
+            })
+        }
         (StartKind::Scheduled { force }, Some(newest_attempt)) => {
             if !force {
                 return skip_with_newest(SkipReason::AlreadyAttempted, newest_attempt);
@@ -285,6 +316,46 @@ pub fn decide_start(request: &StartRequest<'_>) -> StartDecision {
             let trigger = if force { TriggerType::Manual } else { TriggerType::Scheduled };
             StartDecision::Start(NewAttempt { attempt: 1, trigger, bounds })
         }
+    }
+}
+
+/// The rule of [`is_reverification_due`], on attempts without a RUNNING one.
+fn reverification_due(attempts: &[AttemptFacts], verified_before: DateTime<Utc>) -> bool {
+    let effective = attempts.iter().filter(|a| a.status.is_outcome()).max_by_key(|a| a.attempt);
+    effective.is_some_and(|effective| effective.status == RunStatus::Pass)
+        && attempts.iter().all(|attempt| attempt.last_activity() < verified_before)
+}
+
+/// Whether a slot is due for re-verification (`checks.<name>.reverify`): it has no RUNNING
+/// attempt, its effective outcome (newest PASS, FAIL or ERROR attempt; DEFERRED ignored) is
+/// PASS, and none of its attempts started or finished at or after `verified_before` (`now`
+/// minus the period): it was last looked at longer ago than the period. A FAIL or ERROR slot is
+/// not re-verified: retries and remediation own it. The store lists candidates with the same
+/// rule in SQL; [`decide_start`] re-checks it under the lock.
+pub fn is_reverification_due(slot_attempts: &[AttemptFacts], verified_before: DateTime<Utc>) -> bool {
+    !slot_attempts.iter().any(|attempt| attempt.status == RunStatus::Running)
+        && reverification_due(slot_attempts, verified_before)
+}
+
+/// How a definition's verified history is re-verified (`checks.<name>.reverify` in
+/// `datadiff.yml`): each tick re-attempts, after its due slots, at most `per_tick` slots
+/// verified longer ago than `period`, least recently verified first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reverify {
+    /// Re-verify a PASS slot last attempted longer ago than this.
+    pub period: Duration,
+    /// Re-verifications per definition per tick (at least 1).
+    pub per_tick: usize,
+}
+
+impl Reverify {
+    /// Re-verifications per definition per tick unless `reverify_per_tick` says otherwise:
+    /// twice the one slot a tick adds, so a backlog shrinks while new slots keep coming.
+    pub const DEFAULT_PER_TICK: usize = 2;
+
+    /// The newest last-activity time a slot may have and still be due at `now`.
+    pub fn verified_before(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        now - TimeDelta::seconds(self.period.seconds())
     }
 }
 

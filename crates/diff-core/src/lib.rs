@@ -30,6 +30,8 @@
 //!   `schema_compatibility` result, the `row_checksum` descriptors, the PostgreSQL aggregate
 //!   and `MIN` SQL ([`plan::MetricQuery`], [`plan::quote_ident`]).
 //! * [`mysql`]: PipelineWise's SQL forms for a MySQL or MariaDB source.
+//! * [`exposition`]: the Prometheus text format that `report metrics` and `audit --metrics`
+//!   write.
 //!
 //! [`Side`] and [`Error`] stay at the root: every job uses them.
 //!
@@ -69,6 +71,7 @@ mod column;
 pub mod definition;
 mod duration;
 mod error;
+pub mod exposition;
 mod family;
 mod historical;
 mod index_warning;

@@ -6,7 +6,10 @@
 //! their own (the current slot, or every slot after the newest attempted one up to it, oldest
 //! first, at most [`MAX_CATCH_UP`]); the **automatic retries** of failed slots of earlier
 //! intervals (listed when a candidate is known, or when the sweep just failed an attempt),
-//! never forced; then the due slots, with `--force` when given. An unforced current slot whose
+//! never forced; then the due slots, with `--force` when given; then, when the definition has
+//! `checks.<name>.reverify`, the **re-verifications**: at most its per-tick budget of PASS
+//! slots last attempted longer ago than its period, least recently attempted first, each
+//! PipelineWise's `--force` (MANUAL, the newest attempt's bounds). An unforced current slot whose
 //! newest attempt is already known (and unchanged by a sweep) is answered SKIPPED here, by the
 //! same [`decide_start`] rule the store applies under its lock, without a round trip.
 //!
@@ -27,6 +30,8 @@
 //!     has_retry_candidate: false,
 //!     current_slot_newest: None,
 //!     force: false,
+//!     reverify: None,
+//!     now: current,
 //! };
 //! let mut plan = CheckTickPlan::new(&schedule, facts, |_| None);
 //! let first = Utc.with_ymd_and_hms(2026, 7, 22, 12, 0, 0).unwrap();
@@ -41,7 +46,8 @@ use std::collections::VecDeque;
 use chrono::{DateTime, Utc};
 
 use crate::attempt::{
-    AttemptFacts, MAX_CATCH_UP, RevisionHistory, Skip, StartDecision, StartKind, StartRequest, decide_start, due_slots,
+    AttemptFacts, MAX_CATCH_UP, Reverify, RevisionHistory, Skip, StartDecision, StartKind, StartRequest, decide_start,
+    due_slots,
 };
 use crate::schedule::{Schedule, Window};
 
@@ -61,6 +67,10 @@ pub struct TickFacts {
     pub current_slot_newest: Option<AttemptFacts>,
     /// `--force`: start due slots even when attempted (retries are never forced).
     pub force: bool,
+    /// `checks.<name>.reverify`: re-verify old PASS slots after the due slots.
+    pub reverify: Option<Reverify>,
+    /// `now` (only the re-verification reads it: `now` minus the period).
+    pub now: DateTime<Utc>,
 }
 
 /// The next thing to do for a definition.
@@ -77,6 +87,15 @@ pub enum TickStep {
         slot: DateTime<Utc>,
         /// Scheduled (with `--force` or not) or a retry.
         kind: StartKind,
+    },
+    /// List the slots due for re-verification (verified before `verified_before`, least
+    /// recently attempted first, at most `limit`), then report them with
+    /// [`CheckTickPlan::reverification_candidates`].
+    ListReverifications {
+        /// `now` minus the re-verification period.
+        verified_before: DateTime<Utc>,
+        /// The per-tick budget.
+        limit: usize,
     },
     /// Report the slot SKIPPED without asking the store: its newest attempt is known.
     Skip {
@@ -102,6 +121,11 @@ enum Stage {
     AwaitRetries,
     /// Starting retries, then due slots.
     Starting,
+    /// Re-verifications were asked for; waiting for
+    /// [`CheckTickPlan::reverification_candidates`].
+    AwaitReverifications,
+    /// Starting re-verifications.
+    Reverifying,
     /// Finished.
     Done,
 }
@@ -114,6 +138,7 @@ pub struct CheckTickPlan {
     swept: bool,
     retries: VecDeque<DateTime<Utc>>,
     due: VecDeque<DateTime<Utc>>,
+    reverifications: VecDeque<DateTime<Utc>>,
     current_window: Option<Window>,
 }
 
@@ -128,7 +153,15 @@ impl CheckTickPlan {
         let due: VecDeque<_> = due_slots(schedule, facts.latest_attempted, facts.current).into();
         let current_window = window(facts.current);
         let stage = if facts.has_stale_attempt { Stage::Sweep } else { Stage::Retries };
-        CheckTickPlan { facts, stage, swept: false, retries: VecDeque::new(), due, current_window }
+        CheckTickPlan {
+            facts,
+            stage,
+            swept: false,
+            retries: VecDeque::new(),
+            due,
+            reverifications: VecDeque::new(),
+            current_window,
+        }
     }
 
     /// The next step. After [`TickStep::Sweep`] and [`TickStep::ListRetries`] the plan waits
@@ -140,7 +173,7 @@ impl CheckTickPlan {
                 self.stage = Stage::AwaitSweep;
                 TickStep::Sweep
             }
-            Stage::AwaitSweep | Stage::AwaitRetries | Stage::Done => {
+            Stage::AwaitSweep | Stage::AwaitRetries | Stage::AwaitReverifications | Stage::Done => {
                 self.stage = Stage::Done;
                 TickStep::Done
             }
@@ -153,6 +186,16 @@ impl CheckTickPlan {
                 self.next_start()
             }
             Stage::Starting => self.next_start(),
+            Stage::Reverifying => match (self.reverifications.pop_front(), self.facts.reverify) {
+                (Some(slot), Some(reverify)) => TickStep::Start {
+                    slot,
+                    kind: StartKind::Reverify { verified_before: reverify.verified_before(self.facts.now) },
+                },
+                _ => {
+                    self.stage = Stage::Done;
+                    TickStep::Done
+                }
+            },
         }
     }
 
@@ -174,13 +217,34 @@ impl CheckTickPlan {
         }
     }
 
+    /// The slots the store listed as due for re-verification, least recently attempted first
+    /// (at most the per-tick budget are started).
+    pub fn reverification_candidates(&mut self, slots: impl IntoIterator<Item = DateTime<Utc>>) {
+        if self.stage == Stage::AwaitReverifications {
+            let limit = self.facts.reverify.map_or(0, |reverify| reverify.per_tick);
+            self.reverifications = slots.into_iter().take(limit).collect();
+            self.stage = Stage::Reverifying;
+        }
+    }
+
     fn next_start(&mut self) -> TickStep {
         if let Some(slot) = self.retries.pop_front() {
             return TickStep::Start { slot, kind: StartKind::Retry { retry_before: self.facts.current } };
         }
         let Some(slot) = self.due.pop_front() else {
-            self.stage = Stage::Done;
-            return TickStep::Done;
+            return match self.facts.reverify {
+                Some(reverify) if reverify.per_tick > 0 => {
+                    self.stage = Stage::AwaitReverifications;
+                    TickStep::ListReverifications {
+                        verified_before: reverify.verified_before(self.facts.now),
+                        limit: reverify.per_tick,
+                    }
+                }
+                _ => {
+                    self.stage = Stage::Done;
+                    TickStep::Done
+                }
+            };
         };
         if let Some(skip) = self.known_skip(slot) {
             return TickStep::Skip { slot, skip };

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, ScheduleOverview, Store, StoredDefinition, SweptRun};
 use datadiff_diff_core::{
-    attempt::{CheckIdentity, MAX_CATCH_UP, RunSummary, Signal, StartKind, SummaryStatus},
+    attempt::{CheckIdentity, MAX_CATCH_UP, Reverify, RunSummary, Signal, StartKind, SummaryStatus},
     schedule::{CheckTickPlan, Schedule, TickFacts, TickStep},
 };
 
@@ -52,6 +52,7 @@ pub struct TickContext {
     options: ExecutionOptions,
     in_flight: InFlight,
     signals: bool,
+    reverify: std::collections::BTreeMap<String, Reverify>,
 }
 
 impl TickContext {
@@ -68,6 +69,7 @@ impl TickContext {
             options: ExecutionOptions { in_flight: Some(in_flight.clone()), ..ExecutionOptions::default() },
             in_flight,
             signals: false,
+            reverify: std::collections::BTreeMap::new(),
         }
     }
 
@@ -81,6 +83,16 @@ impl TickContext {
     /// newest attempt's bounds). Retries are never forced.
     pub fn with_force(mut self, force: bool) -> TickContext {
         self.force = force;
+        self
+    }
+
+    /// `checks.<name>.reverify` of `datadiff.yml` ([`datadiff_config::Project::reverify`]), by
+    /// `full_check_name`: after its due slots, each tick re-attempts a definition's PASS slots
+    /// last attempted longer ago than the period, least recently attempted first, at most its
+    /// per-tick budget — each PipelineWise's `--force` (MANUAL, the newest attempt's bounds), so
+    /// a FAIL invalidates coverage and alerts like any failure.
+    pub fn with_reverify(mut self, reverify: std::collections::BTreeMap<String, Reverify>) -> TickContext {
+        self.reverify = reverify;
         self
     }
 
@@ -228,7 +240,10 @@ impl TickReport {
 ///    most once per interval; `StartKind::Retry` with the current slot as `retry_before`);
 /// 5. the due slots, each started with `--force` when given (not the retries) — a slot
 ///    already attempted is SKIPPED, a forced one is a MANUAL attempt reusing the newest
-///    attempt's bounds, a revision's first slot may compare all history.
+///    attempt's bounds, a revision's first slot may compare all history;
+/// 6. with [`TickContext::with_reverify`], the **re-verifications**: PASS slots last attempted
+///    longer ago than the period, least recently first, at most the per-tick budget, each a
+///    MANUAL attempt reusing the newest attempt's bounds (`StartKind::Reverify`).
 ///
 /// Before all that the tick retires stale attempts of superseded revisions in the selection
 /// (SPEC §4's improvement; upstream never sweeps them).
@@ -405,6 +420,8 @@ impl CheckWork<'_> {
                 .then(|| overview.current_slot_newest.as_ref().map(Attempt::facts))
                 .flatten(),
             force: self.context.force,
+            reverify: self.context.reverify.get(&definition.full_check_name).copied(),
+            now: self.now,
         };
         let mut plan = CheckTickPlan::new(schedule, facts, |slot| definition.window(slot));
         loop {
@@ -431,6 +448,16 @@ impl CheckWork<'_> {
                             plan.retry_candidates(candidates.iter().map(|candidate| candidate.scheduled_for))
                         }
                         Err(error) => return self.failed(&backend("listing retry candidates")(error)),
+                    }
+                }
+                TickStep::ListReverifications { verified_before, limit } => {
+                    let check_id = self.definition.check_id;
+                    let listed = store.bounded("listing re-verification candidates", move |store| {
+                        store.reverification_candidates(check_id, verified_before, limit)
+                    });
+                    match listed {
+                        Ok(slots) => plan.reverification_candidates(slots),
+                        Err(error) => return self.failed(&backend("listing re-verification candidates")(error)),
                     }
                 }
                 TickStep::Start { slot, kind } => {

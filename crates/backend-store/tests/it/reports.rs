@@ -305,6 +305,8 @@ fn the_watermark_report_lists_current_definitions_with_lag_from_the_given_now() 
             last_evaluated_run_id: Some(run(6)),
             watermark_updated_at: Some(t(22, 12, 4)),
             reason: Some(format!("Run {} has status ERROR at the coverage boundary", id(5))),
+            oldest_verification: None,
+            oldest_verification_age: None,
         },
         WatermarkReportRow {
             check_id: CheckId::new(id(ORDERS_2)),
@@ -325,6 +327,9 @@ fn the_watermark_report_lists_current_definitions_with_lag_from_the_given_now() 
             last_evaluated_run_id: Some(run(3)),
             watermark_updated_at: Some(t(22, 12, 5)),
             reason: Some("All observed timestamp intervals are covered by successful runs".into()),
+            // Its one PASS slot (12:00) was last attempted at 12:05; the 13:00 slot still runs.
+            oldest_verification: Some(t(22, 12, 5)),
+            oldest_verification_age: Some(TimeDelta::minutes(145)),
         },
         WatermarkReportRow {
             check_id: CheckId::new(id(REFUNDS)),
@@ -345,6 +350,8 @@ fn the_watermark_report_lists_current_definitions_with_lag_from_the_given_now() 
             last_evaluated_run_id: None,
             watermark_updated_at: None,
             reason: None,
+            oldest_verification: None,
+            oldest_verification_age: None,
         },
     ];
     assert_eq!(rows, expected);

@@ -3,6 +3,7 @@
 mod fixture;
 mod fuzz;
 mod mysql_conn;
+mod reverify;
 mod rules;
 mod secrets;
 mod settings;

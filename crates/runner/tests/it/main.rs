@@ -20,4 +20,5 @@ mod row_diff_values;
 mod tick;
 mod tick_processes;
 mod tick_remediation;
+mod tick_reverify;
 mod tls;
