@@ -238,6 +238,10 @@ pub enum Unhashable {
     /// key column.
     #[error("the key {0} has no integer position (only integer and uuid keys are segmented)")]
     Key(String),
+    /// The key has several columns (names them, comma-separated): segments split on a single
+    /// key column's position.
+    #[error("the key ({0}) has several columns: composite keys are streamed (segments split one key column)")]
+    CompositeKey(String),
     /// A column pair whose SQL equality is not the comparison's: names the source's column.
     #[error("column {0} is compared across types in a way SQL cannot hash")]
     Column(String),
