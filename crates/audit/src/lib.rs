@@ -665,7 +665,15 @@ impl Plan {
             ([key], [(source_key, replica_key)]) => {
                 segment::plan_hashing((&key.source.name, *source_key, *replica_key), column_pairs)
             }
-            _ => Err(Unhashable::CompositeKey(key_names.join(","))),
+            (keys, decoders) => {
+                let source_keys: Vec<(&str, KeyDecoder, KeyDecoder)> = keys
+                    .iter()
+                    .zip(decoders)
+                    .map(|(key, (source, replica))| (key.source.name.as_str(), *source, *replica))
+                    .collect();
+                let replica_keys: Vec<&str> = keys.iter().map(|key| key.replica.name.as_str()).collect();
+                segment::plan_composite_hashing(&source_keys, &replica_keys, column_pairs)
+            }
         };
         Ok(Plan {
             names: matched.columns.iter().map(|column| column.source.name.clone()).collect(),

@@ -54,8 +54,9 @@ impl<'a> SnapshotSide<'a> {
     ) -> SnapshotSide<'a> {
         let role = session.role().to_owned();
         let SideRows { table, keys, columns, live } = rows;
+        let key_columns: Vec<String> = keys.iter().map(|(name, _)| name.clone()).collect();
         let segments = hashing.map(|hashing| {
-            SegmentQuery::new(role, &table, &keys[0].0, hashing.position, &hashing.fields, live.as_deref())
+            SegmentQuery::with_keys(role, &table, &key_columns, hashing.position, &hashing.fields, live.as_deref())
         });
         SnapshotSide { session, side, dsn, table, keys, columns, live, segments }
     }
@@ -99,7 +100,13 @@ impl CompareSide for SnapshotSide<'_> {
             true => Some(segment::link(client, self.dsn.config(), &role)?),
             false => None,
         };
-        let unique_key = segment::has_unique_key(client, &role, &self.table, &self.keys[0].0)?;
+        let unique_key = match self.keys.as_slice() {
+            [(key, _)] => segment::has_unique_key(client, &role, &self.table, key)?,
+            keys => {
+                let columns: Vec<String> = keys.iter().map(|(name, _)| name.clone()).collect();
+                segment::has_unique_key_columns(client, &role, &self.table, &columns)?
+            }
+        };
         Ok(HashFacts { unsupported: None, link, unique_key })
     }
 
