@@ -91,8 +91,8 @@ use datadiff_diff_core::{
 pub use columns::ColumnMatchError;
 pub use refusal::{MAX_EXAMPLES_LIMIT, MAX_ROWS_LIMIT, PRECONDITIONS, PREFLIGHT, Refusal};
 pub use report::{
-    AuditExample, AuditReport, CAVEAT, DATADIFF_VERSION, ExampleKind, Provenance, Reason, ReportKey, SideIdentity,
-    Status,
+    AuditExample, AuditReport, CAVEAT, CompositeReportKey, DATADIFF_VERSION, ExampleKind, Provenance, Reason,
+    ReportKey, SideIdentity, Status,
 };
 
 use datadiff_access::Dsn;
