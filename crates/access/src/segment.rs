@@ -47,6 +47,13 @@
 //! non-negative `bigint` that orders as the uuid does), and a segment of positions is the
 //! uuid range from `…0000` to `…ffff`, so its rows are found through the key's index.
 //!
+//! A composite key ([`plan_composite_hashing`], [`SegmentQuery::with_keys`]) is positioned by
+//! its first column (an integer or a uuid): a segment holds every row whose first column lies
+//! in it, and the other key columns are hashed with the row, in the form the merge compares
+//! them ([`key_part_fields`]), so a row moved between key parts changes its segment's digest.
+//! The overview checks NULLs in every key column and duplicates of the whole key (unless a
+//! unique index covers a subset of the key columns: [`has_unique_key_columns`]).
+//!
 //! # Answers the search cannot trust
 //!
 //! The overview ([`SegmentQuery::overview`]) also counts NULL keys and, when the key column
@@ -238,6 +245,12 @@ pub enum Unhashable {
     /// key column.
     #[error("the key {0} has no integer position (only integer and uuid keys are segmented)")]
     Key(String),
+    /// A composite key whose first column has no integer position (names the key's columns,
+    /// comma-separated): its segments are ranges of the first column.
+    #[error(
+        "the composite key ({0}) has no integer position: its first column must be an integer or uuid to be segmented"
+    )]
+    CompositeKey(String),
     /// A column pair whose SQL equality is not the comparison's: names the source's column.
     #[error("column {0} is compared across types in a way SQL cannot hash")]
     Column(String),
@@ -247,10 +260,64 @@ pub enum Unhashable {
 /// columns, in stream order (for [`SegmentQuery::new`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SideHashing {
-    /// How the side's key maps to a position.
+    /// How the side's key (its first column, for a composite key) maps to a position.
     pub position: Position,
-    /// The side's hash expressions of the compared columns ([`hash_pair`]).
+    /// The side's hash expressions: a composite key's other columns ([`key_part_fields`]), then
+    /// the compared columns ([`hash_pair`]).
     pub fields: Vec<String>,
+}
+
+/// The hash fields of a composite key's column after the first (which is hashed as the
+/// position's key): `(column, decoder)` of each side, decoded as the merge compares them —
+/// integers of any width alike, uuids by their bytes, text as `text COLLATE "C"` (`char(n)`
+/// right-trimmed, a uuid against text as its lowercase hyphenated text).
+pub fn key_part_fields(source: (&str, KeyDecoder), target: (&str, KeyDecoder)) -> (String, String) {
+    let fields = |(column, decoder): (&str, KeyDecoder)| {
+        let field = quoted_ident(column);
+        match decoder {
+            KeyDecoder::Int => integer_fields(&field),
+            KeyDecoder::Uuid => field,
+            KeyDecoder::PaddedChar => format!("(pg_catalog.rtrim({field}::text, ' ') COLLATE \"C\")"),
+            // Text, and a uuid read as its text (`uuid::text` is its lowercase hyphenated form).
+            _ => format!("({field}::text COLLATE \"C\")"),
+        }
+    };
+    (fields(source), fields(target))
+}
+
+/// [`plan_hashing`] for a key of several columns, `(source column, source decoder, target
+/// decoder)` each in key order, the target's own column names beside (`target_keys`): the
+/// position is the first column's (which must be an integer or a uuid on both sides), the
+/// other key columns are hashed before the compared columns. A segment is then a range of the
+/// first column, every row with that first column in it: equal digests still mean equal rows,
+/// whole keys included. A first column with few distinct values makes few segments (a leaf
+/// then holds every row of its first-column values, streamed and compared exactly).
+pub fn plan_composite_hashing<'a>(
+    keys: &[(&str, KeyDecoder, KeyDecoder)],
+    target_keys: &[&str],
+    columns: impl IntoIterator<Item = ((&'a ColumnType, Decoder), (&'a ColumnType, Decoder))>,
+) -> Result<(SideHashing, SideHashing), Unhashable> {
+    let names = || keys.iter().map(|(name, _, _)| *name).collect::<Vec<_>>().join(",");
+    let Some(((first, source_first, target_first), rest)) = keys.split_first() else {
+        return Err(Unhashable::CompositeKey(names()));
+    };
+    let (mut source, mut target) =
+        plan_hashing((first, *source_first, *target_first), columns).map_err(|error| match error {
+            Unhashable::Key(_) => Unhashable::CompositeKey(names()),
+            other => other,
+        })?;
+    let mut source_keys = Vec::with_capacity(rest.len());
+    let mut target_keys_fields = Vec::with_capacity(rest.len());
+    for ((name, source_decoder, target_decoder), target_name) in rest.iter().zip(target_keys.iter().skip(1)) {
+        let (source_field, target_field) = key_part_fields((name, *source_decoder), (target_name, *target_decoder));
+        source_keys.push(source_field);
+        target_keys_fields.push(target_field);
+    }
+    source_keys.append(&mut source.fields);
+    target_keys_fields.append(&mut target.fields);
+    source.fields = source_keys;
+    target.fields = target_keys_fields;
+    Ok((source, target))
 }
 
 /// Both sides' hashing of a comparison — the key pair `(source key column, source decoder,
@@ -281,7 +348,10 @@ pub fn plan_hashing<'a>(
 pub struct SegmentQuery {
     role: String,
     table: TableName,
+    /// The key column (a composite key's first column), quoted: the position's.
     key: String,
+    /// A composite key's other columns, quoted (empty for a single-column key).
+    other_keys: Vec<String>,
     position: Position,
     row_hash: String,
     filter: Option<String>,
@@ -313,11 +383,33 @@ impl SegmentQuery {
             table: table.clone(),
             row_hash: format!("pg_catalog.hash_record_extended(ROW({row}), {HASH_SEED})"),
             key,
+            other_keys: Vec::new(),
             position,
             filter: filter.map(str::to_owned),
         }
     }
 
+    /// [`SegmentQuery::new`] for a key of several columns, in key order: segments are
+    /// positions of the first; `fields` hash the other key columns first
+    /// ([`plan_composite_hashing`]); the overview's NULL and duplicate checks read every key
+    /// column.
+    ///
+    /// # Panics
+    ///
+    /// When `key_columns` is empty.
+    pub fn with_keys(
+        role: impl Into<String>,
+        table: &TableName,
+        key_columns: &[String],
+        position: Position,
+        fields: &[String],
+        filter: Option<&str>,
+    ) -> SegmentQuery {
+        let (first, others) = key_columns.split_first().expect("a key has at least one column");
+        let mut query = SegmentQuery::new(role, table, first, position, fields, filter);
+        query.other_keys = others.iter().map(|column| quoted_ident(column)).collect();
+        query
+    }
     /// The role name its errors carry (`source`, `replica`, ...).
     pub fn role(&self) -> &str {
         &self.role
@@ -349,14 +441,27 @@ impl SegmentQuery {
             true => "count(DISTINCT row_key) = count(*)",
             false => "true",
         };
+        let position = self.position.sql(&self.key);
+        if self.other_keys.is_empty() {
+            return format!(
+                "SELECT min(row_position), max(row_position), count(*), sum({ROW_DIGEST})::text, count(row_key) = count(*), \
+                 {distinct} FROM {rows}",
+                rows = self.rows(&format!("{key} AS row_key, {position} AS row_position", key = self.key), None),
+            );
+        }
+        // A composite key: the row of its columns (a row with a NULL part is not NULL itself,
+        // so NULL parts are counted apart).
+        let keys: Vec<&str> =
+            std::iter::once(self.key.as_str()).chain(self.other_keys.iter().map(String::as_str)).collect();
+        let any_null: Vec<String> = keys.iter().map(|key| format!("{key} IS NULL")).collect();
         format!(
-            "SELECT min(row_position), max(row_position), count(*), sum({ROW_DIGEST})::text, count(row_key) = count(*), \
-             {distinct} FROM {rows}",
+            "SELECT min(row_position), max(row_position), count(*), sum({ROW_DIGEST})::text, \
+             count(*) FILTER (WHERE row_key_null) = 0, {distinct} FROM {rows}",
             rows = self.rows(
                 &format!(
-                    "{key} AS row_key, {position} AS row_position",
-                    key = self.key,
-                    position = self.position.sql(&self.key)
+                    "ROW({keys}) AS row_key, ({any_null}) AS row_key_null, {position} AS row_position",
+                    keys = keys.join(", "),
+                    any_null = any_null.join(" OR "),
                 ),
                 None
             ),
@@ -643,6 +748,29 @@ pub fn has_unique_key(client: &mut Client, role: &str, table: &TableName, column
              WHERE i.indrelid = $1::text::regclass AND i.indisunique AND i.indisvalid \
              AND i.indnkeyatts = 1 AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = $2)",
             &[&table.quoted(), &column],
+        )
+        .map_err(Error::query(role, "reading the key's indexes"))?;
+    row.try_get(0).map_err(Error::query(role, "reading the key's indexes"))
+}
+
+/// Whether `table` has a valid unique index (no predicate, no expression) whose key columns
+/// are all among `columns`: then the rows' `columns` are distinct (a composite key's
+/// [`has_unique_key`]; NULL parts are found by the overview).
+pub fn has_unique_key_columns(
+    client: &mut Client,
+    role: &str,
+    table: &TableName,
+    columns: &[String],
+) -> Result<bool, Error> {
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_index i \
+             WHERE i.indrelid = $1::text::regclass AND i.indisunique AND i.indisvalid \
+             AND i.indpred IS NULL AND i.indexprs IS NULL \
+             AND NOT EXISTS (SELECT 1 FROM pg_catalog.generate_series(0, i.indnkeyatts - 1) AS n \
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[n] \
+             WHERE a.attname <> ALL ($2::text[])))",
+            &[&table.quoted(), &columns],
         )
         .map_err(Error::query(role, "reading the key's indexes"))?;
     row.try_get(0).map_err(Error::query(role, "reading the key's indexes"))

@@ -169,7 +169,8 @@ pub(crate) struct MatchedColumn {
 /// The key and the compared columns, matched, and the source columns left out on request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MatchedColumns {
-    pub(crate) key: MatchedColumn,
+    /// The key columns, in key order (several for a composite key).
+    pub(crate) keys: Vec<MatchedColumn>,
     pub(crate) columns: Vec<MatchedColumn>,
     /// Source columns not compared, in source order: not in `--columns`, named by
     /// `--exclude-columns`, or matching the replica's deleted marker.
@@ -202,7 +203,7 @@ pub(crate) struct Tables<'a> {
 /// a replica match.
 pub(crate) fn match_columns(
     tables: &Tables<'_>,
-    key: &str,
+    keys: &[&str],
     selection: Selection<'_>,
 ) -> Result<MatchedColumns, ColumnMatchError> {
     let map = selection.map;
@@ -223,7 +224,8 @@ pub(crate) fn match_columns(
             });
         }
     }
-    let key = matched(tables, map, key)?;
+    let keys = keys.iter().map(|key| matched(tables, map, key)).collect::<Result<Vec<_>, _>>()?;
+    let is_key = |name: &str| keys.iter().any(|key| key.source.name == name);
     let mut excluded = Vec::new();
     let names: Vec<String> = match selection.requested {
         Some(names) => {
@@ -231,7 +233,7 @@ pub(crate) fn match_columns(
                 tables
                     .source
                     .iter()
-                    .filter(|column| column.name != key.source.name && !names.contains(&column.name))
+                    .filter(|column| !is_key(&column.name) && !names.contains(&column.name))
                     .map(|column| column.name.clone()),
             );
             names.to_vec()
@@ -239,7 +241,7 @@ pub(crate) fn match_columns(
         None => {
             let mut names = Vec::new();
             let mut unmatched = Vec::new();
-            for column in tables.source.iter().filter(|column| column.name != key.source.name) {
+            for column in tables.source.iter().filter(|column| !is_key(&column.name)) {
                 if selection.excluded.contains(&column.name) {
                     excluded.push(column.name.clone());
                     continue;
@@ -266,9 +268,8 @@ pub(crate) fn match_columns(
     let mut columns = Vec::with_capacity(names.len());
     for name in &names {
         let column = matched(tables, map, name)?;
-        let claimed = std::iter::once(&key)
-            .chain(&columns)
-            .find(|other: &&MatchedColumn| other.replica.name == column.replica.name);
+        let claimed =
+            keys.iter().chain(&columns).find(|other: &&MatchedColumn| other.replica.name == column.replica.name);
         if let Some(other) = claimed {
             return Err(ColumnMatchError::Ambiguous {
                 replica_column: column.replica.name.clone(),
@@ -279,7 +280,7 @@ pub(crate) fn match_columns(
         }
         columns.push(column);
     }
-    Ok(MatchedColumns { key, columns, excluded })
+    Ok(MatchedColumns { keys, columns, excluded })
 }
 
 /// The replica names tried for the source column `name`: itself, and its lower-cased form
@@ -344,7 +345,9 @@ mod tests {
     }
 
     fn pairs(matched: &MatchedColumns) -> Vec<(String, String)> {
-        std::iter::once(&matched.key)
+        matched
+            .keys
+            .iter()
             .chain(&matched.columns)
             .map(|column| (column.source.name.clone(), column.replica.name.clone()))
             .collect()
@@ -367,7 +370,7 @@ mod tests {
         let source = columns(&["CustomerId", "Email", "plan", "Größe", "_sdc_deleted_at"]);
         let replica = columns(&["customerid", "Email", "email", "plan", "größe", "_sdc_deleted_at"]);
         let matched =
-            match_columns(&tables(&source, &replica), "CustomerId", every(&[], Some("_sdc_deleted_at"))).unwrap();
+            match_columns(&tables(&source, &replica), &["CustomerId"], every(&[], Some("_sdc_deleted_at"))).unwrap();
         let expected = [("CustomerId", "customerid"), ("Email", "Email"), ("plan", "plan"), ("Größe", "größe")];
         assert_eq!(pairs(&matched), expected.map(|(a, b)| (a.to_owned(), b.to_owned())));
         assert_eq!(matched.excluded, ["_sdc_deleted_at"], "the deleted marker is left out, and said so");
@@ -378,7 +381,7 @@ mod tests {
         let source = columns(&["OrderId", "TotalAmount", "Note", "Status"]);
         let replica = columns(&["order_id", "status"]);
         let map = vec![("OrderId".to_owned(), "order_id".to_owned())];
-        let error = match_columns(&tables(&source, &replica), "OrderId", every(&map, None)).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), &["OrderId"], every(&map, None)).unwrap_err();
         assert_eq!(
             error.to_string(),
             "2 source columns of public.customers have no column in replicated.customers on the replica database \
@@ -389,20 +392,20 @@ mod tests {
         // Excluded on request: compared no more, listed as left out.
         let excluded = ["TotalAmount".to_owned(), "Note".to_owned()];
         let selection = Selection { requested: None, excluded: &excluded, map: &map, skip_replica: None };
-        let matched = match_columns(&tables(&source, &replica), "OrderId", selection).unwrap();
+        let matched = match_columns(&tables(&source, &replica), &["OrderId"], selection).unwrap();
         assert_eq!(pairs(&matched)[1], ("Status".to_owned(), "status".to_owned()));
         assert_eq!(matched.excluded, ["TotalAmount", "Note"]);
         // A name that is no source column is an error, not a silent no-op.
         let typo = ["Totalamount".to_owned()];
         let selection = Selection { requested: None, excluded: &typo, map: &map, skip_replica: None };
-        let error = match_columns(&tables(&source, &replica), "OrderId", selection).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), &["OrderId"], selection).unwrap_err();
         assert!(matches!(error, ColumnMatchError::ExcludeUnknown { .. }), "{error}");
         // With --columns, the others are left out on request.
         let requested = ["Status".to_owned()];
         let selection = Selection { requested: Some(&requested), excluded: &[], map: &map, skip_replica: None };
-        let matched = match_columns(&tables(&source, &replica), "OrderId", selection).unwrap();
+        let matched = match_columns(&tables(&source, &replica), &["OrderId"], selection).unwrap();
         assert_eq!(matched.excluded, ["TotalAmount", "Note"]);
-        let error = match_columns(&tables(&source, &replica), "OrderId", every(&[], None)).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), &["OrderId"], every(&[], None)).unwrap_err();
         assert!(error.to_string().starts_with("column OrderId does not exist in replicated.customers"), "{error}");
     }
 
@@ -411,14 +414,14 @@ mod tests {
         let source = columns(&["id", "Email", "Plan"]);
         let replica = columns(&["id", "email", "plan_name", "plan"]);
         let map = vec![("Plan".to_owned(), "plan_name".to_owned())];
-        let matched = match_columns(&tables(&source, &replica), "id", every(&map, None)).unwrap();
+        let matched = match_columns(&tables(&source, &replica), &["id"], every(&map, None)).unwrap();
         assert_eq!(pairs(&matched)[2], ("Plan".to_owned(), "plan_name".to_owned()));
 
         let bad = vec![("Plan".to_owned(), "nope".to_owned())];
-        let error = match_columns(&tables(&source, &replica), "id", every(&bad, None)).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), &["id"], every(&bad, None)).unwrap_err();
         assert!(matches!(error, ColumnMatchError::MapUnknownReplica { .. }), "{error}");
         let bad = vec![("Colour".to_owned(), "plan".to_owned())];
-        let error = match_columns(&tables(&source, &replica), "id", every(&bad, None)).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), &["id"], every(&bad, None)).unwrap_err();
         assert_eq!(
             error.to_string(),
             "--column-map Colour=plan: public.customers has no column Colour on the source database"
@@ -430,7 +433,7 @@ mod tests {
         let source = columns(&["id", "FullName"]);
         let replica = columns(&["id"]);
         let requested = vec!["FullName".to_owned()];
-        let error = match_columns(&tables(&source, &replica), "id", only(&requested)).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), &["id"], only(&requested)).unwrap_err();
         assert_eq!(
             error.to_string(),
             "column FullName does not exist in replicated.customers on the replica database (tried FullName and \
@@ -442,7 +445,7 @@ mod tests {
     fn two_source_columns_on_one_replica_column_are_refused() {
         let source = columns(&["id", "Email", "EMAIL"]);
         let replica = columns(&["id", "email"]);
-        let error = match_columns(&tables(&source, &replica), "id", every(&[], None)).unwrap_err();
+        let error = match_columns(&tables(&source, &replica), &["id"], every(&[], None)).unwrap_err();
         assert!(matches!(error, ColumnMatchError::Ambiguous { .. }), "{error}");
     }
 }

@@ -93,8 +93,8 @@ pub use columns::ColumnMatchError;
 pub use metrics::audit_metrics;
 pub use refusal::{MAX_EXAMPLES_LIMIT, MAX_ROWS_LIMIT, PRECONDITIONS, PREFLIGHT, Refusal};
 pub use report::{
-    AuditExample, AuditReport, CAVEAT, DATADIFF_VERSION, ExampleKind, Provenance, Reason, ReportKey, SideIdentity,
-    Status,
+    AuditExample, AuditReport, CAVEAT, CompositeReportKey, DATADIFF_VERSION, ExampleKind, Provenance, Reason,
+    ReportKey, SideIdentity, Status,
 };
 
 use datadiff_access::Dsn;
@@ -231,8 +231,9 @@ impl AuditOptions {
         }
     }
 
-    /// Checks the preconditions that need no database and returns the key column's name.
-    pub fn validate(&self) -> Result<String, Refusal> {
+    /// Checks the preconditions that need no database and returns the key columns' names,
+    /// in key order (one for a single-column key, several for a composite key).
+    pub fn validate(&self) -> Result<Vec<String>, Refusal> {
         if !self.cutover_ready {
             return Err(Refusal::NotCutoverReady);
         }
@@ -242,18 +243,20 @@ impl AuditOptions {
         if !(1..=MAX_EXAMPLES_LIMIT).contains(&self.max_examples) {
             return Err(Refusal::MaxExamplesOutOfRange { max_examples: self.max_examples });
         }
-        let key = match split_identifiers(&self.key, ',') {
-            Some(parts) if parts.len() > 1 => return Err(Refusal::CompositeKey { key: self.key.clone() }),
-            Some(parts) => parts.into_iter().next().filter(|name| !name.is_empty()),
-            None => None,
-        };
-        let key = key.ok_or(Refusal::InvalidColumnList { flag: "--key" })?;
+        let keys = split_identifiers(&self.key, ',')
+            .filter(|parts| !parts.is_empty() && parts.iter().all(|name| !name.is_empty()))
+            .ok_or(Refusal::InvalidColumnList { flag: "--key" })?;
+        for (index, key) in keys.iter().enumerate() {
+            if keys[..index].contains(key) {
+                return Err(Refusal::KeyColumnTwice { column: key.clone() });
+            }
+        }
         if let Some(columns) = &self.columns {
             if columns.iter().any(String::is_empty) {
                 return Err(Refusal::InvalidColumnList { flag: "--columns" });
             }
-            if columns.contains(&key) {
-                return Err(Refusal::KeyInColumns { key });
+            if let Some(key) = keys.iter().find(|key| columns.contains(key)) {
+                return Err(Refusal::KeyInColumns { key: key.clone() });
             }
         }
         if !self.exclude_columns.is_empty() {
@@ -263,8 +266,8 @@ impl AuditOptions {
             if self.exclude_columns.iter().any(String::is_empty) {
                 return Err(Refusal::InvalidColumnList { flag: "--exclude-columns" });
             }
-            if self.exclude_columns.contains(&key) {
-                return Err(Refusal::KeyExcluded { key });
+            if let Some(key) = keys.iter().find(|key| self.exclude_columns.contains(key)) {
+                return Err(Refusal::KeyExcluded { key: key.clone() });
             }
         }
         if self.metadata.is_some() && self.deleted_column.is_some() {
@@ -279,7 +282,7 @@ impl AuditOptions {
                 return Err(Refusal::InvalidColumnMap { entry: format!("{source}={replica}") });
             }
         }
-        Ok(key)
+        Ok(keys)
     }
 
     fn replica_table(&self) -> &TableName {
@@ -388,7 +391,7 @@ fn audit_watched(
 ) -> Result<AuditReport, Error> {
     let started = Instant::now();
     let started_at = SystemTime::now();
-    let key = options.validate().map_err(Error::Refused)?;
+    let keys = options.validate().map_err(Error::Refused)?;
     let source_dsn = Dsn::parse("source", &options.source, environment)?;
     let replica_dsn = Dsn::parse("replica", &options.replica, environment)?;
 
@@ -417,9 +420,9 @@ fn audit_watched(
     }
 
     let reading = watch.busy("reading the catalogs", &BOTH);
-    let plan = Plan::resolve(&mut source, &mut replica, options, &key)?;
+    let plan = Plan::resolve(&mut source, &mut replica, options, &keys)?;
     drop(reading);
-    tracing::info!(columns = ?plan.names, replica_columns = ?plan.replica_names, key = %key, "comparing columns");
+    tracing::info!(columns = ?plan.names, replica_columns = ?plan.replica_names, key = ?keys, "comparing columns");
 
     let counting = watch.busy("counting rows", &BOTH);
     let inventory = inventory(&mut source, &mut replica, options, plan.marker.as_ref())?;
@@ -501,15 +504,13 @@ fn audit_watched(
     };
     let source_rows = SideRows {
         table: options.table.clone(),
-        key_column: plan.source_key_name.clone(),
-        key: plan.source_key,
+        keys: plan.source_keys(),
         columns: plan.source_decoders(),
         live: None,
     };
     let replica_rows = SideRows {
         table: options.replica_table().clone(),
-        key_column: plan.replica_key_name.clone(),
-        key: plan.replica_key,
+        keys: plan.replica_keys(),
         columns: plan.replica_decoders(),
         live,
     };
@@ -542,7 +543,7 @@ fn audit_watched(
             columns: plan.names.clone(),
             database: source_identity.database,
             deleted_column: None,
-            key: plan.source_key_name.clone(),
+            key: plan.source_key_names.join(","),
             metadata_table: None,
             system_identifier: source_identity.system_identifier,
             table: options.table.to_string(),
@@ -551,7 +552,7 @@ fn audit_watched(
             columns: plan.replica_names.clone(),
             database: replica_identity.database,
             deleted_column: plan.marker.as_ref().map(|marker| marker.column().to_owned()),
-            key: plan.replica_key_name.clone(),
+            key: plan.replica_key_names.join(","),
             metadata_table: options.metadata.as_ref().map(|metadata| metadata.table.to_string()),
             system_identifier: replica_identity.system_identifier,
             table: options.replica_table().to_string(),
@@ -562,6 +563,7 @@ fn audit_watched(
         tombstones: u64::try_from(tombstones).unwrap_or(0),
         excluded_columns: plan.excluded.clone(),
         strategy,
+        key_columns: plan.source_key_names.clone(),
     };
     let report = AuditReport::from_summary(&summary, options.allow_empty, provenance);
     tracing::info!(
@@ -582,10 +584,11 @@ struct Plan {
     names: Vec<String>,
     /// The replica names of the same columns, in the same order.
     replica_names: Vec<String>,
-    source_key_name: String,
-    replica_key_name: String,
-    source_key: KeyDecoder,
-    replica_key: KeyDecoder,
+    /// The key columns' names on each side, in key order (several for a composite key).
+    source_key_names: Vec<String>,
+    replica_key_names: Vec<String>,
+    /// The key columns' decoders (source, replica), in key order.
+    key_decoders: Vec<(KeyDecoder, KeyDecoder)>,
     decoders: Vec<(Decoder, Decoder)>,
     /// The deleted marker: the metadata table's flag, or the replica table's column.
     marker: Option<DeletedMarker>,
@@ -597,7 +600,12 @@ struct Plan {
 }
 
 impl Plan {
-    fn resolve(source: &mut Session, replica: &mut Session, options: &AuditOptions, key: &str) -> Result<Plan, Error> {
+    fn resolve(
+        source: &mut Session,
+        replica: &mut Session,
+        options: &AuditOptions,
+        keys: &[String],
+    ) -> Result<Plan, Error> {
         let replica_table = options.replica_table();
         let source_columns = stream::read_columns(source, &options.table)?;
         let replica_columns = stream::read_columns(replica, replica_table)?;
@@ -638,8 +646,13 @@ impl Plan {
             map: &options.column_map,
             skip_replica: skip,
         };
-        let matched = match_columns(&tables, key, selection)?;
-        let (source_key, replica_key) = stream::plan_key(&matched.key.source, &matched.key.replica, "replica")?;
+        let key_names: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let matched = match_columns(&tables, &key_names, selection)?;
+        let key_decoders = matched
+            .keys
+            .iter()
+            .map(|key| stream::plan_key(&key.source, &key.replica, "replica"))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut decoders = Vec::with_capacity(matched.columns.len());
         let coercions = stream::Coercions::NONE.empty_string_as_null(options.empty_string_as_null);
         for column in &matched.columns {
@@ -647,24 +660,42 @@ impl Plan {
                 stream::plan_pair_with(&column.source, &column.replica, "replica", coercions)?;
             decoders.push((source_decoder, replica_decoder));
         }
-        let hashes = segment::plan_hashing(
-            (&matched.key.source.name, source_key, replica_key),
-            matched.columns.iter().zip(&decoders).map(|(column, (source_decoder, replica_decoder))| {
-                ((&column.source, *source_decoder), (&column.replica, *replica_decoder))
-            }),
-        );
+        let column_pairs = matched.columns.iter().zip(&decoders).map(|(column, (source_decoder, replica_decoder))| {
+            ((&column.source, *source_decoder), (&column.replica, *replica_decoder))
+        });
+        let hashes = match (matched.keys.as_slice(), key_decoders.as_slice()) {
+            ([key], [(source_key, replica_key)]) => {
+                segment::plan_hashing((&key.source.name, *source_key, *replica_key), column_pairs)
+            }
+            (keys, decoders) => {
+                let source_keys: Vec<(&str, KeyDecoder, KeyDecoder)> = keys
+                    .iter()
+                    .zip(decoders)
+                    .map(|(key, (source, replica))| (key.source.name.as_str(), *source, *replica))
+                    .collect();
+                let replica_keys: Vec<&str> = keys.iter().map(|key| key.replica.name.as_str()).collect();
+                segment::plan_composite_hashing(&source_keys, &replica_keys, column_pairs)
+            }
+        };
         Ok(Plan {
             names: matched.columns.iter().map(|column| column.source.name.clone()).collect(),
             replica_names: matched.columns.iter().map(|column| column.replica.name.clone()).collect(),
-            source_key_name: matched.key.source.name.clone(),
-            replica_key_name: matched.key.replica.name.clone(),
-            source_key,
-            replica_key,
+            source_key_names: matched.keys.iter().map(|key| key.source.name.clone()).collect(),
+            replica_key_names: matched.keys.iter().map(|key| key.replica.name.clone()).collect(),
+            key_decoders,
             decoders,
             marker,
             excluded: matched.excluded,
             hashes,
         })
+    }
+
+    fn source_keys(&self) -> Vec<(String, KeyDecoder)> {
+        self.source_key_names.iter().cloned().zip(self.key_decoders.iter().map(|pair| pair.0)).collect()
+    }
+
+    fn replica_keys(&self) -> Vec<(String, KeyDecoder)> {
+        self.replica_key_names.iter().cloned().zip(self.key_decoders.iter().map(|pair| pair.1)).collect()
     }
 
     fn source_decoders(&self) -> Vec<(String, Decoder)> {

@@ -51,10 +51,10 @@ pub enum Refusal {
         /// The entry as given (column names only).
         entry: String,
     },
-    /// `--key` names more than one column.
-    CompositeKey {
-        /// The `--key` text (column names only).
-        key: String,
+    /// `--key` names a column twice.
+    KeyColumnTwice {
+        /// The repeated column.
+        column: String,
     },
     /// `--key` or `--columns` is not a valid column list.
     InvalidColumnList {
@@ -136,10 +136,9 @@ impl fmt::Display for Refusal {
                 f,
                 "--column-map {entry}: expected SOURCE=REPLICA (two column names, each source column mapped once)"
             ),
-            Refusal::CompositeKey { key } => write!(
-                f,
-                "composite keys are not supported: --key takes exactly one integer, uuid or text column (got {key})"
-            ),
+            Refusal::KeyColumnTwice { column } => {
+                write!(f, "--key names the column {column} twice: each key column is given once")
+            }
             Refusal::InvalidColumnList { flag } => {
                 write!(f, "{flag} must be column names separated by commas (double-quote a name containing a comma)")
             }

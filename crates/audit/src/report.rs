@@ -112,14 +112,36 @@ impl Serialize for ReportKey {
     }
 }
 
+/// A composite key in a report: an object of key column (source name) → key part, each part
+/// as [`ReportKey`] writes it, the columns sorted by name as every object of the report is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompositeReportKey(pub Vec<(String, Key)>);
+
+impl Serialize for CompositeReportKey {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut parts: Vec<&(String, Key)> = self.0.iter().collect();
+        parts.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut map = serializer.serialize_map(Some(parts.len()))?;
+        for (column, part) in parts {
+            map.serialize_entry(column, &ReportKey(part.clone()))?;
+        }
+        map.end()
+    }
+}
+
 /// One difference: the key, the kind, and for `CHANGED` the differing columns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditExample {
     /// The differing columns' names (`CHANGED` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fields: Option<Vec<String>>,
-    /// The row's key.
-    pub id: ReportKey,
+    /// The row's key, when the key is one column (the seed's field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<ReportKey>,
+    /// The row's key, when the key has several columns: key column → value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<CompositeReportKey>,
     /// The kind.
     pub kind: ExampleKind,
 }
@@ -169,6 +191,9 @@ pub struct Provenance {
     pub excluded_columns: Vec<String>,
     /// How the scan read the rows, and why.
     pub strategy: StrategyUsed,
+    /// The key columns' source names, in key order (one for a single-column key): a
+    /// composite key's examples name each.
+    pub key_columns: Vec<String>,
 }
 
 /// The audit report. Fields are declared in alphabetical order so the JSON keys are sorted.
@@ -256,7 +281,7 @@ impl AuditReport {
             difference_count,
             duration_seconds: (duration_seconds * 1000.0).round() / 1000.0,
             excluded_columns: provenance.excluded_columns,
-            examples: summary.examples.iter().map(example).collect(),
+            examples: summary.examples.iter().map(|found| example(found, &provenance.key_columns)).collect(),
             examples_truncated: summary.examples_truncated(),
             extra: summary.extra,
             finished_at: rfc3339(provenance.finished_at),
@@ -313,13 +338,20 @@ impl AuditReport {
     }
 }
 
-fn example(example: &Example<Key>) -> AuditExample {
+fn example(example: &Example<Key>, key_columns: &[String]) -> AuditExample {
     let (kind, fields) = match example.kind {
         DifferenceKind::MissingInTarget => (ExampleKind::MissingInReplica, None),
         DifferenceKind::ExtraInTarget => (ExampleKind::ExtraInReplica, None),
         DifferenceKind::Changed => (ExampleKind::Changed, Some(example.fields.clone())),
     };
-    AuditExample { fields, id: ReportKey(example.key.clone()), kind }
+    let (id, key) = match &example.key {
+        Key::Composite(parts) => {
+            let named = key_columns.iter().cloned().zip(parts.iter().cloned()).collect();
+            (None, Some(CompositeReportKey(named)))
+        }
+        single => (Some(ReportKey(single.clone())), None),
+    };
+    AuditExample { fields, id, key, kind }
 }
 
 #[cfg(test)]
@@ -358,6 +390,7 @@ mod tests {
             tombstones: 0,
             excluded_columns: vec!["notes".to_owned()],
             strategy: StrategyUsed::segments("segments requested"),
+            key_columns: vec!["id".to_owned()],
         }
     }
 
@@ -436,5 +469,32 @@ mod tests {
         assert_eq!(id, serde_json::json!("k-1"));
         let id = serde_json::to_value(ReportKey(Key::Uuid([0xab; 16]))).unwrap();
         assert_eq!(id, serde_json::json!("abababab-abab-abab-abab-abababababab"));
+    }
+
+    #[test]
+    fn composite_keys_are_reported_under_key_as_column_to_value() {
+        let key = |order: i64, line: &str| Key::from_parts(vec![Key::Int(order), Key::Text(line.into())]);
+        let rows = |keys: &[(i64, &str, i64)]| -> Vec<Result<ValuesRow, std::convert::Infallible>> {
+            keys.iter().map(|&(o, l, v)| Ok(ValuesRow { key: key(o, l), values: vec![Value::Int(v)] })).collect()
+        };
+        let mut summary = Summary::new(20, vec!["amount".to_owned()]);
+        for change in merge(rows(&[(1, "a", 1), (1, "b", 2)]), rows(&[(1, "b", 3), (2, "a", 1)])) {
+            summary.record(&change.unwrap());
+        }
+        let mut provenance = provenance(0.5);
+        provenance.key_columns = vec!["order_id".to_owned(), "line".to_owned()];
+        let report = AuditReport::from_summary(&summary, false, provenance);
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(
+            json["examples"],
+            serde_json::json!([
+                {"key": {"order_id": 1, "line": "a"}, "kind": "MISSING_IN_REPLICA"},
+                {"key": {"order_id": 1, "line": "b"}, "kind": "CHANGED", "fields": ["amount"]},
+                {"key": {"order_id": 2, "line": "a"}, "kind": "EXTRA_IN_REPLICA"},
+            ])
+        );
+        // The key's columns sorted like every object of the report.
+        let text = report.to_json();
+        assert!(text.find("\"line\"").unwrap() < text.find("\"order_id\"").unwrap(), "{text}");
     }
 }

@@ -25,8 +25,8 @@ pub(crate) struct SnapshotSide<'a> {
     side: Side,
     dsn: &'a Dsn,
     table: TableName,
-    key_column: String,
-    key: KeyDecoder,
+    /// The key columns and their decoders, in key order.
+    keys: Vec<(String, KeyDecoder)>,
     columns: Vec<(String, Decoder)>,
     /// The rows compared, when not all of the table's (the replica's live rows).
     live: Option<String>,
@@ -37,8 +37,7 @@ pub(crate) struct SnapshotSide<'a> {
 /// What identifies a snapshot side's rows: its table, key and compared columns.
 pub(crate) struct SideRows {
     pub(crate) table: TableName,
-    pub(crate) key_column: String,
-    pub(crate) key: KeyDecoder,
+    pub(crate) keys: Vec<(String, KeyDecoder)>,
     pub(crate) columns: Vec<(String, Decoder)>,
     pub(crate) live: Option<String>,
 }
@@ -54,11 +53,12 @@ impl<'a> SnapshotSide<'a> {
         hashing: Option<&SideHashing>,
     ) -> SnapshotSide<'a> {
         let role = session.role().to_owned();
-        let SideRows { table, key_column, key, columns, live } = rows;
+        let SideRows { table, keys, columns, live } = rows;
+        let key_columns: Vec<String> = keys.iter().map(|(name, _)| name.clone()).collect();
         let segments = hashing.map(|hashing| {
-            SegmentQuery::new(role, &table, &key_column, hashing.position, &hashing.fields, live.as_deref())
+            SegmentQuery::with_keys(role, &table, &key_columns, hashing.position, &hashing.fields, live.as_deref())
         });
-        SnapshotSide { session, side, dsn, table, key_column, key, columns, live, segments }
+        SnapshotSide { session, side, dsn, table, keys, columns, live, segments }
     }
 
     fn segments(&self) -> Result<&SegmentQuery, AccessError> {
@@ -100,7 +100,13 @@ impl CompareSide for SnapshotSide<'_> {
             true => Some(segment::link(client, self.dsn.config(), &role)?),
             false => None,
         };
-        let unique_key = segment::has_unique_key(client, &role, &self.table, &self.key_column)?;
+        let unique_key = match self.keys.as_slice() {
+            [(key, _)] => segment::has_unique_key(client, &role, &self.table, key)?,
+            keys => {
+                let columns: Vec<String> = keys.iter().map(|(name, _)| name.clone()).collect();
+                segment::has_unique_key_columns(client, &role, &self.table, &columns)?
+            }
+        };
         Ok(HashFacts { unsupported: None, link, unique_key })
     }
 
@@ -119,8 +125,7 @@ impl CompareSide for SnapshotSide<'_> {
             }
             _ => self.live.clone(),
         };
-        let query =
-            RowQuery::for_table(&self.table, &self.key_column, self.key, self.columns.clone(), filter.as_deref());
+        let query = RowQuery::for_table_keys(&self.table, self.keys.clone(), self.columns.clone(), filter.as_deref());
         RowStream::spawn(scope, self.session, query, StreamOptions::default())
     }
 }

@@ -127,6 +127,11 @@ impl MemorySide {
                 first.copy_from_slice(&bytes[..8]);
                 Ok((u64::from_be_bytes(first) >> 4) as i64)
             }
+            // A composite key's position is its first part's, as on a database.
+            Key::Composite(parts) => match parts.first() {
+                Some(first @ (Key::Int(_) | Key::Uuid(_))) => self.position(first),
+                _ => Err(MemoryError { role: self.role.clone(), key: key.to_string() }),
+            },
             Key::Text(_) => Err(MemoryError { role: self.role.clone(), key: key.to_string() }),
         }
     }

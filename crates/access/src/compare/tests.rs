@@ -253,6 +253,9 @@ enum KeyKind {
     Int,
     /// Uuids, some sharing their first 60 bits (one segment position).
     Uuid,
+    /// Composite `(integer, integer)` keys, seven per first part (one segment position): a
+    /// row moved to a near key stays in its first part, and only the second part tells.
+    Pair,
 }
 
 fn key_of(kind: KeyKind, seed: i64) -> Key {
@@ -269,6 +272,8 @@ fn key_of(kind: KeyKind, seed: i64) -> Key {
             bytes[8..].copy_from_slice(&seed.to_be_bytes());
             Key::Uuid(bytes)
         }
+        // Lexicographic order of (seed / 7, seed % 7) is the seeds' order.
+        KeyKind::Pair => Key::from_parts(vec![Key::Int(seed.div_euclid(7)), Key::Int(seed.rem_euclid(7))]),
     }
 }
 
@@ -326,7 +331,7 @@ struct Case {
 }
 
 fn case() -> impl proptest::strategy::Strategy<Value = Case> {
-    let kind = prop_oneof![Just(KeyKind::Int), Just(KeyKind::Uuid)];
+    let kind = prop_oneof![Just(KeyKind::Int), Just(KeyKind::Uuid), Just(KeyKind::Pair)];
     let source = prop::collection::btree_map(-2_000i64..2_000, (value(), value()).prop_map(|(a, b)| [a, b]), 0..300);
     let settings = (1u64..8, 1u64..32, 2u64..9, 2u64..9, 1u32..6).prop_map(
         |(leaf_rows, first_level_rows, max_first_fanout, max_fanout, max_levels)| SearchSettings {

@@ -40,7 +40,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::Scope;
 
 use crossbeam_channel::{Receiver, Sender};
-use datadiff_diff_core::{merge::Batches, plan::quoted_ident};
+use datadiff_diff_core::{
+    merge::{Batches, Key},
+    plan::quoted_ident,
+};
 
 use crate::error::Error;
 use crate::session::{Canceller, Session};
@@ -54,12 +57,15 @@ use crate::stream::mysql::MySqlStop;
 use crate::table::TableName;
 
 /// What one side streams: a `SELECT` of the key then the compared columns, ordered by key,
-/// and the decoder of each field.
+/// and the decoder of each field. A composite key is several key fields, first, in key order
+/// ([`RowQuery::for_table_keys`]): the rows' keys are then [`Key::Composite`]s.
+///
+/// [`Key::Composite`]: datadiff_diff_core::merge::Key::Composite
 #[derive(Debug, Clone)]
 pub struct RowQuery {
     select: String,
-    key_column: String,
-    key: KeyDecoder,
+    /// The key columns and their decoders, in key order (at least one).
+    keys: Vec<(String, KeyDecoder)>,
     columns: Vec<(String, Decoder)>,
 }
 
@@ -75,7 +81,23 @@ impl RowQuery {
         key: KeyDecoder,
         columns: Vec<(String, Decoder)>,
     ) -> RowQuery {
-        RowQuery { select: select.into(), key_column: key_column.into(), key, columns }
+        RowQuery::with_keys(select, vec![(key_column.into(), key)], columns)
+    }
+
+    /// A query from its own `SELECT` returning every key column first, in key order, then one
+    /// column per decoder, ordered by the key columns in turn (each bytewise, as
+    /// [`RowQuery::new`] says).
+    ///
+    /// # Panics
+    ///
+    /// When `keys` is empty.
+    pub fn with_keys(
+        select: impl Into<String>,
+        keys: Vec<(String, KeyDecoder)>,
+        columns: Vec<(String, Decoder)>,
+    ) -> RowQuery {
+        assert!(!keys.is_empty(), "a row query has at least one key column");
+        RowQuery { select: select.into(), keys, columns }
     }
 
     /// `SELECT key, columns… FROM table [WHERE filter] ORDER BY key [COLLATE "C"]`, every
@@ -87,11 +109,23 @@ impl RowQuery {
         columns: Vec<(String, Decoder)>,
         filter: Option<&str>,
     ) -> RowQuery {
-        let mut select = format!("SELECT {}", quoted_ident(key_column));
-        for (name, _) in &columns {
-            select.push_str(", ");
-            select.push_str(&quoted_ident(name));
-        }
+        RowQuery::for_table_keys(table, vec![(key_column.to_owned(), key)], columns, filter)
+    }
+
+    /// [`RowQuery::for_table`] with any number of key columns (a composite key):
+    /// `SELECT a, b, columns… FROM table [WHERE filter] ORDER BY a [COLLATE "C"], b …`.
+    ///
+    /// # Panics
+    ///
+    /// When `keys` is empty.
+    pub fn for_table_keys(
+        table: &TableName,
+        keys: Vec<(String, KeyDecoder)>,
+        columns: Vec<(String, Decoder)>,
+        filter: Option<&str>,
+    ) -> RowQuery {
+        let names = keys.iter().map(|(name, _)| name).chain(columns.iter().map(|(name, _)| name));
+        let mut select = format!("SELECT {}", names.map(|name| quoted_ident(name)).collect::<Vec<_>>().join(", "));
         select.push_str(" FROM ");
         select.push_str(&table.quoted());
         if let Some(filter) = filter {
@@ -99,11 +133,8 @@ impl RowQuery {
             select.push_str(filter);
         }
         select.push_str(" ORDER BY ");
-        select.push_str(&quoted_ident(key_column));
-        if key.needs_c_collation() {
-            select.push_str(" COLLATE \"C\"");
-        }
-        RowQuery::new(select, key_column, key, columns)
+        select.push_str(&order_by(&keys));
+        RowQuery::with_keys(select, keys, columns)
     }
 
     /// The `SELECT`.
@@ -120,6 +151,19 @@ impl RowQuery {
     pub fn copy_sql(&self) -> String {
         format!("COPY ({}) TO STDOUT (FORMAT binary)", self.select)
     }
+}
+
+/// The `ORDER BY` list of key columns: each quoted, a text key `COLLATE "C"` (bytewise, the
+/// merge's order).
+pub(crate) fn order_by(keys: &[(String, KeyDecoder)]) -> String {
+    let order: Vec<String> = keys
+        .iter()
+        .map(|(name, key)| match key.needs_c_collation() {
+            true => format!("{} COLLATE \"C\"", quoted_ident(name)),
+            false => quoted_ident(name),
+        })
+        .collect();
+    order.join(", ")
 }
 
 /// Batch and queue sizes of a stream.
@@ -411,8 +455,10 @@ impl RowDecoder {
     /// chunks is gathered in the carry buffer.
     pub(super) fn feed(&mut self, role: &str, query: &RowQuery, chunk: &[u8], out: &BatchOut) -> Result<Flow, Error> {
         let RowDecoder { parser, carry, writer, batch, batch_rows } = self;
-        let (parser, segments) =
-            parser.get_or_insert_with(|| (CopyParser::new(1 + query.columns.len()), segments(&query.columns)));
+        let key_fields = query.keys.len();
+        let (parser, segments) = parser.get_or_insert_with(|| {
+            (CopyParser::new(key_fields + query.columns.len()), segments(key_fields, &query.columns))
+        });
         let decode_error = |column: &str, problem: DecodeError| Error::Decode {
             role: role.to_owned(),
             column: column.to_owned(),
@@ -420,10 +466,17 @@ impl RowDecoder {
         };
         let malformed = |problem: &'static str| decode_error("COPY stream", DecodeError::Framing(problem));
         let mut on_row = |tuple: &Tuple<'_>| -> Result<Flow, Error> {
-            let Some(key) = tuple.field(0) else {
-                return Err(Error::NullKey { role: role.to_owned(), column: query.key_column.clone() });
+            let key_part = |index: usize| -> Result<Key, Error> {
+                let (name, decoder) = &query.keys[index];
+                let Some(field) = tuple.field(index) else {
+                    return Err(Error::NullKey { role: role.to_owned(), column: name.clone() });
+                };
+                decoder.decode(field).map_err(|problem| decode_error(name, problem))
             };
-            let key = query.key.decode(key).map_err(|problem| decode_error(&query.key_column, problem))?;
+            let key = match key_fields {
+                1 => key_part(0)?,
+                _ => Key::from_parts((0..key_fields).map(key_part).collect::<Result<_, _>>()?),
+            };
             writer.begin_row();
             for segment in segments.iter() {
                 match segment {
@@ -431,7 +484,7 @@ impl RowDecoder {
                     Segment::Encode(field) => match tuple.field(*field) {
                         None => writer.null(),
                         Some(bytes) => {
-                            let (name, decoder) = &query.columns[*field - 1];
+                            let (name, decoder) = &query.columns[*field - key_fields];
                             writer.field(*decoder, bytes).map_err(|problem| decode_error(name, problem))?;
                         }
                     },
@@ -496,7 +549,7 @@ impl RowDecoder {
     }
 }
 
-/// How a tuple's compared fields (1.. after the key) become a row's encoding.
+/// How a tuple's compared fields (after the key fields) become a row's encoding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Segment {
     /// A run of fields whose wire bytes are their encoding: copied as framed on the wire.
@@ -505,11 +558,12 @@ enum Segment {
     Encode(usize),
 }
 
-/// The segments of a row: consecutive wire fields merged into one copy.
-fn segments(columns: &[(String, Decoder)]) -> Vec<Segment> {
+/// The segments of a row whose compared fields follow `key_fields` key fields: consecutive
+/// wire fields merged into one copy.
+fn segments(key_fields: usize, columns: &[(String, Decoder)]) -> Vec<Segment> {
     let mut segments: Vec<Segment> = Vec::new();
     for (index, (_, decoder)) in columns.iter().enumerate() {
-        let field = index + 1;
+        let field = index + key_fields;
         match segments.last_mut() {
             Some(Segment::Framed(run)) if decoder.is_wire() && run.end == field => run.end = field + 1,
             _ if decoder.is_wire() => segments.push(Segment::Framed(field..field + 1)),
@@ -556,11 +610,11 @@ mod tests {
             decoders.iter().map(|decoder| ("c".to_owned(), *decoder)).collect()
         };
         assert_eq!(
-            segments(&columns(&[D::Timestamp, D::IntSameWidth, D::NumericSameScale, D::Text])),
+            segments(1, &columns(&[D::Timestamp, D::IntSameWidth, D::NumericSameScale, D::Text])),
             vec![Segment::Framed(1..5)]
         );
         assert_eq!(
-            segments(&columns(&[D::Timestamp, D::NumericAsFloat, D::Text, D::Text, D::PaddedChar, D::Int])),
+            segments(1, &columns(&[D::Timestamp, D::NumericAsFloat, D::Text, D::Text, D::PaddedChar, D::Int])),
             vec![
                 Segment::Framed(1..2),
                 Segment::Encode(2),
@@ -569,6 +623,6 @@ mod tests {
                 Segment::Encode(6)
             ]
         );
-        assert!(segments(&[]).is_empty());
+        assert!(segments(1, &[]).is_empty());
     }
 }

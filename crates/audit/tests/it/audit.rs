@@ -134,10 +134,12 @@ fn preconditions_refuse_before_connecting() {
         assert!(refused.to_string().contains("--max-examples"), "{refused}");
     }
     options.max_examples = 100;
-    options.key = "a,b".to_owned();
+    options.key = "a,b,a".to_owned();
     let refused = refusal(run(&options));
-    assert_eq!(refused, Refusal::CompositeKey { key: "a,b".to_owned() });
-    assert!(refused.to_string().contains("composite keys are not supported") && refused.to_string().contains("--key"));
+    assert_eq!(refused, Refusal::KeyColumnTwice { column: "a".to_owned() });
+    assert!(refused.to_string().contains("--key names the column a twice"), "{refused}");
+    options.key = "a,".to_owned();
+    assert_eq!(refusal(run(&options)), Refusal::InvalidColumnList { flag: "--key" });
 
     // With valid options the same DSNs do try to connect.
     options.key = "id".to_owned();

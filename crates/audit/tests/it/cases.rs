@@ -493,9 +493,41 @@ pub(crate) enum KeyKind {
     IntegerAgainstBigint,
     Uuid,
     Text,
+    /// A composite key `(id integer, id2 integer)`, the replica's first column `bigint`: a
+    /// line item's `(order_id, line_no)`.
+    IntPair,
+    /// A composite key `(id text, id2 integer)`, the replica's `(varchar, bigint)`: a link
+    /// table keyed by a code and a number.
+    TextInt,
 }
 
 impl KeyKind {
+    /// The composite key kinds (not in [`KeyKind::ALL`], so that the single-key cases of a
+    /// seed stay what they were).
+    pub(crate) const COMPOSITE: [KeyKind; 2] = [KeyKind::IntPair, KeyKind::TextInt];
+
+    /// The key columns' names and SQL types `(name, source type, replica type)`.
+    pub(crate) fn columns(self) -> Vec<(&'static str, &'static str, &'static str)> {
+        match self {
+            KeyKind::IntPair => vec![("id", "integer", "bigint"), ("id2", "integer", "integer")],
+            KeyKind::TextInt => vec![("id", "text", "character varying"), ("id2", "integer", "bigint")],
+            single => {
+                let (source, replica) = single.types();
+                vec![("id", source, replica)]
+            }
+        }
+    }
+
+    /// Whether the segment strategy can hash this key (an integer or uuid first column).
+    pub(crate) fn hashable(self) -> bool {
+        !matches!(self, KeyKind::Text | KeyKind::TextInt)
+    }
+
+    /// Whether the key has several columns.
+    pub(crate) fn is_composite(self) -> bool {
+        KeyKind::COMPOSITE.contains(&self)
+    }
+
     const ALL: [KeyKind; 4] = [KeyKind::Bigint, KeyKind::IntegerAgainstBigint, KeyKind::Uuid, KeyKind::Text];
 
     pub(crate) fn types(self) -> (&'static str, &'static str) {
@@ -503,7 +535,8 @@ impl KeyKind {
             KeyKind::Bigint => ("bigint", "bigint"),
             KeyKind::IntegerAgainstBigint => ("integer", "bigint"),
             KeyKind::Uuid => ("uuid", "uuid"),
-            KeyKind::Text => ("text", "character varying"),
+            KeyKind::Text | KeyKind::TextInt => ("text", "character varying"),
+            KeyKind::IntPair => ("integer", "bigint"),
         }
     }
 
@@ -531,6 +564,13 @@ impl KeyKind {
                 2 => format!("é{n}"),
                 _ => format!("k{n} "),
             }),
+            // Few second parts per first part, and first parts that are also second parts, so
+            // that swapped parts land on keys of the table.
+            KeyKind::IntPair => OracleKey::Pair(Box::new(OracleKey::Int(n / 3 - 2)), Box::new(OracleKey::Int(n % 3))),
+            KeyKind::TextInt => {
+                let OracleKey::Text(text) = KeyKind::Text.key(n / 3) else { unreachable!("a text key") };
+                OracleKey::Pair(Box::new(OracleKey::Text(text)), Box::new(OracleKey::Int(n % 3 - 1)))
+            }
         }
     }
 
@@ -538,6 +578,7 @@ impl KeyKind {
         match key {
             OracleKey::Int(value) => value.to_string(),
             OracleKey::Text(text) => format!("'{}'", text.replace('\'', "''")),
+            OracleKey::Pair(first, second) => format!("{}, {}", self.literal(first), self.literal(second)),
         }
     }
 }
@@ -548,6 +589,8 @@ impl KeyKind {
 pub(crate) enum OracleKey {
     Int(i64),
     Text(String),
+    /// A composite key `(id, id2)`: ordered by its first part, then its second.
+    Pair(Box<OracleKey>, Box<OracleKey>),
 }
 
 impl OracleKey {
@@ -555,6 +598,15 @@ impl OracleKey {
         match self {
             OracleKey::Int(value) => json!(value),
             OracleKey::Text(text) => json!(text),
+            OracleKey::Pair(first, second) => json!({"id": first.json(), "id2": second.json()}),
+        }
+    }
+
+    /// The report's field for this key: `id` for a single key, `key` for a composite one.
+    pub(crate) fn report_field(&self) -> &'static str {
+        match self {
+            OracleKey::Pair(..) => "key",
+            _ => "id",
         }
     }
 }
@@ -636,10 +688,15 @@ fn faithful(pair: &TypePair, index: usize) -> Option<usize> {
 
 impl Case {
     pub(crate) fn generate(random: &mut Random) -> Case {
+        Case::generate_with(random, &KeyKind::ALL, 5)
+    }
+
+    /// A case whose key is one of `kinds`, with at most `max_columns` compared columns.
+    pub(crate) fn generate_with(random: &mut Random, kinds: &[KeyKind], max_columns: usize) -> Case {
         let mut plan = String::new();
-        let columns = 1 + random.below(5);
+        let columns = 1 + random.below(max_columns);
         let pairs: Vec<usize> = (0..columns).map(|_| random.below(PAIRS.len())).collect();
-        let key = KeyKind::ALL[random.below(KeyKind::ALL.len())];
+        let key = kinds[random.below(kinds.len())];
         let rows = match random.below(10) {
             0 => 0,
             1 => 1 + random.below(3),
@@ -697,12 +754,29 @@ impl Case {
                     replica.remove(victim);
                 }
                 (2, _) => {
-                    // A moved row: its values under a new key.
+                    // A moved row: its values under a new key — for a pair of integers, sometimes
+                    // the key with its parts swapped, (1, 2) to (2, 1), or another second part.
                     let victim = keys[random.below(keys.len())].clone();
                     let row = replica.remove(&victim).unwrap_or_default();
-                    let _ = writeln!(plan, "move {victim:?} to {:?}", key.key(next_key));
-                    replica.insert(key.key(next_key), row);
-                    next_key += 1;
+                    let swapped = match &victim {
+                        OracleKey::Pair(first, second) if key == KeyKind::IntPair && random.chance(80) => {
+                            Some(match (random.chance(50), second.as_ref()) {
+                                (true, _) => OracleKey::Pair(second.clone(), first.clone()),
+                                // Within its first part: only the second part tells it moved.
+                                (false, OracleKey::Int(part)) => {
+                                    OracleKey::Pair(first.clone(), Box::new(OracleKey::Int(part + 3)))
+                                }
+                                (false, _) => victim.clone(),
+                            })
+                        }
+                        _ => None,
+                    };
+                    let moved = swapped.unwrap_or_else(|| {
+                        next_key += 1;
+                        key.key(next_key - 1)
+                    });
+                    let _ = writeln!(plan, "move {victim:?} to {moved:?}");
+                    replica.insert(moved, row);
                 }
                 (3, _) => {
                     // A duplicated row: a copy under a new key.
@@ -741,6 +815,21 @@ impl Case {
                 }
             }
         }
+        if key == KeyKind::IntPair && !replica.is_empty() && random.chance(70) {
+            // One more row moved between key parts: to another second part of its first part
+            // (only the key's second part tells it moved), or with its parts swapped.
+            let keys: Vec<OracleKey> = replica.keys().cloned().collect();
+            let victim = keys[random.below(keys.len())].clone();
+            if let OracleKey::Pair(first, second) = &victim {
+                let moved = match (random.chance(50), second.as_ref()) {
+                    (false, OracleKey::Int(part)) => OracleKey::Pair(first.clone(), Box::new(OracleKey::Int(part + 3))),
+                    _ => OracleKey::Pair(second.clone(), first.clone()),
+                };
+                let row = replica.remove(&victim).unwrap_or_default();
+                let _ = writeln!(plan, "move {victim:?} to {moved:?}");
+                replica.insert(moved, row);
+            }
+        }
         let settings = SearchSettings {
             leaf_rows: 1 + random.below(8) as u64,
             first_level_rows: 2 + random.below(40) as u64,
@@ -763,11 +852,14 @@ impl Case {
     /// The table `public.cases` of one side, with `extra` columns (`name type default`, the
     /// same on every row) after the compared ones.
     pub(crate) fn create_sql(&self, replica: bool, extra: &[(&str, &str, &str)]) -> String {
-        let (key_source, key_replica) = self.key.types();
-        let mut sql = format!(
-            "DROP TABLE IF EXISTS public.cases; CREATE TABLE public.cases (id {} PRIMARY KEY",
-            if replica { key_replica } else { key_source }
-        );
+        let key_columns = self.key.columns();
+        let mut sql = "DROP TABLE IF EXISTS public.cases; CREATE TABLE public.cases (".to_owned();
+        for (index, (name, source, replica_type)) in key_columns.iter().enumerate() {
+            let separator = if index == 0 { "" } else { ", " };
+            let _ = write!(sql, "{separator}{name} {}", if replica { replica_type } else { source });
+        }
+        let key_names: Vec<&str> = key_columns.iter().map(|(name, _, _)| *name).collect();
+        let _ = write!(sql, ", PRIMARY KEY ({})", key_names.join(", "));
         for (column, &pair) in self.pairs.iter().enumerate() {
             let pair = &PAIRS[pair];
             let _ = write!(sql, ", c{column} {}", if replica { pair.replica } else { pair.source });
@@ -792,7 +884,13 @@ impl Case {
                 })
                 .collect();
             let names: Vec<String> = (0..self.pairs.len()).map(|column| format!("c{column}")).collect();
-            let _ = write!(sql, "INSERT INTO public.cases (id, {}) VALUES {};", names.join(", "), values.join(", "));
+            let _ = write!(
+                sql,
+                "INSERT INTO public.cases ({}, {}) VALUES {};",
+                key_names.join(", "),
+                names.join(", "),
+                values.join(", ")
+            );
         }
         sql
     }
@@ -858,6 +956,14 @@ pub(crate) fn env_u64(name: &str) -> Option<u64> {
 pub(crate) fn case(seed: u64, index: u64) -> Case {
     let mut random = Random(seed ^ index.wrapping_mul(0xd134_2543_de82_ef95));
     Case::generate(&mut random)
+}
+
+/// The composite-key case `index` of the run seeded `seed` (its own sequence: the single-key
+/// cases of a seed stay what they were).
+pub(crate) fn composite_case(seed: u64, index: u64) -> Case {
+    let mut random = Random(seed ^ index.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x636f_6d70);
+    // Few columns: most cases then hash, and the key's own parts carry the test.
+    Case::generate_with(&mut random, &KeyKind::COMPOSITE, 2)
 }
 
 /// The run's seed and case numbers: `DATADIFF_DIFFERENTIAL_SEED` (default [`FIXED_SEED`]),

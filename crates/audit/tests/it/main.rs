@@ -2,6 +2,7 @@
 
 mod audit;
 mod cases;
+mod composite;
 mod deadline;
 mod differential;
 mod logical;

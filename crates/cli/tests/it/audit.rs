@@ -146,7 +146,7 @@ fn refusals_exit_two_with_one_line_naming_the_flag_and_no_report() {
         (&["--cutover-ready", "--max-rows", "50000001"], "--max-rows must be between 1 and 50000000, got 50000001"),
         (&["--cutover-ready", "--max-examples", "101"], "--max-examples must be between 1 and 100, got 101"),
         (&["--cutover-ready", "--max-examples", "-1"], "--max-examples must be between 1 and 100, got -1"),
-        (&["--cutover-ready", "--key", "id,email"], "composite keys are not supported: --key takes exactly one"),
+        (&["--cutover-ready", "--key", "id,email,id"], "--key names the column id twice"),
         (
             &["--cutover-ready", "--lsn-column", "_cdc_lsn"],
             "--replica-metadata-table and --lsn-column go together with --deleted-column",
