@@ -216,6 +216,10 @@ impl RowDiffPlan {
         source_catalog: SourceCatalog<'_>,
         target_catalog: &SideCatalog,
     ) -> Result<RowDiffPlan, RowDiffError> {
+        let keys = &definition.extensions.key_columns;
+        if !keys.is_empty() && keys != std::slice::from_ref(&definition.source_key_column) {
+            return Err(RowDiffError::KeyColumns(keys.join(", "), keys.join(",")));
+        }
         let columns = plan.columns();
         let source_table = TableName::new(&definition.source_schema, &definition.source_table);
         let target_table = TableName::new(&definition.target_schema, &definition.target_table);
