@@ -173,6 +173,14 @@ impl SidePlan {
     }
 }
 
+/// Why `definition`'s `key_columns` cannot be compared by a scheduled `row_diff` (anything
+/// but its single `key_column`), if so: a composite key is never compared on one of its parts.
+pub(crate) fn unsupported_key_columns(definition: &CheckDefinition) -> Option<RowDiffError> {
+    let keys = &definition.extensions.key_columns;
+    (!keys.is_empty() && keys != std::slice::from_ref(&definition.source_key_column))
+        .then(|| RowDiffError::KeyColumns(keys.join(", "), keys.join(",")))
+}
+
 /// How the source side is read.
 #[derive(Debug, Clone)]
 enum SourcePlan {
@@ -216,9 +224,8 @@ impl RowDiffPlan {
         source_catalog: SourceCatalog<'_>,
         target_catalog: &SideCatalog,
     ) -> Result<RowDiffPlan, RowDiffError> {
-        let keys = &definition.extensions.key_columns;
-        if !keys.is_empty() && keys != std::slice::from_ref(&definition.source_key_column) {
-            return Err(RowDiffError::KeyColumns(keys.join(", "), keys.join(",")));
+        if let Some(error) = unsupported_key_columns(definition) {
+            return Err(error);
         }
         let columns = plan.columns();
         let source_table = TableName::new(&definition.source_schema, &definition.source_table);
