@@ -68,6 +68,9 @@
 //! # Decisions where the sources are silent
 //!
 //! * **Evidence keys** use the source's configured key name, as results use logical names.
+//! * **`key_columns`** (`datadiff.yml`) other than the definition's single `key_column` make
+//!   the result ERROR at plan time ([`RowDiffError::KeyColumns`]): a composite key is not
+//!   compared by scheduled checks yet, and never on one of its parts (`audit --key` does).
 //! * **Field names** of a changed row are the logical (source) names of the timestamp and
 //!   compare columns.
 //! * **Text** is compared byte for byte after the canonical trimming of `char(n)`;
