@@ -270,3 +270,25 @@ fn a_duplicate_key_outside_the_window_is_not_reported_and_one_inside_on_the_sour
     assert!(source.1.starts_with("duplicate key 3000 in id, the window ["), "{source:?}");
     assert_eq!(target.0, "OK", "{target:?}");
 }
+
+#[test]
+fn key_columns_a_scheduled_check_cannot_compare_are_a_finding() {
+    let fixture = Fixture::new();
+    fixture.run(&["migrate"]).expect(0);
+    let mut files = fixture.files();
+    files.tap = files.tap.replace(crate::support::ALL_CHECKS, "[schema_compatibility]");
+    files.datadiff = Some(format!("checks:\n  {CHECK}:\n    row_diff: {{}}\n    key_columns: [id, status]\n"));
+    fixture.write(&files);
+    let json = fixture.run(&["doctor", "--output-format", "json"]).expect(1).json();
+    assert_eq!(
+        finding(&json, CHECK, "row_diff key_columns"),
+        (
+            "FAIL".to_owned(),
+            "row_diff: key_columns (id, status) is not supported by scheduled checks yet: they compare on the \
+             single key_column; compare this table with `datadiff audit --key id,status`"
+                .to_owned()
+        )
+    );
+    assert_eq!(finding(&json, CHECK, "target key uniqueness").0, "SKIP");
+    assert_eq!(written(&fixture), 0, "the doctor writes nothing");
+}

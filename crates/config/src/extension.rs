@@ -186,10 +186,47 @@ impl ExtensionFile {
             if !column_map_matches(document, &entry.path, entry.line, &entry.extensions.replica, definition) {
                 continue;
             }
+            if !key_columns_fit(document, entry, definition) {
+                continue;
+            }
             entry.extensions.replica.apply(definition);
             definition.extensions = entry.extensions.clone();
         }
     }
+}
+
+/// Whether an entry's `key_columns` fit its definition: they are `row_diff`'s key, so they
+/// need `row_diff`; and with more than one column the definition's `key_column` is only part
+/// of the key, whose repeats are expected, so `duplicate_key_count` (zero on both sides)
+/// cannot pass and is refused. The other key checks compare that column's aggregates on both
+/// sides and stay the user's choice (see docs/configuration.md).
+fn key_columns_fit(document: &mut Document, entry: &CheckExtension, definition: &CheckDefinition) -> bool {
+    let columns = &entry.extensions.key_columns;
+    if columns.is_empty() {
+        return true;
+    }
+    let path = join(&entry.path, "key_columns");
+    if entry.extensions.row_diff.is_none() {
+        document.problem(
+            &path,
+            Some(entry.line),
+            "key_columns is row_diff's key: add row_diff to this check (the upstream checks use key_column)",
+        );
+        return false;
+    }
+    if columns.len() > 1 && definition.checks.contains(&datadiff_diff_core::definition::CheckType::DuplicateKeyCount) {
+        document.problem(
+            &path,
+            Some(entry.line),
+            format!(
+                "duplicate_key_count cannot pass with a composite key: key_column '{}' is one part of ({}), whose values repeat; remove duplicate_key_count from the definition's checks (row_diff reports a duplicate composite key as ERROR)",
+                definition.source_key_column,
+                columns.join(", ")
+            ),
+        );
+        return false;
+    }
+    true
 }
 
 fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Extensions> {
@@ -198,7 +235,15 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
     document.reject_unknown_keys(
         settings,
         path,
-        &["row_diff", "exclude_soft_deleted", "replica_table", "column_map", "reverify", "reverify_per_tick"],
+        &[
+            "row_diff",
+            "exclude_soft_deleted",
+            "replica_table",
+            "column_map",
+            "key_columns",
+            "reverify",
+            "reverify_per_tick",
+        ],
     );
     let mut extensions = Extensions::default();
     if let Some(row_diff) = settings.get("row_diff") {
@@ -254,7 +299,51 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
     if let Some(map) = settings.get("column_map") {
         extensions.replica.column_map = column_map(document, map, &join(path, "column_map"));
     }
+    if let Some(node) = settings.get("key_columns") {
+        extensions.key_columns = key_columns(document, node, &join(path, "key_columns"));
+    }
     (document.problems.len() == before).then_some(extensions)
+}
+
+/// `key_columns`: a non-empty list of distinct, non-empty source column names (one entry
+/// means that one column). Problems are reported at `path`; the list is empty after one.
+fn key_columns(document: &mut Document, node: &Node, path: &str) -> Vec<String> {
+    let Some(items) = node.as_seq() else {
+        document.problem(
+            path,
+            Some(node.line),
+            format!("key_columns must be a list of column names, got {}", node.type_name()),
+        );
+        return Vec::new();
+    };
+    if items.is_empty() {
+        document.problem(path, Some(node.line), "key_columns must name at least one column");
+        return Vec::new();
+    }
+    let mut columns: Vec<String> = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let item_path = format!("{path}[{index}]");
+        match item.as_str() {
+            Some("") => {
+                document.problem(&item_path, Some(item.line), "key_columns entries must be non-empty column names");
+                return Vec::new();
+            }
+            Some(name) if columns.iter().any(|seen| seen == name) => {
+                document.problem(&item_path, Some(item.line), format!("key_columns names '{name}' twice"));
+                return Vec::new();
+            }
+            Some(name) => columns.push(name.to_owned()),
+            None => {
+                document.problem(
+                    &item_path,
+                    Some(item.line),
+                    format!("key_columns entries must be column names (strings), got {}", item.type_name()),
+                );
+                return Vec::new();
+            }
+        }
+    }
+    columns
 }
 
 /// `column_map`: a mapping of non-empty source column names to non-empty, distinct replica

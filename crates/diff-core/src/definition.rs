@@ -142,12 +142,16 @@ pub struct Extensions {
     /// The replica's own table and column names (`replica_table`, `column_map`), already
     /// applied to the definition's target names ([`ReplicaNaming::apply`]).
     pub replica: ReplicaNaming,
+    /// `key_columns`: the source names of `row_diff`'s key, in order, when it is not the
+    /// definition's single `key_column` (empty: the definition's key). The upstream aggregate
+    /// checks keep `key_column`.
+    pub key_columns: Vec<String>,
 }
 
 impl Extensions {
     /// Whether no extension is enabled (the definition then hashes exactly as upstream's).
     pub fn is_empty(&self) -> bool {
-        self.row_diff.is_none() && !self.exclude_soft_deleted && self.replica.is_empty()
+        self.row_diff.is_none() && !self.exclude_soft_deleted && self.replica.is_empty() && self.key_columns.is_empty()
     }
 
     /// The `"datadiff"` object of the canonical JSON: only what is enabled.
@@ -160,6 +164,10 @@ impl Extensions {
             map.insert("row_diff".to_owned(), row_diff.encode());
         }
         self.replica.canonical(&mut map);
+        if !self.key_columns.is_empty() {
+            let columns = self.key_columns.iter().cloned().map(Value::String);
+            map.insert("key_columns".to_owned(), Value::Array(columns.collect()));
+        }
         Value::Object(map)
     }
 }
@@ -281,6 +289,27 @@ pub struct StoredDefinition {
 }
 
 impl CheckDefinition {
+    /// `row_diff`'s key columns, in order, as `(source name, target name)` pairs: the
+    /// definition's key column alone, or `key_columns` with each target name from the
+    /// `column_map` or, when the map does not name it, the target's case mapping.
+    pub fn row_diff_key_columns(&self) -> Vec<(String, String)> {
+        if self.extensions.key_columns.is_empty() {
+            return vec![(self.source_key_column.clone(), self.target_key_column.clone())];
+        }
+        self.extensions
+            .key_columns
+            .iter()
+            .map(|source| {
+                let target = self
+                    .extensions
+                    .replica
+                    .column(source)
+                    .map_or_else(|| self.target_type.case_map(source), str::to_owned);
+                (source.clone(), target)
+            })
+            .collect()
+    }
+
     /// `"<target_id>/<tap_id>/<source_schema>/<table>"`.
     pub fn full_check_name_of(target_id: &str, tap_id: &str, source_schema: &str, table: &str) -> String {
         format!("{target_id}/{tap_id}/{source_schema}/{table}")
@@ -404,7 +433,18 @@ impl CheckDefinition {
                 };
                 let replica =
                     ReplicaNaming::decode(settings).map_err(|(field, expected)| field_error(field, expected))?;
-                Extensions { row_diff, exclude_soft_deleted, replica }
+                let key_columns = match settings.get("key_columns") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(columns)) => columns
+                        .iter()
+                        .map(|column| match column {
+                            Value::String(name) if !name.is_empty() => Ok(name.clone()),
+                            _ => Err(field_error("datadiff.key_columns", "an array of non-empty strings")),
+                        })
+                        .collect::<Result<_, _>>()?,
+                    Some(_) => return Err(field_error("datadiff.key_columns", "an array of non-empty strings")),
+                };
+                Extensions { row_diff, exclude_soft_deleted, replica, key_columns }
             }
             Some(_) => return Err(field_error("datadiff", "an object")),
         };

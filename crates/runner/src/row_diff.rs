@@ -68,6 +68,9 @@
 //! # Decisions where the sources are silent
 //!
 //! * **Evidence keys** use the source's configured key name, as results use logical names.
+//! * **`key_columns`** (`datadiff.yml`) other than the definition's single `key_column` make
+//!   the result ERROR at plan time ([`RowDiffError::KeyColumns`]): a composite key is not
+//!   compared by scheduled checks yet, and never on one of its parts (`audit --key` does).
 //! * **Field names** of a changed row are the logical (source) names of the timestamp and
 //!   compare columns.
 //! * **Text** is compared byte for byte after the canonical trimming of `char(n)`;
@@ -173,6 +176,14 @@ impl SidePlan {
     }
 }
 
+/// Why `definition`'s `key_columns` cannot be compared by a scheduled `row_diff` (anything
+/// but its single `key_column`), if so: a composite key is never compared on one of its parts.
+pub(crate) fn unsupported_key_columns(definition: &CheckDefinition) -> Option<RowDiffError> {
+    let keys = &definition.extensions.key_columns;
+    (!keys.is_empty() && keys != std::slice::from_ref(&definition.source_key_column))
+        .then(|| RowDiffError::KeyColumns(keys.join(", "), keys.join(",")))
+}
+
 /// How the source side is read.
 #[derive(Debug, Clone)]
 enum SourcePlan {
@@ -216,6 +227,9 @@ impl RowDiffPlan {
         source_catalog: SourceCatalog<'_>,
         target_catalog: &SideCatalog,
     ) -> Result<RowDiffPlan, RowDiffError> {
+        if let Some(error) = unsupported_key_columns(definition) {
+            return Err(error);
+        }
         let columns = plan.columns();
         let source_table = TableName::new(&definition.source_schema, &definition.source_table);
         let target_table = TableName::new(&definition.target_schema, &definition.target_table);

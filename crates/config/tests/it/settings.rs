@@ -341,3 +341,92 @@ fn bad_replica_naming_is_an_error_at_its_key_path() {
         assert_eq!(found[0].message, message, "{settings}");
     }
 }
+
+#[test]
+fn key_columns_name_row_diffs_composite_key_through_the_column_map_and_enter_the_hash() {
+    let text = tap("", "", &VALID.replace("key_column: id", "key_column: OrderId"));
+    let plain = load_ok(&project(&files(CONFIG, &text, &[]))).definitions.remove(0);
+    let load = |settings: &str| {
+        let extensions =
+            format!("checks:\n  postgres/payments/public/transfers:\n    row_diff: {{}}\n    {settings}\n");
+        project(&files(CONFIG, &text, &[("datadiff.yml", &extensions)]))
+    };
+    let composite =
+        load_ok(&load("key_columns: [OrderId, LineNo]\n    column_map: {OrderId: order_id}")).definitions.remove(0);
+    assert_eq!(composite.extensions.key_columns, ["OrderId", "LineNo"]);
+    assert_eq!(
+        composite.row_diff_key_columns(),
+        [("OrderId".to_owned(), "order_id".to_owned()), ("LineNo".to_owned(), "lineno".to_owned())],
+        "mapped names as written, the others lower-cased"
+    );
+    assert_eq!(composite.source_key_column, "OrderId", "key_column keeps its upstream meaning");
+    let json = composite.canonical_json();
+    assert!(json.contains(r#""key_columns":["OrderId","LineNo"]"#), "{json}");
+    assert_eq!(
+        datadiff_diff_core::definition::CheckDefinition::from_canonical_config(
+            &composite.full_check_name,
+            &composite.canonical_config()
+        ),
+        Ok(composite.clone()),
+        "a stored definition reads its key columns back"
+    );
+    let single = load_ok(&load("key_columns: [OrderId]")).definitions.remove(0);
+    assert_eq!(single.row_diff_key_columns(), [("OrderId".to_owned(), "orderid".to_owned())]);
+    let without = load_ok(&load("")).definitions.remove(0);
+    assert_eq!(without.row_diff_key_columns(), [("OrderId".to_owned(), "orderid".to_owned())]);
+    assert_ne!(without.config_hash(), plain.config_hash(), "row_diff alone is already a revision");
+    assert_ne!(composite.config_hash(), without.config_hash(), "key_columns is a new revision");
+    assert_ne!(single.config_hash(), without.config_hash());
+}
+
+#[test]
+fn bad_key_columns_are_an_error_at_their_key_path() {
+    let check = "checks.postgres/payments/public/transfers";
+    let text = tap("", "", VALID);
+    for (settings, path, message) in [
+        ("row_diff: {}\n    key_columns: []", "key_columns", "key_columns must name at least one column".to_owned()),
+        (
+            "row_diff: {}\n    key_columns: order_id",
+            "key_columns",
+            "key_columns must be a list of column names, got str".to_owned(),
+        ),
+        (
+            "row_diff: {}\n    key_columns: [order_id, 7]",
+            "key_columns[1]",
+            "key_columns entries must be column names (strings), got int".to_owned(),
+        ),
+        (
+            "row_diff: {}\n    key_columns: [order_id, line_no, order_id]",
+            "key_columns[2]",
+            "key_columns names 'order_id' twice".to_owned(),
+        ),
+        (
+            "key_columns: [order_id, line_no]",
+            "key_columns",
+            "key_columns is row_diff's key: add row_diff to this check (the upstream checks use key_column)".to_owned(),
+        ),
+    ] {
+        let extensions = format!("checks:\n  postgres/payments/public/transfers:\n    {settings}\n");
+        let found = problems(&project(&files(CONFIG, &text, &[("datadiff.yml", &extensions)])));
+        assert_eq!(found.len(), 1, "{settings}: {found:#?}");
+        assert_eq!((found[0].file.as_str(), found[0].path.as_str()), ("datadiff.yml", &*format!("{check}.{path}")));
+        assert_eq!(found[0].message, message, "{settings}");
+    }
+    // A composite key's key_column is one part of it: its repeats are expected.
+    let text =
+        tap("", "", &VALID.replace("checks: [row_count, row_checksum]", "checks: [row_count, duplicate_key_count]"));
+    let extensions =
+        "checks:\n  postgres/payments/public/transfers:\n    row_diff: {}\n    key_columns: [id, line_no]\n";
+    let found = problems(&project(&files(CONFIG, &text, &[("datadiff.yml", extensions)])));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].path, format!("{check}.key_columns"));
+    assert!(
+        found[0].message.starts_with(
+            "duplicate_key_count cannot pass with a composite key: key_column 'id' is one part of (id, line_no)"
+        ),
+        "{}",
+        found[0].message
+    );
+    let single = "checks:\n  postgres/payments/public/transfers:\n    row_diff: {}\n    key_columns: [id]\n";
+    assert!(load_ok(&project(&files(CONFIG, &text, &[("datadiff.yml", single)]))).definitions.len() == 1);
+}

@@ -512,3 +512,29 @@ fn a_failed_aggregate_query_keeps_the_row_diff_result_and_its_evidence() {
         assert_eq!(differences(&context, run_id), vec![difference(1, "CHANGED", json!({"k": key}), &["note"])]);
     }
 }
+
+#[test]
+fn key_columns_other_than_the_key_column_are_an_error_result_naming_them() {
+    let sql = items_sql("bigint", &[("1", "12:00:00", "1.00", "'a'"), ("2", "12:30:00", "2.00", "'b'")]);
+    let context = Context::new(&sql, &sql);
+    let mut definition = items_definition(&context);
+    // A single entry naming the key column is the key column: the check runs as without it.
+    definition.extensions.key_columns = vec!["k".into()];
+    let run_id = context.run(&definition).run_id.unwrap();
+    let rows = context.result_rows(run_id);
+    assert_eq!(result(&rows, "row_diff").status, "PASS", "{rows:?}");
+    assert_eq!(context.attempt_row(run_id).status, "PASS");
+
+    // A composite key is never compared on one of its parts: the result says so.
+    definition.extensions.key_columns = vec!["k".into(), "note".into()];
+    let run_id = context.run(&definition).run_id.unwrap();
+    let rows = context.result_rows(run_id);
+    let expected = "row_diff: key_columns (k, note) is not supported by scheduled checks yet: they compare on the \
+                    single key_column; compare this table with `datadiff audit --key k,note`";
+    let row_diff = result(&rows, "row_diff");
+    assert_eq!((row_diff.status.as_str(), row_diff.error.as_deref()), ("ERROR", Some(expected)));
+    assert_eq!(result(&rows, "row_count").status, "PASS", "the other checks still ran");
+    let attempt = context.attempt_row(run_id);
+    assert_eq!((attempt.status.as_str(), attempt.error.as_deref()), ("ERROR", Some(expected)));
+    assert!(differences(&context, run_id).is_empty());
+}
