@@ -509,8 +509,12 @@ impl KeyKind {
     /// seed stay what they were).
     pub(crate) const COMPOSITE: [KeyKind; 2] = [KeyKind::IntPair, KeyKind::TextInt];
 
-    /// The text key kinds of the text-key run (its own sequence, like [`KeyKind::COMPOSITE`]).
+    /// The text key kinds of the text-key runs (their own sequence, like
+    /// [`KeyKind::COMPOSITE`]): the single text keys, and a composite key led by text.
     pub(crate) const TEXT: [KeyKind; 3] = [KeyKind::Text, KeyKind::PrefixedText, KeyKind::TextInt];
+
+    /// The single-column text key kinds (for scheduled checks' single key column).
+    pub(crate) const SINGLE_TEXT: [KeyKind; 2] = [KeyKind::Text, KeyKind::PrefixedText];
 
     /// The key columns' names and SQL types `(name, source type, replica type)`.
     pub(crate) fn columns(self) -> Vec<(&'static str, &'static str, &'static str)> {
@@ -981,10 +985,11 @@ pub(crate) fn composite_case(seed: u64, index: u64) -> Case {
     Case::generate_with(&mut random, &KeyKind::COMPOSITE, 2)
 }
 
-/// The text-key case `index` of the run seeded `seed` (its own sequence, as composite cases).
-pub(crate) fn text_case(seed: u64, index: u64) -> Case {
+/// The text-key case `index` of the run seeded `seed`, keyed by one of `kinds` (its own
+/// sequence, as composite cases).
+pub(crate) fn text_case(seed: u64, index: u64, kinds: &[KeyKind]) -> Case {
     let mut random = Random(seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x7465_7874);
-    Case::generate_with(&mut random, &KeyKind::TEXT, 3)
+    Case::generate_with(&mut random, kinds, 3)
 }
 
 /// The run's seed and case numbers: `DATADIFF_DIFFERENTIAL_SEED` (default [`FIXED_SEED`]),

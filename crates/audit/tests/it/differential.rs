@@ -17,7 +17,7 @@ use datadiff_audit::{AuditOptions, AuditProgress, AuditReport, audit};
 use datadiff_diff_core::segment::Strategy;
 use serde_json::{Value as Json, json};
 
-use crate::cases::{Case, Expected, Kind, run_plan};
+use crate::cases::{Case, Expected, KeyKind, Kind, run_plan};
 use crate::support::{Pair, no_env};
 
 /// Cases per run in CI (each is two audits over two fresh tables).
@@ -190,7 +190,7 @@ fn segments_stream_and_the_oracle_agree_on_text_keys() {
     let pair = Pair::same("SELECT 1");
     let mut hashed_cases = 0;
     for index in numbers {
-        let case = crate::cases::text_case(seed, index);
+        let case = crate::cases::text_case(seed, index, &KeyKind::TEXT);
         match check(&pair, &case) {
             Ok(hashed) => hashed_cases += usize::from(hashed),
             Err(disagreement) => panic!(
