@@ -60,7 +60,10 @@
 //! (`position BETWEEN first AND last`), not by a key range: exact on both sides whatever the
 //! column's collation, but not served by the key's index (a `key COLLATE "C" >= low` range
 //! would be, only where the index's collation is `"C"`), so each level reads the table once
-//! on each side. Keys that share their first 7.5 bytes share a position, and a range of
+//! on each side. Measured once on one machine (PostgreSQL 15, 1 M rows of an md5 key and an
+//! md5 value, warm cache): the whole table's digest took 0.76 s against 0.37 s for a `bigint`
+//! key, and one narrow segment 0.38 s (a sequential scan) against 1 ms through an integer
+//! key's index. Keys that share their first 7.5 bytes share a position, and a range of
 //! equal positions cannot be split further: it becomes one larger leaf, streamed and compared
 //! exactly — the answer stays exact, only the saving shrinks (keys like `customer-000123`
 //! all fall into one leaf). Skipping the common prefix of the lowest and highest key is not
