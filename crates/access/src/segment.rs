@@ -34,8 +34,7 @@
 //! exactly). An exact number against a float replica hashes the exact side cast to the
 //! float (`numeric::float8` rounds as the decoders do), guarded so that a value the cast
 //! would reject hashes as a marker instead. Every other pair — a uuid held as text, a date
-//! against a timestamp, a float read as a `real` — and text keys (which have no integer
-//! position) make the table unhashable: it is streamed.
+//! against a timestamp, a float read as a `real` — makes the table unhashable: it is streamed.
 //!
 //! Text fields are hashed as `text COLLATE "C"` (bytes, whatever the column's collation);
 //! `char(n)` right-trimmed; with `empty_string_as_null`, `''` as NULL — the canonical forms.
@@ -47,8 +46,31 @@
 //! non-negative `bigint` that orders as the uuid does), and a segment of positions is the
 //! uuid range from `…0000` to `…ffff`, so its rows are found through the key's index.
 //!
+//! A text key's position ([`Position::Text`]) is the first 60 bits of its UTF-8 bytes,
+//! zero-padded (the first eight bytes as 16 hex digits, of which 15 are read as a
+//! non-negative `bigint`): non-decreasing in byte order, the `COLLATE "C"` order both streams
+//! sort text keys by, whatever the column's collation (the empty key is position 0). A
+//! `char(n)` key is positioned by its right-trimmed text ([`Position::PaddedText`]), its
+//! canonical form, so it meets a `text` replica's key; a uuid compared with text
+//! ([`KeyDecoder::UuidAsText`]) is positioned by its lowercase hyphenated text (`uuid::text`,
+//! what the merge compares). Both sides compute the same function of the same canonical key,
+//! so a row falls in the same segment on both.
+//!
+//! A text segment's rows are selected by the position expression itself
+//! (`position BETWEEN first AND last`), not by a key range: exact on both sides whatever the
+//! column's collation, but not served by the key's index (a `key COLLATE "C" >= low` range
+//! would be, only where the index's collation is `"C"`), so each level reads the table once
+//! on each side. Measured once on one machine (PostgreSQL 15, 1 M rows of an md5 key and an
+//! md5 value, warm cache): the whole table's digest took 0.76 s against 0.37 s for a `bigint`
+//! key, and one narrow segment 0.38 s (a sequential scan) against 1 ms through an integer
+//! key's index. Keys that share their first 7.5 bytes share a position, and a range of
+//! equal positions cannot be split further: it becomes one larger leaf, streamed and compared
+//! exactly — the answer stays exact, only the saving shrinks (keys like `customer-000123`
+//! all fall into one leaf). Skipping the common prefix of the lowest and highest key is not
+//! done yet.
+//!
 //! A composite key ([`plan_composite_hashing`], [`SegmentQuery::with_keys`]) is positioned by
-//! its first column (an integer or a uuid): a segment holds every row whose first column lies
+//! its first column (an integer, a uuid or text): a segment holds every row whose first column lies
 //! in it, and the other key columns are hashed with the row, in the form the merge compares
 //! them ([`key_part_fields`]), so a row moved between key parts changes its segment's digest.
 //! The overview checks NULLs in every key column and duplicates of the whole key (unless a
@@ -97,33 +119,85 @@ pub enum Position {
     Integer,
     /// A uuid key's position is its first 60 bits.
     Uuid,
+    /// A text key's position is the first 60 bits of its UTF-8 bytes, zero-padded (see the
+    /// module docs): its segments are selected by the position itself.
+    Text,
+    /// A `char(n)` key: [`Position::Text`] of its right-trimmed text, the canonical form.
+    PaddedText,
 }
 
 impl Position {
-    /// The position of a key decoded by `key`, when it has one.
+    /// The position of a key decoded by `key`, when it has one. A uuid compared with text
+    /// ([`KeyDecoder::UuidAsText`]) is positioned as its text (`uuid::text`, its lowercase
+    /// hyphenated form, which is what the merge compares), like the text on the other side.
     pub fn of(key: KeyDecoder) -> Option<Position> {
         match key {
             KeyDecoder::Int => Some(Position::Integer),
             KeyDecoder::Uuid => Some(Position::Uuid),
-            _ => None,
+            KeyDecoder::Text | KeyDecoder::UuidAsText => Some(Position::Text),
+            KeyDecoder::PaddedChar => Some(Position::PaddedText),
         }
     }
 
-    /// The SQL of a key's position.
-    fn sql(self, key: &str) -> String {
+    /// The key in its canonical form, as hashed in the row (`key` quoted).
+    fn key_field(self, key: &str) -> String {
+        match self {
+            Position::Integer => integer_fields(key),
+            Position::Uuid => key.to_owned(),
+            Position::Text => format!("({key}::text COLLATE \"C\")"),
+            Position::PaddedText => format!("(pg_catalog.rtrim({key}::text, ' ') COLLATE \"C\")"),
+        }
+    }
+
+    /// The SQL of the position of `key` (a quoted column or any SQL expression of the key's
+    /// type): a non-negative `bigint`, non-decreasing in the key's order (bytewise for text).
+    pub fn sql(self, key: &str) -> String {
         match self {
             Position::Integer => format!("{key}::bigint"),
             Position::Uuid => format!("('x' || pg_catalog.translate({key}::text, '-', ''))::bit(60)::bigint"),
+            Position::Text => text_position(&format!("{key}::text")),
+            Position::PaddedText => text_position(&format!("pg_catalog.rtrim({key}::text, ' ')")),
         }
     }
 
-    /// The lowest and highest key of the positions `first..=last`, as SQL literals.
+    /// What a segment's bounds compare: the key itself where its index orders it as its
+    /// positions do (integers, uuids), else the position's expression (text: see the module
+    /// docs).
+    fn ranged(self, key: &str) -> String {
+        match self {
+            Position::Integer | Position::Uuid => key.to_owned(),
+            Position::Text | Position::PaddedText => self.sql(key),
+        }
+    }
+
+    /// The SQL type of [`Position::ranged`] (the bounds' type).
+    fn ranged_type(self) -> &'static str {
+        match self {
+            Position::Uuid => "uuid",
+            Position::Integer | Position::Text | Position::PaddedText => "bigint",
+        }
+    }
+
+    /// The lowest and highest key of the positions `first..=last`, as SQL literals (of
+    /// [`Position::ranged`]).
     fn bounds(self, segment: Segment) -> (String, String) {
         match self {
-            Position::Integer => (segment.first.to_string(), segment.last.to_string()),
+            Position::Integer | Position::Text | Position::PaddedText => {
+                (segment.first.to_string(), segment.last.to_string())
+            }
             Position::Uuid => (uuid_literal(segment.first, '0'), uuid_literal(segment.last, 'f')),
         }
     }
+}
+
+/// The position of the text `text` (an SQL expression): its first 60 bits in byte order —
+/// the first eight bytes of its UTF-8 form, zero-padded, as 16 hex digits, of which the first
+/// 15 are read as a non-negative `bigint`.
+fn text_position(text: &str) -> String {
+    format!(
+        "('x' || pg_catalog.rpad(pg_catalog.encode(pg_catalog.substr(pg_catalog.convert_to({text}, 'UTF8'), 1, 8), \
+         'hex'), 16, '0'))::bit(60)::bigint"
+    )
 }
 
 /// The uuid whose first 60 bits are `position` and whose other 68 bits are all `fill`.
@@ -241,14 +315,14 @@ fn numeric_fields(value: &str) -> String {
 /// Why a table is streamed rather than hashed by segment (the reason a comparison stores).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unhashable {
-    /// The key has no integer position (text keys, a uuid against text): names the source's
-    /// key column.
-    #[error("the key {0} has no integer position (only integer and uuid keys are segmented)")]
+    /// The key has no integer position (a key type no position is defined for): names the
+    /// source's key column.
+    #[error("the key {0} has no integer position (only integer, uuid and text keys are segmented)")]
     Key(String),
     /// A composite key whose first column has no integer position (names the key's columns,
     /// comma-separated): its segments are ranges of the first column.
     #[error(
-        "the composite key ({0}) has no integer position: its first column must be an integer or uuid to be segmented"
+        "the composite key ({0}) has no integer position: its first column must be an integer, uuid or text to be segmented"
     )]
     CompositeKey(String),
     /// A column pair whose SQL equality is not the comparison's: names the source's column.
@@ -287,7 +361,7 @@ pub fn key_part_fields(source: (&str, KeyDecoder), target: (&str, KeyDecoder)) -
 
 /// [`plan_hashing`] for a key of several columns, `(source column, source decoder, target
 /// decoder)` each in key order, the target's own column names beside (`target_keys`): the
-/// position is the first column's (which must be an integer or a uuid on both sides), the
+/// position is the first column's (an integer, a uuid or text, see [`Position::of`]), the
 /// other key columns are hashed before the compared columns. A segment is then a range of the
 /// first column, every row with that first column in it: equal digests still mean equal rows,
 /// whole keys included. A first column with few distinct values makes few segments (a leaf
@@ -370,10 +444,7 @@ impl SegmentQuery {
         filter: Option<&str>,
     ) -> SegmentQuery {
         let key = quoted_ident(key_column);
-        let mut row = match position {
-            Position::Integer => integer_fields(&key),
-            Position::Uuid => key.clone(),
-        };
+        let mut row = position.key_field(&key);
         for field in fields {
             row.push_str(", ");
             row.push_str(field);
@@ -504,17 +575,14 @@ impl SegmentQuery {
     /// lowest keys, and only rows inside their split are hashed. (A join of the splits to the
     /// table leaves the plan to the server, which may scan the table once per split.)
     pub fn level_sql(&self) -> String {
-        let key_type = match self.position {
-            Position::Integer => "bigint",
-            Position::Uuid => "uuid",
-        };
-        let split = format!("pg_catalog.width_bucket({key}, $3::text[]::{key_type}[])", key = self.key);
+        let key_type = self.position.ranged_type();
+        let ranged = self.position.ranged(&self.key);
+        let split = format!("pg_catalog.width_bucket({ranged}, $3::text[]::{key_type}[])");
         let rows = self.rows(
             &format!("{split} AS row_split, {position} AS row_position", position = self.position.sql(&self.key)),
             Some(&format!(
-                "{key} BETWEEN $5::text::{key_type} AND $6::text::{key_type} \
-                 AND {key} <= ($4::text[]::{key_type}[])[{split}]",
-                key = self.key
+                "{ranged} BETWEEN $5::text::{key_type} AND $6::text::{key_type} \
+                 AND {ranged} <= ($4::text[]::{key_type}[])[{split}]"
             )),
         );
         format!(
@@ -529,7 +597,7 @@ impl SegmentQuery {
         let (low, high) = self.position.bounds(split.segment);
         let rows = self.rows(
             &format!("{position} AS row_position", position = self.position.sql(&self.key)),
-            Some(&format!("{key} BETWEEN {low} AND {high}", key = self.key)),
+            Some(&format!("{key} BETWEEN {low} AND {high}", key = self.position.ranged(&self.key))),
         );
         format!(
             "SELECT 0::bigint, (row_position - ({first})::bigint) / ({width})::bigint, count(*), sum({ROW_DIGEST})::text \
@@ -583,7 +651,7 @@ impl SegmentQuery {
             .iter()
             .map(|leaf| {
                 let (low, high) = self.position.bounds(*leaf);
-                format!("{} BETWEEN {low} AND {high}", self.key)
+                format!("{} BETWEEN {low} AND {high}", self.position.ranged(&self.key))
             })
             .collect();
         format!("({})", ranges.join(" OR "))

@@ -3,7 +3,7 @@
 //! unit tests run on it, and a program can compare rows it already holds.
 //!
 //! Hashing follows the database sides' contract ([`crate::segment`]): a row's position is
-//! its integer key, or a uuid key's first 60 bits (text keys have none); a row's hash is a
+//! its integer key, or a uuid's or a text key's first 60 bits (of its bytes, zero-padded); a row's hash is a
 //! 64-bit SipHash of its key and encoded fields, and a segment's digest is its row count and
 //! the exact sum of its rows' hashes. Two different sets of rows digest alike only by a 64-bit
 //! coincidence, as in the databases.
@@ -21,9 +21,9 @@ use crate::error::Error;
 use crate::segment::{HashSide, KeysNotUsable};
 use crate::stream::{EncodedRow, RowStream, StreamOptions};
 
-/// A [`MemorySide`] asked to hash rows whose keys have no position (text keys).
+/// A [`MemorySide`] asked to hash rows whose keys have no position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the {role} rows cannot be hashed: key {key} has no position (only integer and uuid keys do)")]
+#[error("the {role} rows cannot be hashed: key {key} has no position (only integer, uuid and text keys do)")]
 pub struct MemoryError {
     /// The side's role name.
     pub role: String,
@@ -127,12 +127,19 @@ impl MemorySide {
                 first.copy_from_slice(&bytes[..8]);
                 Ok((u64::from_be_bytes(first) >> 4) as i64)
             }
+            // A text key's position is its first 60 bits in byte order (UTF-8, zero-padded).
+            Key::Text(text) => {
+                let mut first = [0u8; 8];
+                let bytes = text.as_bytes();
+                let length = bytes.len().min(8);
+                first[..length].copy_from_slice(&bytes[..length]);
+                Ok((u64::from_be_bytes(first) >> 4) as i64)
+            }
             // A composite key's position is its first part's, as on a database.
             Key::Composite(parts) => match parts.first() {
-                Some(first @ (Key::Int(_) | Key::Uuid(_))) => self.position(first),
+                Some(first @ (Key::Int(_) | Key::Uuid(_) | Key::Text(_))) => self.position(first),
                 _ => Err(MemoryError { role: self.role.clone(), key: key.to_string() }),
             },
-            Key::Text(_) => Err(MemoryError { role: self.role.clone(), key: key.to_string() }),
         }
     }
 

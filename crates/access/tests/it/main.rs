@@ -3,6 +3,7 @@
 mod client_cert;
 #[cfg(feature = "mysql")]
 mod mysql_side;
+mod segment;
 mod session;
 mod stream;
 mod support;

@@ -499,12 +499,22 @@ pub(crate) enum KeyKind {
     /// A composite key `(id text, id2 integer)`, the replica's `(varchar, bigint)`: a link
     /// table keyed by a code and a number.
     TextInt,
+    /// A text key whose keys share long prefixes (equal segment positions), differ only after
+    /// byte 8, or start with multi-byte UTF-8, the empty key among them.
+    PrefixedText,
 }
 
 impl KeyKind {
     /// The composite key kinds (not in [`KeyKind::ALL`], so that the single-key cases of a
     /// seed stay what they were).
     pub(crate) const COMPOSITE: [KeyKind; 2] = [KeyKind::IntPair, KeyKind::TextInt];
+
+    /// The text key kinds of the text-key runs (their own sequence, like
+    /// [`KeyKind::COMPOSITE`]): the single text keys, and a composite key led by text.
+    pub(crate) const TEXT: [KeyKind; 3] = [KeyKind::Text, KeyKind::PrefixedText, KeyKind::TextInt];
+
+    /// The single-column text key kinds (for scheduled checks' single key column).
+    pub(crate) const SINGLE_TEXT: [KeyKind; 2] = [KeyKind::Text, KeyKind::PrefixedText];
 
     /// The key columns' names and SQL types `(name, source type, replica type)`.
     pub(crate) fn columns(self) -> Vec<(&'static str, &'static str, &'static str)> {
@@ -518,9 +528,10 @@ impl KeyKind {
         }
     }
 
-    /// Whether the segment strategy can hash this key (an integer or uuid first column).
+    /// Whether the segment strategy can hash this key (every key kind has a position: an
+    /// integer, a uuid's or a text's first 60 bits, a composite key's first column's).
     pub(crate) fn hashable(self) -> bool {
-        !matches!(self, KeyKind::Text | KeyKind::TextInt)
+        true
     }
 
     /// Whether the key has several columns.
@@ -535,7 +546,7 @@ impl KeyKind {
             KeyKind::Bigint => ("bigint", "bigint"),
             KeyKind::IntegerAgainstBigint => ("integer", "bigint"),
             KeyKind::Uuid => ("uuid", "uuid"),
-            KeyKind::Text | KeyKind::TextInt => ("text", "character varying"),
+            KeyKind::Text | KeyKind::TextInt | KeyKind::PrefixedText => ("text", "character varying"),
             KeyKind::IntPair => ("integer", "bigint"),
         }
     }
@@ -563,6 +574,14 @@ impl KeyKind {
                 1 => format!("K{n}"),
                 2 => format!("é{n}"),
                 _ => format!("k{n} "),
+            }),
+            KeyKind::PrefixedText => OracleKey::Text(match n % 5 {
+                _ if n == 0 => String::new(),
+                0 => format!("customer-{n:06}"),
+                1 => format!("abcdefgh{n}"),
+                2 => format!("😀{n}"),
+                3 => format!("Ωé{n}"),
+                _ => format!("customer-{n:06}-x"),
             }),
             // Few second parts per first part, and first parts that are also second parts, so
             // that swapped parts land on keys of the table.
@@ -964,6 +983,13 @@ pub(crate) fn composite_case(seed: u64, index: u64) -> Case {
     let mut random = Random(seed ^ index.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x636f_6d70);
     // Few columns: most cases then hash, and the key's own parts carry the test.
     Case::generate_with(&mut random, &KeyKind::COMPOSITE, 2)
+}
+
+/// The text-key case `index` of the run seeded `seed`, keyed by one of `kinds` (its own
+/// sequence, as composite cases).
+pub(crate) fn text_case(seed: u64, index: u64, kinds: &[KeyKind]) -> Case {
+    let mut random = Random(seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x7465_7874);
+    Case::generate_with(&mut random, kinds, 3)
 }
 
 /// The run's seed and case numbers: `DATADIFF_DIFFERENTIAL_SEED` (default [`FIXED_SEED`]),

@@ -21,6 +21,13 @@ fn run(options: &AuditOptions, strategy: Strategy) -> (AuditReport, Option<u32>)
     (report, deepest)
 }
 
+/// The pair's audit options for `table` keyed by `key`.
+fn keyed(pair: &Pair, table: &str, key: &str) -> AuditOptions {
+    let mut options = pair.options(table);
+    options.key = key.into();
+    options
+}
+
 /// What must be equal between strategies: everything but the times.
 fn answer(report: &AuditReport) -> serde_json::Value {
     let mut json = serde_json::to_value(report).unwrap();
@@ -72,16 +79,72 @@ fn identical_tables_need_only_the_overview_and_uuid_keys_are_segmented() {
 }
 
 #[test]
-fn text_keys_and_unhashable_pairs_are_streamed_with_the_same_answer() {
+fn text_keys_are_segmented_with_the_stream_s_answer() {
+    // Keys sharing an eight-byte prefix (equal positions: a range that cannot be split), keys
+    // differing after byte 8, non-ASCII, the empty key, mixed case (bytewise "B" < "a").
     let sql = "CREATE TABLE public.codes (code text PRIMARY KEY, amount numeric(8,2)); \
-               INSERT INTO public.codes SELECT 'k' || g, g FROM generate_series(1, 300) g;";
+               INSERT INTO public.codes SELECT 'k' || g, g FROM generate_series(1, 3000) g; \
+               INSERT INTO public.codes SELECT 'customer-' || lpad(g::text, 6, '0'), g FROM generate_series(1, 400) g; \
+               INSERT INTO public.codes VALUES ('', 1), ('B', 2), ('a', 3), ('é', 4), ('€uro', 5), ('😀', 6), \
+               ('abcdefghX', 7), ('abcdefghY', 8);";
     let pair = Pair::same(sql);
-    pair.replica.client().unwrap().batch_execute("UPDATE public.codes SET amount = 0 WHERE code = 'k7'").unwrap();
-    let mut options = pair.options("public.codes");
-    options.key = "code".into();
-    let (report, levels) = run(&options, Strategy::Segments);
-    assert_eq!((report.changed, levels), (1, None), "a text key is streamed");
+    let (report, levels) = run(&keyed(&pair, "public.codes", "code"), Strategy::Segments);
+    assert_eq!((report.status, report.matched, levels), (Status::Pass, 3408, Some(0)));
+    assert_eq!(report.strategy, "segments");
 
+    pair.replica
+        .client()
+        .unwrap()
+        .batch_execute(
+            "UPDATE public.codes SET amount = 0 WHERE code IN ('k7', 'é', 'abcdefghY', 'customer-000200'); \
+             DELETE FROM public.codes WHERE code IN ('k2999', '', 'customer-000001'); \
+             INSERT INTO public.codes VALUES ('k0', 1), ('abcdefghZ', 9), ('customer-000401', 1);",
+        )
+        .unwrap();
+    let options = keyed(&pair, "public.codes", "code");
+    let (streamed, _) = run(&options, Strategy::Stream);
+    let (segmented, levels) = run(&options, Strategy::Segments);
+    assert_eq!(answer(&segmented), answer(&streamed));
+    assert_eq!((segmented.changed, segmented.missing, segmented.extra), (4, 3, 3));
+    assert_eq!(segmented.strategy, "segments");
+    assert!(levels >= Some(1), "hashed below the overview: {levels:?}");
+}
+
+#[test]
+fn char_keys_against_text_and_uuids_against_text_are_segmented() {
+    // char(n) is compared right-trimmed: the padded side positions its trimmed text.
+    let pair = Pair::new(
+        "CREATE TABLE public.tags (tag char(12) PRIMARY KEY, v integer); \
+         INSERT INTO public.tags SELECT 't' || g, g FROM generate_series(1, 2000) g;",
+        "CREATE TABLE public.tags (tag text PRIMARY KEY, v integer); \
+         INSERT INTO public.tags SELECT 't' || g, g FROM generate_series(1, 2000) g; \
+         UPDATE public.tags SET v = 0 WHERE tag = 't1500';",
+    );
+    let options = keyed(&pair, "public.tags", "tag");
+    let (streamed, _) = run(&options, Strategy::Stream);
+    let (segmented, levels) = run(&options, Strategy::Segments);
+    assert_eq!(answer(&segmented), answer(&streamed));
+    assert_eq!((segmented.changed, segmented.matched, segmented.strategy), (1, 1999, "segments"));
+    assert!(levels >= Some(1), "{levels:?}");
+
+    // A uuid source key against the replica's text: both positioned by the uuid's text.
+    let pair = Pair::new(
+        "CREATE TABLE public.ids (id uuid PRIMARY KEY, v integer); \
+         INSERT INTO public.ids SELECT md5(g::text)::uuid, g FROM generate_series(1, 2000) g;",
+        "CREATE TABLE public.ids (id text PRIMARY KEY, v integer); \
+         INSERT INTO public.ids SELECT md5(g::text)::uuid::text, g FROM generate_series(1, 2000) g; \
+         UPDATE public.ids SET v = 0 WHERE v = 1234; DELETE FROM public.ids WHERE v = 7;",
+    );
+    let options = pair.options("public.ids");
+    let (streamed, _) = run(&options, Strategy::Stream);
+    let (segmented, levels) = run(&options, Strategy::Segments);
+    assert_eq!(answer(&segmented), answer(&streamed));
+    assert_eq!((segmented.changed, segmented.missing, segmented.strategy), (1, 1, "segments"));
+    assert!(levels >= Some(1), "{levels:?}");
+}
+
+#[test]
+fn unhashable_pairs_are_streamed_with_the_same_answer() {
     let pair = Pair::new(
         "CREATE TABLE public.prices (id bigint PRIMARY KEY, price numeric(8,2)); INSERT INTO public.prices VALUES (1, 1.50);",
         "CREATE TABLE public.prices (id bigint PRIMARY KEY, price double precision); INSERT INTO public.prices VALUES (1, 1.5);",

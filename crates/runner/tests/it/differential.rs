@@ -8,12 +8,15 @@ use datadiff_diff_core::definition::RowDiffSettings;
 use datadiff_diff_core::segment::Strategy;
 use serde_json::{Value as Json, json};
 
-use crate::cases::{Case, Expected, Kind, OracleKey, run_plan};
+use crate::cases::{Case, Expected, KeyKind, Kind, OracleKey, run_plan};
 use crate::context::{Context, counts, result};
 use crate::row_diff::{StoredDifference, differences, items_definition};
 
 /// Cases per run in CI (each is two scheduled attempts over two fresh tables).
 const CASES: u64 = 20;
+
+/// Text-key cases per run in CI.
+const TEXT_CASES: u64 = 12;
 
 /// Every row sits in the window `[12:00, 13:00)` the context's slot checks.
 const UPDATED_AT: (&str, &str, &str) = ("updated_at", "timestamptz", "'2026-07-22 12:30:00+00'");
@@ -98,6 +101,26 @@ fn row_diff_segments_stream_and_the_oracle_agree_on_random_tables_and_mutations(
         if let Err(disagreement) = check(&context, &case) {
             panic!(
                 "the differential harness found a disagreement: rerun with DATADIFF_DIFFERENTIAL_SEED={seed:#x} \
+                 DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
+                case.plan
+            );
+        }
+    }
+}
+
+/// The same over text keys: bytewise order, keys sharing prefixes longer than eight bytes,
+/// keys differing only after byte 8, multi-byte UTF-8 and the empty key, hashed by segments
+/// of their text positions.
+#[test]
+fn row_diff_segments_stream_and_the_oracle_agree_on_text_keys() {
+    let (seed, numbers) = run_plan(TEXT_CASES);
+    let context = Context::new("SELECT 1", "SELECT 1");
+    for index in numbers {
+        let case = crate::cases::text_case(seed, index, &KeyKind::SINGLE_TEXT);
+        if let Err(disagreement) = check(&context, &case) {
+            panic!(
+                "the differential harness found a disagreement over a text key: rerun \
+                 row_diff_segments_stream_and_the_oracle_agree_on_text_keys with DATADIFF_DIFFERENTIAL_SEED={seed:#x} \
                  DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
                 case.plan
             );
