@@ -73,6 +73,7 @@ use datadiff_preflight::{QueryFingerprint, SourceTable};
 use crate::connections::{Connections, RouteError};
 use crate::key_uniqueness::{self, KeyTable, Scope, Uniqueness};
 use crate::row_diff_error::RowDiffError;
+use crate::window_bounds::{self, UnboundParameter};
 
 /// How a finding came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,8 +270,8 @@ enum Problem {
     #[error("table {0} does not exist in the source database, or the source user may not read it")]
     NoMySqlTable(TableName),
     /// A statement parameter that is no window bound.
-    #[error("cannot bind a window bound of type {0}")]
-    UnboundParameter(String),
+    #[error(transparent)]
+    UnboundParameter(#[from] UnboundParameter),
     /// `row_diff` cannot be planned.
     #[error(transparent)]
     RowDiff(#[from] RowDiffError),
@@ -429,22 +430,13 @@ fn explain(session: &mut SideSession, sql: &str) -> Result<(), Problem> {
 }
 
 fn plan_with_window_bounds(client: &mut postgres::Client, sql: &str) -> Result<(), Problem> {
-    use postgres::types::{ToSql, Type};
     let statement = client.prepare(sql)?;
     let end = chrono::Utc::now();
     let start = end - chrono::TimeDelta::hours(1);
-    let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
-    for (index, parameter) in statement.params().iter().enumerate() {
-        let bound = if index == 0 { start } else { end };
-        match *parameter {
-            Type::TIMESTAMPTZ => params.push(Box::new(bound)),
-            Type::TIMESTAMP => params.push(Box::new(bound.naive_utc())),
-            Type::DATE => params.push(Box::new(bound.date_naive())),
-            ref other => return Err(Problem::UnboundParameter(other.to_string())),
-        }
-    }
-    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|param| param.as_ref() as &(dyn ToSql + Sync)).collect();
-    client.query(&statement, &params)?;
+    // The first parameter is a window's start, every later one its end.
+    let bounds: Vec<_> = (0..statement.params().len()).map(|index| if index == 0 { start } else { end }).collect();
+    let params = window_bounds::bind(&statement, &bounds)?;
+    client.query(&statement, &window_bounds::as_params(&params))?;
     Ok(())
 }
 

@@ -20,6 +20,8 @@ use datadiff_access::{MySqlSideSession, SideSession};
 use datadiff_diff_core::mysql::{mysql_qualified_table, quote_mysql_ident};
 use datadiff_diff_core::plan::{IdentifierError, qualified_table, quote_ident};
 
+use crate::window_bounds::{self, UnboundParameter};
+
 /// Why the uniqueness check could not answer; `Display` is the finding's reason.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum UniquenessError {
@@ -33,8 +35,8 @@ pub(crate) enum UniquenessError {
     #[error("{}", datadiff_access::one_line(.0))]
     Server(#[from] postgres::Error),
     /// The timestamp column's type is no window bound's.
-    #[error("cannot bind a window bound of type {0}")]
-    UnboundParameter(String),
+    #[error(transparent)]
+    UnboundParameter(#[from] UnboundParameter),
 }
 
 /// What the check found on one side.
@@ -147,22 +149,13 @@ fn postgres_uniqueness(
     [schema, table, key]: [&String; 3],
     scope: Scope,
 ) -> Result<Uniqueness, UniquenessError> {
-    use postgres::types::{ToSql, Type};
     if let Some(row) = client.query_opt(UNIQUE_INDEX_QUERY, &[schema, table, key])? {
         return Ok(Uniqueness::Indexed { index: row.try_get(0)? });
     }
     let statement = client.prepare(sql)?;
     let bounds: Vec<DateTime<Utc>> = scope.start.into_iter().chain([scope.end]).collect();
-    let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
-    for (parameter, bound) in statement.params().iter().zip(bounds) {
-        match *parameter {
-            Type::TIMESTAMPTZ => params.push(Box::new(bound)),
-            Type::TIMESTAMP => params.push(Box::new(bound.naive_utc())),
-            Type::DATE => params.push(Box::new(bound.date_naive())),
-            ref other => return Err(UniquenessError::UnboundParameter(other.to_string())),
-        }
-    }
-    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|param| param.as_ref() as &(dyn ToSql + Sync)).collect();
+    let params = window_bounds::bind(&statement, &bounds)?;
+    let params = window_bounds::as_params(&params);
     match client.query_opt(&statement, &params)? {
         None => Ok(Uniqueness::Unique),
         Some(row) => Ok(Uniqueness::Duplicate { key: row.try_get(0)? }),

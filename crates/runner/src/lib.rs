@@ -176,6 +176,7 @@ mod row_diff_error;
 mod selection;
 pub mod signals;
 mod tick;
+mod window_bounds;
 mod workers;
 
 pub use backend::{backend_config, open_backend, open_backend_with};
