@@ -197,3 +197,43 @@ fn null_is_never_taken_for_a_value_that_hashes_specially() {
     assert_eq!(answer(&segmented), answer(&streamed));
     assert_eq!(segmented.changed, 6, "-0 equals 0; NaN and the infinities are three values; the rest differ");
 }
+
+/// Planted differences that sum alike or look alike in a text-keyed table must not PASS under
+/// segments: values swapped between two rows of one leaf (keys sharing a long prefix, so one
+/// position), a negated amount, a scaled one, a padded text, NULL against '', and a row whose
+/// key moved to a neighbour's spelling. Each is found alone, with stream's answer.
+#[test]
+fn text_keyed_plants_that_hashes_could_confuse_never_pass_under_segments() {
+    let sql = "CREATE TABLE public.ledger (code text PRIMARY KEY, amount numeric(12,2), note text); \
+               INSERT INTO public.ledger SELECT 'account-' || lpad(g::text, 6, '0'), g * 1.25, 'n' || g \
+               FROM generate_series(1, 2500) g; \
+               INSERT INTO public.ledger SELECT 'z' || g, g, 'z' || g FROM generate_series(1, 500) g;";
+    let plants = [
+        // Both rows share the first 7.5 bytes: one position, one leaf.
+        "UPDATE public.ledger SET amount = CASE code WHEN 'account-000010' THEN 25.00 ELSE 12.50 END \
+         WHERE code IN ('account-000010', 'account-000020')",
+        "UPDATE public.ledger SET amount = -amount WHERE code = 'z300'",
+        "UPDATE public.ledger SET amount = amount * 10 WHERE code = 'account-001000'",
+        "UPDATE public.ledger SET note = note || ' ' WHERE code = 'z42'",
+        "UPDATE public.ledger SET note = '' WHERE code = 'z7'",
+        "UPDATE public.ledger SET code = 'account-000030 ' WHERE code = 'account-000030'",
+    ];
+    for plant in plants {
+        let pair = Pair::same(sql);
+        pair.replica.client().unwrap().batch_execute(plant).unwrap();
+        let options = keyed(&pair, "public.ledger", "code");
+        let (streamed, _) = run(&options, Strategy::Stream);
+        let (segmented, _) = run(&options, Strategy::Segments);
+        assert_eq!(segmented.strategy, "segments", "{plant}");
+        assert_eq!(segmented.status, Status::Block, "{plant}");
+        assert!(segmented.difference_count > 0, "{plant}");
+        assert_eq!(answer(&segmented), answer(&streamed), "{plant}");
+    }
+    // NULL against '' on the source side too.
+    let pair = Pair::new(sql, sql);
+    pair.source.client().unwrap().batch_execute("UPDATE public.ledger SET note = NULL WHERE code = 'z8'").unwrap();
+    pair.replica.client().unwrap().batch_execute("UPDATE public.ledger SET note = '' WHERE code = 'z8'").unwrap();
+    let options = keyed(&pair, "public.ledger", "code");
+    let (segmented, _) = run(&options, Strategy::Segments);
+    assert_eq!((segmented.status, segmented.changed), (Status::Block, 1));
+}
