@@ -176,6 +176,14 @@ fn insert_running(tx: &mut Transaction<'_>, insert: &Insert<'_>) -> Result<Attem
     rows::attempt(&row)
 }
 
+/// A slot's latest attempt activity (any attempt's start or finish) and whether an attempt
+/// of it is RUNNING, joined to `dd_run_slot_state s` as `slot_activity`: what retries and
+/// re-verifications both wait on.
+const SLOT_ACTIVITY: &str = "CROSS JOIN LATERAL ( \
+     SELECT max(GREATEST(a.started_at, a.finished_at)) AS last_activity, bool_or(a.status = 'RUNNING') AS running \
+       FROM public.dd_run_attempts a \
+      WHERE a.check_id = s.check_id AND a.scheduled_for = s.scheduled_for) slot_activity";
+
 impl Store {
     /// Starts an attempt of `scheduled_for` (runs note §1.4–§1.5, §2.1; T1): under
     /// [`AdvisoryLock::Check`], reads the slot's attempts (and, for a fresh slot, whether the
@@ -329,18 +337,15 @@ impl Store {
         let rows = self
             .connection()?
             .query(
-                "SELECT s.scheduled_for, s.run_id, s.attempt, s.status, s.window_start, s.window_end, \
-                        slot_activity.last_activity \
-                   FROM public.dd_run_slot_state s \
-                   CROSS JOIN LATERAL ( \
-                        SELECT max(GREATEST(a.started_at, a.finished_at)) AS last_activity, \
-                               bool_or(a.status = 'RUNNING') AS running \
-                          FROM public.dd_run_attempts a \
-                         WHERE a.check_id = s.check_id AND a.scheduled_for = s.scheduled_for) slot_activity \
-                  WHERE s.check_id = $1 AND s.status IN ('FAIL', 'ERROR') AND s.scheduled_for < $2 \
-                    AND slot_activity.last_activity < $2 AND NOT slot_activity.running \
-                  ORDER BY slot_activity.last_activity, s.scheduled_for \
-                  LIMIT $3",
+                &format!(
+                    "SELECT s.scheduled_for, s.run_id, s.attempt, s.status, s.window_start, s.window_end, \
+                            slot_activity.last_activity \
+                       FROM public.dd_run_slot_state s {SLOT_ACTIVITY} \
+                      WHERE s.check_id = $1 AND s.status IN ('FAIL', 'ERROR') AND s.scheduled_for < $2 \
+                        AND slot_activity.last_activity < $2 AND NOT slot_activity.running \
+                      ORDER BY slot_activity.last_activity, s.scheduled_for \
+                      LIMIT $3"
+                ),
                 &[&check_id.get(), &retry_before, &limit],
             )
             .map_err(Error::query("listing retry candidates"))?;
@@ -374,17 +379,13 @@ impl Store {
         let rows = self
             .connection()?
             .query(
-                "SELECT s.scheduled_for \
-                   FROM public.dd_run_slot_state s \
-                   CROSS JOIN LATERAL ( \
-                        SELECT max(GREATEST(a.started_at, a.finished_at)) AS last_activity, \
-                               bool_or(a.status = 'RUNNING') AS running \
-                          FROM public.dd_run_attempts a \
-                         WHERE a.check_id = s.check_id AND a.scheduled_for = s.scheduled_for) slot_activity \
-                  WHERE s.check_id = $1 AND s.status = 'PASS' \
-                    AND slot_activity.last_activity < $2 AND NOT slot_activity.running \
-                  ORDER BY slot_activity.last_activity, s.scheduled_for \
-                  LIMIT $3",
+                &format!(
+                    "SELECT s.scheduled_for FROM public.dd_run_slot_state s {SLOT_ACTIVITY} \
+                      WHERE s.check_id = $1 AND s.status = 'PASS' \
+                        AND slot_activity.last_activity < $2 AND NOT slot_activity.running \
+                      ORDER BY slot_activity.last_activity, s.scheduled_for \
+                      LIMIT $3"
+                ),
                 &[&check_id.get(), &verified_before, &limit],
             )
             .map_err(Error::query("listing re-verification candidates"))?;
