@@ -56,14 +56,28 @@ const UNREACHABLE: [&str; 9] = [
 ];
 
 /// Serialises the threads of this test process around the environment (the lock file does
-/// it between processes).
-static INSTALL: Mutex<()> = Mutex::new(());
+/// it between processes) and keeps the answer, so that a second test neither installs nor
+/// retries an unreachable PyPI.
+static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+
+/// The Python interpreter holding dlt, or `None` when it cannot be installed here, after the
+/// one line saying why (printed past the test harness's capture, straight to the process's
+/// stderr, so that `cargo test` shows it).
+fn dlt_python_or_skip(test: &str) -> Option<PathBuf> {
+    let mut answer = INSTALL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    match answer.get_or_insert_with(install_dlt) {
+        Ok(python) => Some(python.clone()),
+        Err(why) => {
+            let _ = writeln!(std::io::stderr(), "dlt::{test}: skipped: dlt is not available: {why}");
+            None
+        }
+    }
+}
 
 /// The Python interpreter of a virtual environment holding [`REQUIREMENTS`], or why there
 /// is none here: python3 or its venv module is missing, or PyPI is unreachable. Any other
 /// failure of pip fails the test.
-fn dlt_python() -> Result<PathBuf, String> {
-    let _thread = INSTALL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+fn install_dlt() -> Result<PathBuf, String> {
     let venv = Path::new(VENV);
     let _lock = LockFile::acquire(&venv.with_extension("lock"));
     let python = venv.join("bin/python");
@@ -89,8 +103,8 @@ fn dlt_python() -> Result<PathBuf, String> {
     if !installed.status.success() {
         let text =
             format!("{}{}", String::from_utf8_lossy(&installed.stdout), String::from_utf8_lossy(&installed.stderr));
-        if UNREACHABLE.iter().any(|marker| text.contains(marker)) {
-            return Err(format!("PyPI is unreachable (pip: {})", last_line(&installed)));
+        if let Some(marker) = UNREACHABLE.iter().find(|marker| text.contains(**marker)) {
+            return Err(format!("PyPI is unreachable (pip: {marker}; {})", last_line(&installed)));
         }
         panic!("pip install {} failed:\n{text}", REQUIREMENTS.join(" "));
     }
@@ -103,12 +117,6 @@ fn last_line(output: &Output) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stdout = String::from_utf8_lossy(&output.stdout);
     stderr.lines().chain(stdout.lines()).rfind(|line| !line.trim().is_empty()).unwrap_or("no output").trim().to_owned()
-}
-
-/// Prints the one line a skipped test prints, past the test harness's capture (straight to
-/// the process's stderr), so that `cargo test` shows it.
-fn skip(test: &str, why: &str) {
-    let _ = writeln!(std::io::stderr(), "{test}: skipped: dlt is not available: {why}");
 }
 
 /// A lock file holding its owner's process id, removed on drop; a file whose process is gone
@@ -315,16 +323,8 @@ struct World<'c> {
 }
 
 impl<'c> World<'c> {
-    /// The source tables, loaded into the replica by dlt, and the project; `None` (with the
-    /// one line printed) when dlt cannot be installed here.
-    fn loaded(test: &str, source_cluster: &'c Cluster, replica_cluster: &'c Cluster) -> Option<World<'c>> {
-        let python = match dlt_python() {
-            Ok(python) => python,
-            Err(why) => {
-                skip(test, &why);
-                return None;
-            }
-        };
+    /// The source tables, loaded into the replica by dlt (run by `python`), and the project.
+    fn loaded(python: &Path, source_cluster: &'c Cluster, replica_cluster: &'c Cluster) -> World<'c> {
         let password = format!("{PASSWORD_TAG}-dlt");
         for cluster in [source_cluster, replica_cluster] {
             for role in [READER, "dlt_app_role", "dlt_ddl_role"] {
@@ -343,13 +343,13 @@ impl<'c> World<'c> {
             .batch_execute(&format!("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}", quote_ident(READER)))
             .unwrap();
         let world = World { source, replica, backend, password, dir: tempfile::tempdir().unwrap() };
-        world.load(&python);
+        world.load(python);
         world.replica_sql(&format!(
             "GRANT USAGE ON SCHEMA dlt_app TO {reader}; GRANT SELECT ON ALL TABLES IN SCHEMA dlt_app TO {reader}",
             reader = quote_ident(READER)
         ));
         world.write_project();
-        Some(world)
+        world
     }
 
     /// Runs the dlt pipeline (as the superuser of both clusters) in a directory of its own.
@@ -546,9 +546,13 @@ fn example(kind: &str, key: &Json, fields: Option<&str>) -> Json {
 
 #[test]
 fn audit_of_a_dlt_loaded_replica_passes_and_names_planted_differences_by_every_key_column() {
+    let Some(python) =
+        dlt_python_or_skip("audit_of_a_dlt_loaded_replica_passes_and_names_planted_differences_by_every_key_column")
+    else {
+        return;
+    };
     let (source_cluster, replica_cluster) = (Cluster::start().unwrap(), Cluster::start().unwrap());
-    let test = "dlt::audit_of_a_dlt_loaded_replica_passes_and_names_planted_differences_by_every_key_column";
-    let Some(world) = World::loaded(test, &source_cluster, &replica_cluster) else { return };
+    let world = World::loaded(&python, &source_cluster, &replica_cluster);
 
     for table in &tables() {
         let mut answers = Vec::new();
@@ -590,9 +594,13 @@ fn audit_of_a_dlt_loaded_replica_passes_and_names_planted_differences_by_every_k
 
 #[test]
 fn scheduled_row_diff_against_a_dlt_loaded_replica_passes_and_names_planted_differences_by_key() {
+    let Some(python) = dlt_python_or_skip(
+        "scheduled_row_diff_against_a_dlt_loaded_replica_passes_and_names_planted_differences_by_key",
+    ) else {
+        return;
+    };
     let (source_cluster, replica_cluster) = (Cluster::start().unwrap(), Cluster::start().unwrap());
-    let test = "dlt::scheduled_row_diff_against_a_dlt_loaded_replica_passes_and_names_planted_differences_by_key";
-    let Some(world) = World::loaded(test, &source_cluster, &replica_cluster) else { return };
+    let world = World::loaded(&python, &source_cluster, &replica_cluster);
     let tables = tables();
     let scheduled: Vec<&Table> = tables.iter().filter(|table| table.scheduled.is_some()).collect();
     world.run(&["migrate"]).expect(0);
