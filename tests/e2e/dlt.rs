@@ -9,16 +9,16 @@
 //! dlt maps the types as it does for any `postgres` destination: `text` and `uuid` become
 //! `character varying` (a uuid key is compared with the replica's text as the comparison
 //! table says), `integer` becomes `bigint`, `numeric(12,2)`, `timestamptz` and `boolean` keep
-//! theirs. Its tables have no key constraint (only `_dlt_id` is unique). The comparisons
-//! below compare every application column; dlt's own columns are not the source's and are
-//! left out by the naming (the audit compares source columns, scheduled checks their
-//! `compare_columns`).
+//! theirs. Its tables have no key constraint (only `_dlt_id` is unique). The audit test
+//! asserts that layout first. The audit compares every source column, the scheduled checks
+//! every column but the key and the timestamp; dlt's own columns are not the source's and are
+//! never compared.
 //!
 //! Equal tables PASS in `datadiff audit` (`--replica-table` and `--column-map`) and in a
 //! scheduled `row_diff` (`replica_table` and `column_map` in `datadiff.yml`), under both
 //! strategies; a lost delete (deleted on the source after the load), a changed value and a
 //! missing row (changed and deleted on the replica) are named by every key column, the same
-//! under both strategies.
+//! under both strategies. The operator guide's dlt example is the entry these tests write.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -219,6 +219,17 @@ impl Table {
     fn check(&self) -> String {
         format!("warehouse/shop/public/{}", self.name)
     }
+
+    /// Its `datadiff.yml` entry under `checks`: dlt's table and the column map.
+    fn check_entry(&self) -> String {
+        let map: Vec<String> = self.column_map.iter().map(|(source, replica)| format!("{source}: {replica}")).collect();
+        format!(
+            "  {}:\n    replica_table: dlt_app.{}\n    column_map: {{{}}}\n    row_diff: {{max_examples: 10}}\n",
+            self.check(),
+            self.replica,
+            map.join(", ")
+        )
+    }
 }
 
 /// The source's tables.
@@ -413,14 +424,7 @@ impl<'c> World<'c> {
                 table.key[0],
                 compared.join(", ")
             ));
-            let map: Vec<String> =
-                table.column_map.iter().map(|(source, replica)| format!("{source}: {replica}")).collect();
-            checks.push_str(&format!(
-                "  {}:\n    replica_table: dlt_app.{}\n    column_map: {{{}}}\n    row_diff: {{max_examples: 10}}\n",
-                table.check(),
-                table.replica,
-                map.join(", ")
-            ));
+            checks.push_str(&table.check_entry());
         }
         let tap = format!(
             "id: shop\nname: Shop\ntype: tap-postgres\nowner: e2e\ntarget: warehouse\ndb_conn:\n  host: {}\n  \
@@ -554,6 +558,51 @@ fn audit_of_a_dlt_loaded_replica_passes_and_names_planted_differences_by_every_k
     let (source_cluster, replica_cluster) = (Cluster::start().unwrap(), Cluster::start().unwrap());
     let world = World::loaded(&python, &source_cluster, &replica_cluster);
 
+    // dlt's layout: snake_case names, its own two columns, its types, no key constraint.
+    let layout: Vec<String> = world
+        .replica
+        .client()
+        .unwrap()
+        .query(
+            "SELECT c.table_name || '.' || c.column_name || ' ' || c.data_type FROM information_schema.columns c \
+              WHERE c.table_schema = 'dlt_app' AND c.table_name NOT LIKE '\\_dlt%' \
+              ORDER BY c.table_name, c.ordinal_position",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let dlt = ["_dlt_load_id character varying", "_dlt_id character varying"];
+    let expected: Vec<String> = [
+        ("customer_orders", &["order_id bigint", "customer_name character varying", "amount numeric"][..]),
+        ("customer_orders", &["updated_at timestamp with time zone"]),
+        ("customer_orders", &dlt),
+        ("customers", &["customer_code character varying", "display_name character varying"]),
+        ("customers", &["credit_limit numeric", "signed_up_at timestamp with time zone"]),
+        ("customers", &dlt),
+        ("devices", &["device_id character varying", "label character varying", "active boolean"]),
+        ("devices", &["seen_at timestamp with time zone"]),
+        ("devices", &dlt),
+        ("order_lines", &["order_id bigint", "line_no bigint", "sku character varying", "quantity bigint"]),
+        ("order_lines", &dlt),
+    ]
+    .iter()
+    .flat_map(|(table, columns)| columns.iter().map(move |column| format!("{table}.{column}")))
+    .collect();
+    assert_eq!(layout, expected);
+    let keys = world
+        .replica
+        .client()
+        .unwrap()
+        .query_one(
+            "SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND connamespace = 'dlt_app'::regnamespace",
+            &[],
+        )
+        .unwrap()
+        .get::<_, i64>(0);
+    assert_eq!(keys, 0, "dlt creates no primary key");
+
     for table in &tables() {
         let mut answers = Vec::new();
         for strategy in ["segments", "stream"] {
@@ -646,4 +695,15 @@ fn scheduled_row_diff_against_a_dlt_loaded_replica_passes_and_names_planted_diff
         found.push(evidence);
     }
     assert_eq!(found[0], found[1], "segments and stream store the same evidence");
+}
+
+#[test]
+fn the_operator_guide_shows_the_naming_these_tests_prove() {
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operator-guide.md")).unwrap();
+    let orders = &tables()[0];
+    let entry = format!("```yaml\nchecks:\n{}```", orders.check_entry());
+    assert!(guide.contains(&entry), "the operator guide's dlt example is no longer\n{entry}");
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let audit = orders.audit_naming()[..4].join(" ");
+    assert!(words(&guide).contains(&format!("`datadiff audit` takes the same names as `{audit} …`")), "{audit}");
 }
