@@ -653,7 +653,28 @@ fn scheduled_row_diff_against_a_dlt_loaded_replica_passes_and_names_planted_diff
     let tables = tables();
     let scheduled: Vec<&Table> = tables.iter().filter(|table| table.scheduled.is_some()).collect();
     world.run(&["migrate"]).expect(0);
-    world.run(&["doctor"]).expect(0);
+    // doctor finds dlt's tables and columns by the naming, and scans for a duplicate key on
+    // the replica, where dlt made no unique index.
+    let doctor = world.run(&["doctor", "--output-format", "json"]).expect(0).json();
+    for table in &scheduled {
+        let finding = |check: &str| {
+            let found = doctor["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|finding| finding["scope"] == table.check().as_str() && finding["check"] == check)
+                .unwrap_or_else(|| panic!("no {check} finding for {}: {doctor}", table.name));
+            (found["status"].as_str().unwrap().to_owned(), found["detail"].as_str().unwrap().to_owned())
+        };
+        let (status, detail) = finding("columns");
+        assert_eq!(status, "OK", "{}: {detail}", table.name);
+        assert!(detail.starts_with(&format!("key {} / {}", table.key[0], table.column_map[0].1)), "{detail}");
+        let (status, detail) = finding("target key uniqueness");
+        assert_eq!(status, "OK", "{}: {detail}", table.name);
+        let scanned =
+            format!(") of dlt_app.{} (scanned: no unique index covers exactly the key column)", table.replica);
+        assert!(detail.ends_with(&scanned), "{detail}");
+    }
     world.run(&["import_config", "--at", IMPORT_AT]).expect(0);
 
     let mut all_pass: Vec<(String, String)> =
