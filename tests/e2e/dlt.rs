@@ -116,11 +116,12 @@ fn install_dlt() -> Result<PathBuf, String> {
 fn last_line(output: &Output) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    stderr.lines().chain(stdout.lines()).rfind(|line| !line.trim().is_empty()).unwrap_or("no output").trim().to_owned()
+    let last = |text: &str| text.lines().rfind(|line| !line.trim().is_empty()).map(|line| line.trim().to_owned());
+    last(&stderr).or_else(|| last(&stdout)).unwrap_or_else(|| "no output".to_owned())
 }
 
 /// A lock file holding its owner's process id, removed on drop; a file whose process is gone
-/// is stale and taken over.
+/// (or still empty 30 seconds after it was made) is stale and taken over.
 struct LockFile {
     path: PathBuf,
 }
@@ -139,8 +140,12 @@ impl LockFile {
                     let owner = std::fs::read_to_string(path).unwrap_or_default();
                     let alive =
                         owner.trim().parse::<u32>().is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
-                    // An empty file is one being written: wait for its owner.
-                    if !owner.is_empty() && !alive {
+                    // An empty file is one being written: wait for its owner, a while.
+                    let age =
+                        std::fs::metadata(path).and_then(|meta| meta.modified()).ok().and_then(|at| at.elapsed().ok());
+                    let stale =
+                        if owner.is_empty() { age.is_some_and(|age| age > Duration::from_secs(30)) } else { !alive };
+                    if stale {
                         let _ = std::fs::remove_file(path);
                         continue;
                     }
