@@ -7,6 +7,7 @@ mod backend_lost;
 mod config;
 mod demo;
 mod deploy;
+mod dlt;
 mod docs;
 mod doctor;
 mod evidence;
