@@ -927,6 +927,16 @@ mod tests {
         );
         let query = MySqlRowQuery::for_table("shop", "T", "Id", MySqlKey::Int, "ts", vec![]).unwrap();
         assert!(query.select_sql().ends_with("ORDER BY `Id`"));
+        // A composite key: every key column first, ordered in turn, text parts bytewise.
+        let keys = vec![("Code".to_owned(), MySqlKey::Text), ("Line".to_owned(), MySqlKey::Int)];
+        let query =
+            MySqlRowQuery::for_table_keys("shop", "Links", keys, "ts", vec![("Note".into(), MySqlEncoder::Text)])
+                .unwrap();
+        assert_eq!(
+            query.select_sql(),
+            "SELECT `Code`, `Line`, `Note` FROM `shop`.`Links` WHERE `ts` >= ? AND `ts` < ? \
+             ORDER BY CAST(CONVERT(`Code` USING utf8mb4) AS BINARY), `Line`"
+        );
         assert_eq!(mysql_key(MySqlKey::Int, &V::UInt(5)), Ok(Key::Int(5)));
         assert!(mysql_key(MySqlKey::Int, &V::UInt(u64::MAX)).is_err());
         let key =
