@@ -4,6 +4,7 @@
 
 mod alerts;
 mod backend_lost;
+mod composite_keys;
 mod config;
 mod demo;
 mod deploy;
