@@ -228,8 +228,14 @@ impl Table {
     /// Its `datadiff.yml` entry under `checks`: dlt's table and the column map.
     fn check_entry(&self) -> String {
         let map: Vec<String> = self.column_map.iter().map(|(source, replica)| format!("{source}: {replica}")).collect();
+        // A composite key is named in full for row_diff; upstream's key_column stays its
+        // first part, for upstream's own checks.
+        let key_columns = match self.key {
+            [_] => String::new(),
+            parts => format!("    key_columns: [{}]\n", parts.join(", ")),
+        };
         format!(
-            "  {}:\n    replica_table: dlt_app.{}\n    column_map: {{{}}}\n    row_diff: {{max_examples: 10}}\n",
+            "  {}:\n    replica_table: dlt_app.{}\n    column_map: {{{}}}\n{key_columns}    row_diff: {{max_examples: 10}}\n",
             self.check(),
             self.replica,
             map.join(", ")
@@ -306,11 +312,12 @@ fn tables() -> [Table; 4] {
             name: "OrderLines",
             replica: "order_lines",
             key: &["OrderId", "LineNo"],
-            column_map: &[("OrderId", "order_id"), ("LineNo", "line_no")],
-            scheduled: None,
+            column_map: &[("OrderId", "order_id"), ("LineNo", "line_no"), ("PlacedAt", "placed_at")],
+            scheduled: Some(("PlacedAt", &["Sku", "Quantity"])),
             sql: "CREATE TABLE public.\"OrderLines\" (\"OrderId\" bigint, \"LineNo\" integer, \"Sku\" text, \
-              \"Quantity\" integer, PRIMARY KEY (\"OrderId\", \"LineNo\")); \
-              INSERT INTO public.\"OrderLines\" SELECT o, l, 'SKU-' || o || '-' || l, o + l \
+              \"Quantity\" integer, \"PlacedAt\" timestamptz NOT NULL, PRIMARY KEY (\"OrderId\", \"LineNo\")); \
+              INSERT INTO public.\"OrderLines\" SELECT o, l, 'SKU-' || o || '-' || l, o + l, \
+              timestamptz '2026-07-22 12:00:00+00' + (o * 3 + l) * interval '1 minute' \
               FROM generate_series(0, 19) o, generate_series(1, 3) l",
             lost_delete: "DELETE FROM public.\"OrderLines\" WHERE \"OrderId\" = 3 AND \"LineNo\" = 2",
             change: "UPDATE dlt_app.order_lines SET sku = 'SKU-other' WHERE order_id = 7 AND line_no = 1",
@@ -399,8 +406,10 @@ impl<'c> World<'c> {
         self.replica.client().unwrap().batch_execute(sql).unwrap();
     }
 
-    /// The tap `shop` (target `warehouse`, schema `dlt_app`) checks each single-key table
-    /// with `row_count` and, through `datadiff.yml`, `row_diff` against dlt's names.
+    /// The tap `shop` (target `warehouse`, schema `dlt_app`) checks each table with
+    /// `row_count` and, through `datadiff.yml`, `row_diff` against dlt's names; the line-item
+    /// table's `row_diff` on its composite key (`key_columns`), upstream's `key_column` its
+    /// first part.
     fn write_project(&self) {
         let (source, replica) = (self.source.cluster(), self.replica.cluster());
         let password = &self.password;
@@ -590,6 +599,7 @@ fn audit_of_a_dlt_loaded_replica_passes_and_names_planted_differences_by_every_k
         ("devices", &["seen_at timestamp with time zone"]),
         ("devices", &dlt),
         ("order_lines", &["order_id bigint", "line_no bigint", "sku character varying", "quantity bigint"]),
+        ("order_lines", &["placed_at timestamp with time zone"]),
         ("order_lines", &dlt),
     ]
     .iter()
@@ -676,8 +686,10 @@ fn scheduled_row_diff_against_a_dlt_loaded_replica_passes_and_names_planted_diff
         assert!(detail.starts_with(&format!("key {} / {}", table.key[0], table.column_map[0].1)), "{detail}");
         let (status, detail) = finding("target key uniqueness");
         assert_eq!(status, "OK", "{}: {detail}", table.name);
-        let scanned =
-            format!(") of dlt_app.{} (scanned: no unique index covers exactly the key column)", table.replica);
+        let scanned = match table.key {
+            [_] => format!(") of dlt_app.{} (scanned: no unique index covers exactly the key column)", table.replica),
+            _ => format!(") of dlt_app.{} (scanned: no unique index covers the key columns)", table.replica),
+        };
         assert!(detail.ends_with(&scanned), "{detail}");
     }
     world.run(&["import_config", "--at", IMPORT_AT]).expect(0);
@@ -697,13 +709,16 @@ fn scheduled_row_diff_against_a_dlt_loaded_replica_passes_and_names_planted_diff
         let mut evidence = Vec::new();
         for table in &scheduled {
             let [lost_delete, changed, missing] = &table.keys;
-            // Stored keys are text, by the source's key column name.
-            let key = |audit_key: &Json| {
-                let value = match &audit_key["id"] {
-                    Json::String(text) => text.clone(),
-                    other => other.to_string(),
-                };
-                json!({ table.key[0]: value })
+            // Stored keys are text, every key column by its source name.
+            let text = |value: &Json| match value {
+                Json::String(text) => Json::String(text.clone()),
+                other => Json::String(other.to_string()),
+            };
+            let key = |audit_key: &Json| match &audit_key["key"] {
+                Json::Object(parts) => {
+                    Json::Object(parts.iter().map(|(name, value)| (name.clone(), text(value))).collect())
+                }
+                _ => json!({ table.key[0]: text(&audit_key["id"]) }),
             };
             let stored = world.evidence(table);
             assert_eq!(
