@@ -14,6 +14,7 @@ mod guards;
 mod guides;
 mod import;
 mod list;
+mod live;
 mod logical;
 mod metrics;
 mod migrate;
