@@ -3,7 +3,7 @@
 //!
 //! The flow, in order (each step only when the previous one passed):
 //!
-//! 1. **Preconditions**, before any connection: `cutover_ready`, `max_rows` in
+//! 1. **Preconditions**, before any connection: `cutover_ready` or `live`, `max_rows` in
 //!    1..=50,000,000, `max_examples` in 1..=100, one key column, the metadata flags together
 //!    (or `--deleted-column` alone), a well-formed column map.
 //! 2. **Separate databases**: both sessions connect (read-only, 10 s connect timeout, the
@@ -37,6 +37,11 @@
 //!    the report is the same.
 //! 7. **Report**: PASS/BLOCK with the seed's reason, counts and examples (keys and column
 //!    names only, never a value), both sides' identities, the times and the version.
+//!
+//! 8. **Live** ([`AuditOptions::live`], `--live`): the keys that differed are read again on
+//!    both sides until they agree (counted as `in_flight`) or the settle period passes, the
+//!    replica's reads anchored to a source WAL position when a [`Position`] is given; see the
+//!    `live` module (`live.rs`) for exactly what is proven with and without a position.
 //!
 //! Refusals ([`Refusal`], wrapped in [`Error::Refused`]) and errors end the audit without a
 //! report; callers exit 2 for both.

@@ -50,7 +50,7 @@
 //!
 //! With `--position column:NAME`: a column of the replica (of `--replica-metadata-table` when
 //! one is given, else of the replica table) holding the numeric source LSN of the change that
-//! last wrote each row, as Debezium's and the seed's `_cdc_lsn`. The replica counts as having
+//! last wrote each row, as a Debezium-fed replica's `_cdc_lsn`. The replica counts as having
 //! reached `X` once the column's maximum is at or past `X` (as a number). This assumes the
 //! loader applies changes in source order (one partition, one sink task): it then proves the
 //! same as a subscription; with parallel sinks it only says the loader has seen `X`. A table no
