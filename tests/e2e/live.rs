@@ -46,6 +46,15 @@ fn a_live_audit_exits_zero_on_parity_and_one_on_a_difference_with_its_recheck_re
         "--settle",
         "1s",
     ];
+    let metrics = tempfile::tempdir().unwrap();
+    let metrics_file = metrics.path().join("t.prom");
+    let with_metrics: Vec<&str> = args.iter().copied().chain(["--metrics", metrics_file.to_str().unwrap()]).collect();
+    datadiff(&with_metrics).expect(0);
+    let scrape = std::fs::read_to_string(&metrics_file).unwrap();
+    assert!(
+        scrape.lines().any(|line| line.starts_with("datadiff_audit_in_flight{") && line.ends_with(" 0")),
+        "{scrape}"
+    );
     let outcome = datadiff(&args);
     outcome.expect(0).stderr_has("Live parity verified for 500 rows");
     let json = outcome.json();
