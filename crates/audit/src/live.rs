@@ -41,10 +41,11 @@
 //! (`pg_stat_subscription.latest_end_lsn` of its apply worker, which the apply worker only
 //! moves after applying every transaction the source committed before it). Every source
 //! transaction visible in the source's read was then applied on the replica when the replica
-//! was read. The report's `live.position` says the last `X`, the replica's applied position,
-//! and whether it was reached; `live.proven_at` is given only when every wait reached its
-//! position: the parity of the table (the first pass) and of every once-differing key (each
-//! round) was then proven with the replica at or after that source position.
+//! was read. The report's `live.position` says the last `X`, the replica's applied position
+//! then, and whether every wait reached its position; `live.proven_at` is given only when
+//! every wait did, and names the first pass's `X` (the earliest): the parity of the table (the
+//! first pass) and of every once-differing key (each round) was then proven with the replica
+//! having applied every source transaction committed before that position.
 //! `pg_stat_subscription` and `pg_subscription_rel` are readable by any role on PostgreSQL 15
 //! and later: no grant is needed.
 //!
@@ -275,12 +276,15 @@ pub struct PositionReport {
     pub source_lsn: String,
 }
 
-/// Where parity was proven.
+/// Where parity was proven: the first pass's wait. Every comparison the verdict rests on (the
+/// first pass, each round) was made with the replica at or past its own source position, and
+/// each of those is at or past this one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProvenAt {
-    /// The replica's applied position (subscription LSN, or the column's maximum).
+    /// The replica's applied position when the first pass read it (subscription LSN, or the
+    /// column's maximum).
     pub replica_applied: String,
-    /// The source's WAL position every differing key was last proven at (`pg_lsn` text).
+    /// The source's WAL position of the first pass (`pg_lsn` text).
     pub source_lsn: String,
 }
 
@@ -478,9 +482,11 @@ impl Anchor {
             replica_applied: last.applied.clone(),
             source_lsn: last.source.text.clone(),
         };
-        let proven = match (reached, &last.applied) {
+        // The first wait's position is the earliest: every later one is at or past it.
+        let first = &self.waits[0];
+        let proven = match (reached, &first.applied) {
             (true, Some(applied)) => {
-                Some(ProvenAt { replica_applied: applied.clone(), source_lsn: last.source.text.clone() })
+                Some(ProvenAt { replica_applied: applied.clone(), source_lsn: first.source.text.clone() })
             }
             _ => None,
         };
