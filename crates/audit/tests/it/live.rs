@@ -112,13 +112,16 @@ fn a_live_audit_passes_a_busy_faithful_replica_and_names_what_is_planted_on_it()
 
             // Differences planted on the subscriber alone, on rows the writer never touches,
             // and a row deleted on the replica that the writer keeps updating (native logical
-            // replication skips an update of a row it cannot find: it stays lost).
+            // replication skips an update of a row it cannot find: it stays lost). A value
+            // planted on a row the writer updates is overwritten by its next update: it
+            // converges, and the replica really holds the source's row again.
             replica
                 .client()
                 .unwrap()
                 .batch_execute(
                     "DELETE FROM public.accounts WHERE id IN (15001, 42); \
                      UPDATE public.accounts SET note = 'planted' WHERE id = 15002; \
+                     UPDATE public.accounts SET note = 'planted' WHERE id = 43; \
                      INSERT INTO public.accounts VALUES (900001, 1, 'extra')",
                 )
                 .unwrap();
@@ -141,6 +144,13 @@ fn a_live_audit_passes_a_busy_faithful_replica_and_names_what_is_planted_on_it()
                 assert_eq!(live.persisting, 4, "run {run}");
                 assert!(live.rounds >= 1, "run {run}");
             }
+            let overwritten: i64 = replica
+                .client()
+                .unwrap()
+                .query_one("SELECT count(*) FROM public.accounts WHERE id = 43 AND note = 'planted'", &[])
+                .unwrap()
+                .get(0);
+            assert_eq!(overwritten, 0, "the replication overwrote the value planted on a row the writer updates");
 
             // With the subscription as the position: parity proven at a source WAL position
             // the replica had applied.
