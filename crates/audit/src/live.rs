@@ -758,7 +758,9 @@ impl Recheck<'_> {
         let mut summary = Summary::new(MAX_TRACKED_KEYS, self.field_names.clone());
         let ok = |rows: Vec<EncodedRow>| rows.into_iter().map(Ok::<_, std::convert::Infallible>);
         for change in merge(ok(source_rows), ok(replica_rows)) {
-            let Ok(change) = change else { return Err(Error::Thread("stopped unexpectedly")) };
+            // Rows come sorted and filtered to the keys asked for; a key twice on a side (a
+            // table without a unique key) is the merge's error, as in the first pass.
+            let change = change.map_err(|error| AccessError::Merge { message: error.to_string() })?;
             summary.record(&change);
         }
         Ok(summary)
