@@ -16,6 +16,7 @@ mod guards;
 mod guides;
 mod import;
 mod list;
+mod live;
 mod logical;
 mod metrics;
 mod migrate;
