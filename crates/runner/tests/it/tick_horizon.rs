@@ -10,12 +10,13 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::{DateTime, Utc};
+use datadiff_access::Environment;
 use datadiff_diff_core::attempt::HorizonSource;
 use datadiff_diff_core::definition::{CheckDefinition, CheckType};
-use datadiff_runner::{RunSummary, SummaryStatus, TickContext, TickReport};
+use datadiff_runner::{Connections, RunSummary, SummaryStatus, TickContext, TickReport};
 use datadiff_testkit::{Cluster, ClusterOptions, LogicalReplication};
 
-use crate::context::{Context, at};
+use crate::context::{Context, at, db_conn};
 use crate::tick::{attempts, tick_at, ticker};
 
 /// A source cluster with `wal_level = logical` and a replica cluster, shared by these tests.
@@ -108,8 +109,28 @@ fn paused_replication_is_skipped_then_verified(subscription: &str, horizon: fn(&
         .store
         .sync_definitions(&[with.clone(), without], &datadiff_backend_store::SyncScope::all(), at(0, 0))
         .unwrap();
-    let mut ticker: TickContext =
-        ticker(&context).with_horizon(BTreeMap::from([(with.full_check_name.clone(), horizon(subscription))]));
+    // Both sides are read by a role that may only SELECT the tables: no pg_monitor, no
+    // pg_read_all_stats, no replication privilege.
+    let reader = format!("{subscription}_reader");
+    for (cluster, database) in [(source_cluster, &context.source), (replica_cluster, &context.replica)] {
+        cluster.create_role(&reader, "reader-pw").unwrap();
+        database
+            .client()
+            .unwrap()
+            .batch_execute(&format!("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}"))
+            .unwrap();
+    }
+    let as_reader = |database: &datadiff_testkit::Database<'_>| datadiff_config::DbConn {
+        user: Some(reader.clone()),
+        password: Some(datadiff_config::Secret::new("reader-pw")),
+        ..db_conn(database)
+    };
+    let connections = Connections::new(Environment::default())
+        .with_tap("payments", as_reader(&context.source))
+        .with_target("postgres", as_reader(&context.replica));
+    let store = datadiff_runner::open_backend(context.backend_config.clone()).unwrap();
+    let mut ticker = TickContext::new(store, connections)
+        .with_horizon(BTreeMap::from([(with.full_check_name.clone(), horizon(subscription))]));
 
     let stop = AtomicBool::new(false);
     let mut writer = context.source.client().unwrap();
