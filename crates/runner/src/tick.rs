@@ -522,6 +522,15 @@ impl CheckWork<'_> {
         match read {
             Ok(horizon) => {
                 tracing::debug!(check = %definition.full_check_name, applied_up_to = ?horizon.applied_up_to, position = %horizon.position, "horizon read");
+                // For report metrics' applied lag; the tick goes on without it.
+                let (name, setting, now) = (definition.full_check_name.clone(), source.to_string(), self.now);
+                let (applied_up_to, position) = (horizon.applied_up_to, horizon.position.clone());
+                let recorded = self.context.store.bounded("recording the replica horizon", move |store| {
+                    store.record_replica_horizon(&name, &setting, now, applied_up_to, &position)
+                });
+                if let Err(error) = recorded {
+                    tracing::warn!(check = %definition.full_check_name, error = %chain(&error), "the replica horizon was not recorded");
+                }
                 Some(horizon)
             }
             Err(reason) => {

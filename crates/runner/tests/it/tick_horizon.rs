@@ -91,9 +91,31 @@ fn stored(context: &Context, table: &str) -> Vec<(DateTime<Utc>, String)> {
         .collect()
 }
 
-/// The issue's scenario for a horizon read by `horizon` (given the subscription's name):
-/// returns the SKIPPED reason the paused tick gave.
-fn paused_replication_is_skipped_then_verified(subscription: &str, horizon: fn(&str) -> HorizonSource) -> String {
+/// The stored horizon reading of `orders`: `(horizon, observed_at, applied_up_to, known)`.
+type Reading = (String, DateTime<Utc>, Option<DateTime<Utc>>, bool);
+
+fn reading(context: &Context) -> Reading {
+    let row = context
+        .backend_sql()
+        .query_one(
+            "SELECT horizon, observed_at, applied_up_to, known FROM public.datadiff_replica_horizons \
+              WHERE full_check_name = 'postgres/payments/public/orders'",
+            &[],
+        )
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2), row.get(3))
+}
+
+/// What the paused tick left: its SKIPPED reason, the stored reading, and `report metrics`'
+/// applied-lag and horizon-known lines for `orders` at that tick.
+struct Paused {
+    reason: String,
+    reading: Reading,
+    metrics: Vec<String>,
+}
+
+/// The issue's scenario for a horizon read by `horizon` (given the subscription's name).
+fn paused_replication_is_skipped_then_verified(subscription: &str, horizon: fn(&str) -> HorizonSource) -> Paused {
     let (source_cluster, replica_cluster) = clusters();
     let context = Context::with_sides_apart(source_cluster, replica_cluster, DDL, DDL);
     let mut source = context.source.client().unwrap();
@@ -163,6 +185,16 @@ fn paused_replication_is_skipped_then_verified(subscription: &str, horizon: fn(&
             let held = summary(&report, "orders");
             assert_eq!((held.status, held.scheduled_for, held.run_id), (SummaryStatus::Skipped, Some(at(14, 0)), None));
             let reason = held.reason.clone().unwrap_or_default();
+            let paused_reading = reading(&context);
+            let exposition = datadiff_backend_store::metrics_exposition(
+                &context.store.metrics_report(at(14, 5)).unwrap(),
+                at(14, 5),
+            );
+            let metrics = exposition
+                .lines()
+                .filter(|line| line.starts_with("datadiff_replica_") && line.contains("table=\"orders\""))
+                .map(str::to_owned)
+                .collect();
             assert_eq!(stored(&context, "orders"), [(at(13, 0), "PASS".to_owned())], "no attempt row for 14:00");
             assert_eq!(
                 stored(&context, "orders_plain"),
@@ -184,7 +216,8 @@ fn paused_replication_is_skipped_then_verified(subscription: &str, horizon: fn(&
                 [(at(13, 0), "PASS".to_owned()), (at(14, 0), "PASS".to_owned())],
                 "the FAIL never happened"
             );
-            reason
+            assert!(reading(&context).3, "known again once caught up");
+            Paused { reason, reading: paused_reading, metrics }
         }));
         stop.store(true, Ordering::Relaxed);
         result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -193,24 +226,44 @@ fn paused_replication_is_skipped_then_verified(subscription: &str, horizon: fn(&
 
 #[test]
 fn a_paused_subscription_holds_the_slot_back_until_it_has_applied_it() {
-    let reason =
+    let paused =
         paused_replication_is_skipped_then_verified("horizon_sub", |name| HorizonSource::Subscription(name.to_owned()));
     assert_eq!(
-        reason,
+        paused.reason,
         "replica position unknown (subscription horizon_sub is disabled: nothing is being applied); \
          window ends 2026-07-22T14:00:00+00:00: not attempted before the replica has applied it"
+    );
+    // The paused reading keeps the newest known horizon (the 13:05 tick's), so the applied lag
+    // keeps growing: an hour at 14:05.
+    assert_eq!(paused.reading, ("subscription:horizon_sub".to_owned(), at(14, 5), Some(at(13, 5)), false));
+    let labels = r#"target="postgres",tap="payments",schema="public",table="orders""#;
+    assert_eq!(
+        paused.metrics,
+        [
+            format!("datadiff_replica_applied_lag_seconds{{{labels}}} 3600"),
+            format!("datadiff_replica_horizon_known{{{labels}}} 0")
+        ]
     );
 }
 
 #[test]
 fn a_position_column_holds_the_slot_back_until_the_replica_has_applied_it() {
-    let reason =
+    let paused =
         paused_replication_is_skipped_then_verified("column_sub", |_| HorizonSource::Column("source_ts_ms".into()));
     assert_eq!(
-        reason,
+        paused.reason,
         "replica has applied up to 2026-07-22T13:01:00+00:00 (column source_ts_ms of public.orders: newest \
          2026-07-22T13:01:00+00:00); window ends 2026-07-22T14:00:00+00:00: not attempted before the replica has \
          applied it"
+    );
+    assert_eq!(paused.reading, ("column:source_ts_ms".to_owned(), at(14, 5), Some(at(13, 1)), true));
+    let labels = r#"target="postgres",tap="payments",schema="public",table="orders""#;
+    assert_eq!(
+        paused.metrics,
+        [
+            format!("datadiff_replica_applied_lag_seconds{{{labels}}} 3840"),
+            format!("datadiff_replica_horizon_known{{{labels}}} 1")
+        ]
     );
 }
 
