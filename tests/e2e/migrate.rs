@@ -45,7 +45,10 @@ fn a_backend_pipelinewise_migrated_works_without_ddl_until_a_definition_needs_an
     let drop_extensions = || {
         fixture
             .backend_sql()
-            .batch_execute("DROP TABLE public.datadiff_run_differences; DROP TABLE public.datadiff_schema_migrations")
+            .batch_execute(
+                "DROP TABLE public.datadiff_run_differences; DROP TABLE public.datadiff_replica_horizons; \
+                 DROP TABLE public.datadiff_schema_migrations",
+            )
             .unwrap();
     };
     drop_extensions();
