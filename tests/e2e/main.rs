@@ -14,6 +14,7 @@ mod doctor;
 mod evidence;
 mod guards;
 mod guides;
+mod horizon;
 mod import;
 mod list;
 mod live;

@@ -20,7 +20,9 @@
 //!    plans the attempt's queries (see below), and the source preflight's verdict (index or
 //!    bounded count) inside a read-only transaction, exactly as an attempt computes it; the
 //!    key column is unique on both sides where the next run compares (a unique index on
-//!    exactly the key, else a scan of the window for a duplicate; see below).
+//!    exactly the key, else a scan of the window for a duplicate; see below); with
+//!    `checks.<name>.horizon`, the horizon reading a tick would make (OK with the position and
+//!    the applied lag, WARN when the position is unknown, FAIL when it cannot be read).
 //!
 //! **Queries.** Each side's server is asked to plan (`EXPLAIN`, never `EXPLAIN ANALYZE`: no
 //! row is read) every statement an attempt would send it: the aggregate query of the
@@ -322,6 +324,9 @@ fn check_sources_and_targets(project: &Project, environment: &Environment, findi
             report_session(findings, &format!("target {}", definition.target_id), &opened);
             targets.insert(definition.target_id.clone(), opened.map(|(session, _)| session));
         }
+        if let Some(horizon) = project.horizon.get(name) {
+            check_horizon(definition, &route, horizon, findings);
+        }
         let (Some(Ok(source)), Some(Ok(target))) =
             (sources.get_mut(&definition.tap_id), targets.get_mut(&definition.target_id))
         else {
@@ -338,6 +343,45 @@ fn check_sources_and_targets(project: &Project, environment: &Environment, findi
     }
     if project.definitions.is_empty() {
         findings.add("project", "definitions", Verdict::Warn, "no table has a data_diff block");
+    }
+}
+
+/// `checks.<name>.horizon`: the reading a tick would make ([`crate::horizon::read`]) — OK with
+/// the horizon, the replica's position and its applied lag; WARN when the position is unknown
+/// (due slots would be SKIPPED); FAIL when it cannot be read (an unknown subscription or
+/// column, a refused statement).
+fn check_horizon(
+    definition: &datadiff_diff_core::definition::CheckDefinition,
+    route: &crate::connections::Route,
+    horizon: &datadiff_diff_core::attempt::HorizonSource,
+    findings: &mut DoctorReport,
+) {
+    let name = definition.full_check_name.as_str();
+    let now = chrono::Utc::now();
+    match crate::horizon::read(route, definition, horizon, now) {
+        Ok(read) => match read.applied_up_to {
+            Some(applied) => findings.add(
+                name,
+                "horizon",
+                Verdict::Ok,
+                format!(
+                    "{horizon}: replica has applied up to {} ({}); applied lag {} s",
+                    datadiff_diff_core::attempt::python_isoformat(applied),
+                    read.position,
+                    (now - applied).num_seconds().max(0)
+                ),
+            ),
+            None => findings.add(
+                name,
+                "horizon",
+                Verdict::Warn,
+                format!(
+                    "{horizon}: replica position unknown ({}): due slots are SKIPPED until it is known",
+                    read.position
+                ),
+            ),
+        },
+        Err(error) => findings.add(name, "horizon", Verdict::Fail, one_line(&error)),
     }
 }
 
