@@ -221,6 +221,23 @@ fn a_key_range_selects_exactly_the_rows_of_the_position_predicate_with_or_withou
             seen += exact.len();
         }
         assert!(seen > PREFIXED.len(), "{table}: the segments select rows");
+        // Several leaves at once, as a stream of the leaves selects them.
+        let children: Vec<Segment> = (0..7)
+            .map(|index| Segment { first: span.first + index * width, last: span.first + (index + 1) * width - 1 })
+            .collect();
+        for picked in [vec![0, 2, 5], vec![1, 3, 4, 6], vec![0, 1, 2, 3, 4, 5, 6]] {
+            let leaves: Vec<Segment> = picked.iter().map(|&index| children[index]).collect();
+            let mut exact = Vec::new();
+            for leaf in &leaves {
+                exact.extend(selected(
+                    &mut client,
+                    table,
+                    &format!("{position} BETWEEN {} AND {}", leaf.first, leaf.last),
+                ));
+            }
+            exact.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            assert_eq!(selected(&mut client, table, &query.leaves_filter(&leaves)), exact, "{table}, {picked:?}");
+        }
         if range.is_some() {
             // The range is what lets the index find a narrow segment's rows.
             let at = text_position_of(b"customer-000000012345", prefix.len());
