@@ -915,29 +915,66 @@ impl SegmentQuery {
     /// all the splits, [`SegmentQuery::range_sql`]).
     fn level_sql_within(&self, range: Option<&str>) -> String {
         let key_type = self.position.ranged_type();
-        let ranged = self.ranged_sql();
+        let ranged = match self.text_positioned() {
+            true => "row_position".to_owned(),
+            false => self.ranged_sql(),
+        };
         let split = format!("pg_catalog.width_bucket({ranged}, $3::text[]::{key_type}[])");
-        let range = range.map(|range| format!("{range} AND ")).unwrap_or_default();
-        let rows = self.rows(
-            &format!("{split} AS row_split, {position} AS row_position", position = self.position_sql()),
-            Some(&format!(
-                "{range}{ranged} BETWEEN $5::text::{key_type} AND $6::text::{key_type} \
-                 AND {ranged} <= ($4::text[]::{key_type}[])[{split}]"
-            )),
+        let in_splits = format!(
+            "{ranged} BETWEEN $5::text::{key_type} AND $6::text::{key_type} \
+             AND {ranged} <= ($4::text[]::{key_type}[])[{split}]"
         );
+        let rows = match self.text_positioned() {
+            true => self.positioned_rows(&format!("{split} AS row_split, row_position"), range, &in_splits),
+            false => {
+                let range = range.map(|range| format!("{range} AND ")).unwrap_or_default();
+                self.rows(
+                    &format!("{split} AS row_split, {position} AS row_position", position = self.position_sql()),
+                    Some(&format!("{range}{in_splits}")),
+                )
+            }
+        };
         format!(
             "SELECT (row_split - 1)::bigint, (row_position - ($1::bigint[])[row_split]) / ($2::bigint[])[row_split], \
              count(*), sum({ROW_DIGEST})::text FROM {rows} GROUP BY 1, 2"
         )
     }
 
+    /// Whether the key is text: its position is an expression, computed once per row in a
+    /// subquery of its own ([`SegmentQuery::positioned_rows`]).
+    fn text_positioned(&self) -> bool {
+        matches!(self.position, Position::Text | Position::PaddedText)
+    }
+
+    /// [`SegmentQuery::rows`] for a text key: the rows `range` (a key range, when the side's
+    /// index serves one) and the side's filter keep, each positioned once (`row_position`),
+    /// then those whose position meets `condition` hashed. (Written beside each use, the
+    /// position expression would be computed once per use, per row.)
+    fn positioned_rows(&self, columns: &str, range: Option<&str>, condition: &str) -> String {
+        format!(
+            "(SELECT {columns}, {hash} AS h FROM (SELECT *, {position} AS row_position FROM {table}{filter} OFFSET 0) \
+             AS positioned WHERE {condition} OFFSET 0) AS hashed",
+            hash = self.row_hash,
+            position = self.position_sql(),
+            table = self.table.quoted(),
+            filter = self.where_clause(range),
+        )
+    }
+
     /// The `SELECT` of a level with one split, written with literals so that the server
     /// plans it for the range it covers (a first level reads the whole table).
     pub fn single_split_sql(&self, split: &Split) -> String {
-        let rows = self.rows(
-            &format!("{position} AS row_position", position = self.position_sql()),
-            Some(&self.segment_predicate(split.segment)),
-        );
+        let rows = match self.text_positioned() {
+            true => self.positioned_rows(
+                "row_position",
+                self.range_sql(split.segment).as_deref(),
+                &format!("row_position BETWEEN {} AND {}", split.segment.first, split.segment.last),
+            ),
+            false => self.rows(
+                &format!("{position} AS row_position", position = self.position_sql()),
+                Some(&self.segment_predicate(split.segment)),
+            ),
+        };
         format!(
             "SELECT 0::bigint, (row_position - ({first})::bigint) / ({width})::bigint, count(*), sum({ROW_DIGEST})::text \
              FROM {rows} GROUP BY 2",
