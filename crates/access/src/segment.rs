@@ -270,11 +270,12 @@ const POSITION_END: i64 = 1 << 60;
 /// A key range (byte order) holding every text key whose position after `prefix` lies in
 /// `segment` — and maybe more, which the position predicate beside it removes: `(lowest,
 /// below)`, `below` `None` for no upper bound. A key's position is at least `p` exactly when
-/// the key is at least [`position_floor`]`(p)`, so the range is from the floor of the first
+/// the key is at least the floor of `p` (the prefix, then `p`'s 60 bits as bytes without
+/// their trailing zero bytes), so the range is from the floor of the first
 /// position to below the floor of the one past the last — both written as text: a floor cut
 /// at a zero byte (no text holds one) is exact as its start followed by U+0001; one cut at
 /// bytes that are not UTF-8 is widened to its valid start (low) or that start's
-/// [`successor`] (high).
+/// successor (high: its last character grown by one code point).
 pub fn text_key_range(prefix: &[u8], segment: Segment) -> (String, Option<String>) {
     let lowest = match valid_start(&position_floor(prefix, segment.first)) {
         (start, Cut::Zero) => start + "\u{1}",
@@ -1064,7 +1065,7 @@ pub trait HashSide {
     fn level(&mut self, splits: &[Split]) -> Result<Vec<ChildDigest>, Self::Error>;
 
     /// The side's segment queries, when it has some: through them the search makes both
-    /// sides' text positions skip the keys' common prefix (see [`frame_text_keys`]). `None`
+    /// sides' text positions skip the keys' common prefix (see [`common_prefix`]). `None`
     /// (the default): positions skip nothing, on either side.
     fn segment_query(&self) -> Option<&SegmentQuery> {
         None
@@ -1391,7 +1392,7 @@ mod tests {
         assert_eq!(text_position_of(b"", 0), 0);
         assert_eq!(text_position_of(b"abc", 3), 0);
         assert_eq!(text_position_of(b"xa", 1), 0x61 << 52);
-        assert_eq!(text_position_of(b"x\x01\x02\x03\x04\x05\x06\x07\xf8", 1), 0x0102_0304_0506_07f);
+        assert_eq!(text_position_of(b"x\x01\x02\x03\x04\x05\x06\x07\xf8", 1), 0x0010_2030_4050_607f);
         assert_eq!(common_prefix(b"abc", b"abd"), b"ab");
         assert_eq!(common_prefix(b"", b"abd"), b"");
         assert!(Position::Text.sql_after("k", 13).contains("convert_to(k::text, 'UTF8'), 14, 8)"));
