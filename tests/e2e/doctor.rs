@@ -272,23 +272,47 @@ fn a_duplicate_key_outside_the_window_is_not_reported_and_one_inside_on_the_sour
 }
 
 #[test]
-fn key_columns_a_scheduled_check_cannot_compare_are_a_finding() {
-    let fixture = Fixture::new();
-    fixture.run(&["migrate"]).expect(0);
+fn a_composite_key_is_checked_for_uniqueness_as_a_tuple() {
+    let fixture = month_window_fixture();
     let mut files = fixture.files();
-    files.tap = files.tap.replace(crate::support::ALL_CHECKS, "[schema_compatibility]");
+    files.tap = files
+        .tap
+        .replace(crate::support::ALL_CHECKS, "[schema_compatibility]")
+        .replace("window_start: \"-1h\"", "window_start: \"-30d\"");
     files.datadiff = Some(format!("checks:\n  {CHECK}:\n    row_diff: {{}}\n    key_columns: [id, status]\n"));
     fixture.write(&files);
-    let json = fixture.run(&["doctor", "--output-format", "json"]).expect(1).json();
+    // Key 1001 twice on the replica, with two statuses: the tuple is unique.
+    let rows = "INSERT INTO payments.transfers (id, updated_at, status, note) VALUES \
+                (1001, now() - interval '2 days', 'paid', 'n'), (1001, now() - interval '2 days', 'refunded', 'n');";
+    let [source, target] = key_uniqueness(&fixture, "", rows);
     assert_eq!(
-        finding(&json, CHECK, "row_diff key_columns"),
+        source,
         (
-            "FAIL".to_owned(),
-            "row_diff: key_columns (id, status) is not supported by scheduled checks yet: they compare on the \
-             single key_column; compare this table with `datadiff audit --key id,status`"
+            "OK".to_owned(),
+            "unique index transfers_pkey covers the key columns (id, status) of public.transfers: nothing scanned"
                 .to_owned()
         )
     );
-    assert_eq!(finding(&json, CHECK, "target key uniqueness").0, "SKIP");
+    assert_eq!(target.0, "OK", "{target:?}");
+    assert!(target.1.starts_with("no duplicate (id, status) in the window ["), "{target:?}");
+    assert!(
+        target.1.ends_with(") of payments.transfers (scanned: no unique index covers the key columns)"),
+        "{target:?}"
+    );
+    let json = fixture.run(&["doctor", "--output-format", "json"]).expect(0).json();
+    assert_eq!(finding(&json, CHECK, "target queries").0, "OK", "the composite row_diff stream is planned: {json}");
+    assert!(
+        json["findings"].as_array().unwrap().iter().all(|finding| finding["check"] != "row_diff key_columns"),
+        "{json}"
+    );
+
+    // The same tuple twice is a duplicate, named by both columns.
+    let [_, target] = key_uniqueness(&fixture, "", &twice("payments.transfers", 1000, 2));
+    assert_eq!(target.0, "FAIL", "{target:?}");
+    assert!(target.1.starts_with("duplicate key (1000, paid) in (id, status), the window ["), "{target:?}");
+    assert!(
+        target.1.ends_with(") of payments.transfers: a run would ERROR (the key columns must be unique together)"),
+        "{target:?}"
+    );
     assert_eq!(written(&fixture), 0, "the doctor writes nothing");
 }

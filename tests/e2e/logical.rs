@@ -1,8 +1,9 @@
 //! Scheduled checks with `row_diff` against a replica kept by PostgreSQL's native logical
 //! replication (a publication on one throwaway cluster, its subscription on another), for
-//! tables keyed by text and by uuid: equal tables PASS under both strategies, and a lost
-//! delete, a changed value and a missing row planted on the subscriber are stored as evidence
-//! naming each key, the same under both strategies.
+//! tables keyed by text, by uuid and by a composite key (`key_columns: [order_id, line_no]`):
+//! equal tables PASS under both strategies, and a lost delete, a changed value and a missing
+//! row planted on the subscriber are stored as evidence naming each key (every key column of
+//! the composite one), the same under both strategies.
 
 use datadiff_testkit::{Cluster, ClusterOptions, Database, LogicalReplication, quote_ident};
 use serde_json::Value as Json;
@@ -11,20 +12,29 @@ use crate::support::{IMPORT_AT, Outcome, PASSWORD_TAG, RUN_AT, datadiff_with};
 
 /// A table of the tap: its DDL (the same on both sides), its rows (all in the 13:00 slot's
 /// window [12:00, 13:00)), what plants the three differences on the replica, and the keys
-/// they touch as stored (`key ->> key_column`): extra, changed, missing.
+/// they touch as stored (one value per key column): extra, changed, missing.
 struct Table {
     name: &'static str,
+    /// The definition's `key_column`.
     key: &'static str,
+    /// `row_diff`'s `key_columns`, when the key is composite (else the key column alone).
+    key_columns: &'static [&'static str],
+    timestamp: &'static str,
+    /// The compare columns, as YAML.
+    compared: &'static str,
     ddl: &'static str,
     rows: &'static str,
     plant: &'static str,
-    keys: [&'static str; 3],
+    keys: [&'static [&'static str]; 3],
 }
 
-const TABLES: [Table; 2] = [
+const TABLES: [Table; 3] = [
     Table {
         name: "skus",
         key: "code",
+        key_columns: &[],
+        timestamp: "updated_at",
+        compared: "[title, price]",
         ddl: "CREATE TABLE public.skus (code text PRIMARY KEY, title text, price numeric(10, 2), \
               updated_at timestamptz NOT NULL); CREATE INDEX ON public.skus (updated_at)",
         rows: "INSERT INTO public.skus SELECT (ARRAY['A', 'b', 'Z', 'é', '_'])[g % 5 + 1] || lpad(g::text, 5, '0'), \
@@ -33,11 +43,14 @@ const TABLES: [Table; 2] = [
         plant: "INSERT INTO public.skus VALUES ('é99999', 'gone', 1, '2026-07-22 12:30:00.5+00'); \
                 UPDATE public.skus SET price = -price WHERE code = 'b00001'; \
                 DELETE FROM public.skus WHERE code = 'Z00002'",
-        keys: ["é99999", "b00001", "Z00002"],
+        keys: [&["é99999"], &["b00001"], &["Z00002"]],
     },
     Table {
         name: "devices",
         key: "id",
+        key_columns: &[],
+        timestamp: "seen_at",
+        compared: "[label]",
         ddl: "CREATE TABLE public.devices (id uuid PRIMARY KEY, label text, seen_at timestamptz NOT NULL); \
               CREATE INDEX ON public.devices (seen_at)",
         rows: "INSERT INTO public.devices SELECT md5(g::text)::uuid, 'device ' || g, \
@@ -48,10 +61,27 @@ const TABLES: [Table; 2] = [
                 UPDATE public.devices SET label = 'device one' WHERE id = md5('1')::uuid; \
                 DELETE FROM public.devices WHERE id = md5('2')::uuid",
         keys: [
-            "ffffffff-0000-0000-0000-000000000001",
-            "c4ca4238-a0b9-2382-0dcc-509a6f75849b",
-            "c81e728d-9d4c-2f63-6f06-7f89cc14862c",
+            &["ffffffff-0000-0000-0000-000000000001"],
+            &["c4ca4238-a0b9-2382-0dcc-509a6f75849b"],
+            &["c81e728d-9d4c-2f63-6f06-7f89cc14862c"],
         ],
+    },
+    // A line-item table: `order_id` repeats, the key is `(order_id, line_no)`.
+    Table {
+        name: "order_lines",
+        key: "order_id",
+        key_columns: &["order_id", "line_no"],
+        timestamp: "updated_at",
+        compared: "[sku, qty]",
+        ddl: "CREATE TABLE public.order_lines (order_id bigint, line_no integer, sku text, qty integer, \
+              updated_at timestamptz NOT NULL, PRIMARY KEY (order_id, line_no)); \
+              CREATE INDEX ON public.order_lines (updated_at)",
+        rows: "INSERT INTO public.order_lines SELECT g / 4, g % 4 + 1, 'sku ' || g, g % 9, \
+               '2026-07-22 12:00:00+00'::timestamptz + g * interval '1 second' FROM generate_series(0, 2999) g",
+        plant: "INSERT INTO public.order_lines VALUES (700, 9, 'gone', 1, '2026-07-22 12:30:00.5+00'); \
+                UPDATE public.order_lines SET qty = qty + 100 WHERE order_id = 1 AND line_no = 2; \
+                DELETE FROM public.order_lines WHERE order_id = 2 AND line_no = 1",
+        keys: [&["700", "9"], &["1", "2"], &["2", "1"]],
     },
 ];
 
@@ -111,12 +141,10 @@ impl<'c> World<'c> {
         );
         let mut tables = String::new();
         for table in &TABLES {
-            let timestamp = if table.name == "devices" { "seen_at" } else { "updated_at" };
-            let compared = if table.name == "devices" { "[label]" } else { "[title, price]" };
             tables.push_str(&format!(
                 "      - table_name: {}\n        data_diff:\n          checks: [row_count]\n          \
-                 key_column: {}\n          timestamp_column: {timestamp}\n          compare_columns: {compared}\n",
-                table.name, table.key
+                 key_column: {}\n          timestamp_column: {}\n          compare_columns: {}\n",
+                table.name, table.key, table.timestamp, table.compared
             ));
         }
         let tap = format!(
@@ -130,7 +158,14 @@ impl<'c> World<'c> {
         );
         let checks: String = TABLES
             .iter()
-            .map(|table| format!("  warehouse/shop/public/{}:\n    row_diff: {{max_examples: 10}}\n", table.name))
+            .map(|table| {
+                let mut check =
+                    format!("  warehouse/shop/public/{}:\n    row_diff: {{max_examples: 10}}\n", table.name);
+                if !table.key_columns.is_empty() {
+                    check.push_str(&format!("    key_columns: [{}]\n", table.key_columns.join(", ")));
+                }
+                check
+            })
             .collect();
         let dir = self.dir.path();
         std::fs::write(dir.join("config.yml"), config).unwrap();
@@ -207,6 +242,7 @@ fn scheduled_row_diff_over_a_native_logical_replica_passes_and_names_planted_dif
             statuses,
             [
                 ("warehouse/shop/public/devices".to_owned(), "PASS".to_owned()),
+                ("warehouse/shop/public/order_lines".to_owned(), "PASS".to_owned()),
                 ("warehouse/shop/public/skus".to_owned(), "PASS".to_owned())
             ],
             "{strategy}"
@@ -224,7 +260,13 @@ fn scheduled_row_diff_over_a_native_logical_replica_passes_and_names_planted_dif
         let evidence: Vec<Vec<(String, Json)>> = TABLES.iter().map(|table| world.evidence(table)).collect();
         for (table, evidence) in TABLES.iter().zip(&evidence) {
             let [extra, changed, missing] = table.keys;
-            let key = |value: &str| serde_json::json!({ table.key: value });
+            // Every key column by name.
+            let names = if table.key_columns.is_empty() { std::slice::from_ref(&table.key) } else { table.key_columns };
+            let key = |values: &[&str]| {
+                Json::Object(
+                    names.iter().zip(values).map(|(name, value)| ((*name).to_owned(), (*value).into())).collect(),
+                )
+            };
             assert_eq!(
                 evidence,
                 &[

@@ -4,16 +4,20 @@
 
 mod alerts;
 mod backend_lost;
+mod composite_keys;
 mod config;
 mod demo;
 mod deploy;
+mod dlt;
 mod docs;
 mod doctor;
 mod evidence;
 mod guards;
 mod guides;
+mod horizon;
 mod import;
 mod list;
+mod live;
 mod logical;
 mod metrics;
 mod migrate;

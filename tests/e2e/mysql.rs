@@ -204,3 +204,110 @@ fn doctor_checks_the_mariadb_key_by_its_primary_key_else_by_a_scan_of_the_window
     assert_eq!(status, "FAIL", "{detail}");
     assert!(detail.starts_with("duplicate key 500 in id, the window ["), "{detail}");
 }
+
+#[test]
+fn a_mariadb_line_item_table_is_compared_on_its_composite_key_naming_every_key_column() {
+    let fixture = Fixture::new();
+    let source = shared_mariadb().fresh_database().unwrap();
+    let mut client = source.client().unwrap();
+    client
+        .query_drop(
+            "CREATE TABLE order_lines (order_id bigint NOT NULL, line_no int NOT NULL, updated_at datetime(6),
+                 sku varchar(20), PRIMARY KEY (order_id, line_no), KEY order_lines_updated_at (updated_at))
+                 CHARACTER SET utf8mb4;
+             INSERT INTO order_lines (order_id, line_no, updated_at, sku)
+                 WITH RECURSIVE g (n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < 199)
+                 SELECT n DIV 4, n MOD 4 + 1, TIMESTAMP('2026-07-22 12:00:00') + INTERVAL n * 15 SECOND,
+                        CONCAT('sku-', n) FROM g;",
+        )
+        .unwrap();
+    let reader = datadiff_testkit::quote_ident(&fixture.reader.name);
+    fixture.replica_sql(&format!(
+        "CREATE TABLE payments.order_lines (order_id bigint, line_no bigint, updated_at timestamp, sku varchar);
+         INSERT INTO payments.order_lines SELECT g / 4, g % 4 + 1,
+             timestamp '2026-07-22 12:00:00' + g * interval '15 seconds', 'sku-' || g FROM generate_series(0, 199) g;
+         GRANT SELECT ON payments.order_lines TO {reader};"
+    ));
+    let (user, password) = (format!("e2e_mysql_{}", source.name()), format!("{PASSWORD_TAG}-mysql"));
+    source.create_user(&user, &password, &["SELECT"]).unwrap();
+    let server = shared_mariadb();
+    let mut files = fixture.files();
+    files.tap = format!(
+        "id: payments\nname: Payments\ntype: tap-mysql\nowner: e2e\ntarget: postgres\ndb_conn:\n  \
+         host: {host}\n  port: {port}\n  user: {user}\n  password: \"{password}\"\n  dbname: {db}\n\
+         data_diff_defaults:\n  frequency: \"0 * * * *\"\n  window_start: \"-30d\"\n  window_end: \"0s\"\n\
+         schemas:\n  - source_schema: {db}\n    target_schema: payments\n    tables:\n      \
+         - table_name: order_lines\n        data_diff:\n          checks: [row_count]\n          \
+         key_column: order_id\n          timestamp_column: updated_at\n          compare_columns: [sku]\n",
+        host = server.host(),
+        port = server.port(),
+        db = source.name(),
+    );
+    let check = format!("postgres/payments/{}/order_lines", source.name());
+    files.datadiff = Some(format!("checks:\n  {check}:\n    row_diff: {{}}\n    key_columns: [order_id, line_no]\n"));
+    fixture.write(&files);
+    fixture.run(&["migrate"]).expect(0);
+    let source_key = |fixture: &Fixture| {
+        let json = fixture.run(&["doctor", "--output-format", "json"]).json();
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|finding| finding["scope"] == check.as_str() && finding["check"] == "source key uniqueness")
+            .map(|finding| {
+                (
+                    finding["status"].as_str().unwrap_or_default().to_owned(),
+                    finding["detail"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .unwrap_or_else(|| panic!("no source key uniqueness finding: {json}"))
+    };
+    let (status, detail) = source_key(&fixture);
+    assert_eq!(status, "OK", "{detail}");
+    assert!(detail.starts_with("unique index PRIMARY covers the key columns (order_id, line_no) of "), "{detail}");
+    fixture.import();
+    let rerun = ["run", "--all", "--force", "--check", &check, "--at", RUN_AT];
+    fixture.run(&rerun).expect(0);
+    assert_eq!(fixture.attempts()[0].0, "PASS");
+
+    // A changed line, a missing one and one the source deleted, beside equal lines of the
+    // same orders: stored with both key columns.
+    fixture.replica_sql(
+        "UPDATE payments.order_lines SET sku = 'changed' WHERE order_id = 12 AND line_no = 3;
+         DELETE FROM payments.order_lines WHERE order_id = 20 AND line_no = 2;
+         INSERT INTO payments.order_lines VALUES (30, 5, timestamp '2026-07-22 12:30:00', 'gone');",
+    );
+    fixture.run(&rerun).expect(1);
+    let run_id = fixture.newest_run_id();
+    let stored: Vec<(String, String)> = fixture
+        .backend_sql()
+        .query(
+            "SELECT kind, key::text FROM public.datadiff_run_differences WHERE run_id::text = $1 ORDER BY ordinal",
+            &[&run_id],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            ("CHANGED".to_owned(), r#"{"line_no": "3", "order_id": "12"}"#.to_owned()),
+            ("MISSING_IN_TARGET".to_owned(), r#"{"line_no": "2", "order_id": "20"}"#.to_owned()),
+            ("EXTRA_IN_TARGET".to_owned(), r#"{"line_no": "5", "order_id": "30"}"#.to_owned()),
+        ]
+    );
+
+    // Without the primary key, the same line twice in the window is named by both columns.
+    client
+        .query_drop(
+            "ALTER TABLE order_lines DROP PRIMARY KEY;
+             INSERT INTO order_lines VALUES (500, 1, UTC_TIMESTAMP() - INTERVAL 2 DAY, 'a'),
+                 (500, 1, UTC_TIMESTAMP() - INTERVAL 2 DAY, 'a'), (501, 1, UTC_TIMESTAMP() - INTERVAL 2 DAY, 'a'),
+                 (501, 2, UTC_TIMESTAMP() - INTERVAL 2 DAY, 'a');",
+        )
+        .unwrap();
+    let (status, detail) = source_key(&fixture);
+    assert_eq!(status, "FAIL", "{detail}");
+    assert!(detail.starts_with("duplicate key (500, 1) in (order_id, line_no), the window ["), "{detail}");
+}

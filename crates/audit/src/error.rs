@@ -15,6 +15,9 @@ pub enum Error {
     /// The columns of the two tables cannot be matched.
     #[error(transparent)]
     Columns(#[from] crate::columns::ColumnMatchError),
+    /// `--position` cannot be used on these databases (see [`crate::PositionError`]).
+    #[error(transparent)]
+    Position(#[from] crate::live::PositionError),
     /// Talking to the source or the replica failed.
     #[error(transparent)]
     Access(#[from] datadiff_access::Error),

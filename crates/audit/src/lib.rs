@@ -3,7 +3,7 @@
 //!
 //! The flow, in order (each step only when the previous one passed):
 //!
-//! 1. **Preconditions**, before any connection: `cutover_ready`, `max_rows` in
+//! 1. **Preconditions**, before any connection: `cutover_ready` or `live`, `max_rows` in
 //!    1..=50,000,000, `max_examples` in 1..=100, one key column, the metadata flags together
 //!    (or `--deleted-column` alone), a well-formed column map.
 //! 2. **Separate databases**: both sessions connect (read-only, 10 s connect timeout, the
@@ -37,6 +37,11 @@
 //!    the report is the same.
 //! 7. **Report**: PASS/BLOCK with the seed's reason, counts and examples (keys and column
 //!    names only, never a value), both sides' identities, the times and the version.
+//!
+//! 8. **Live** ([`AuditOptions::live`], `--live`): the keys that differed are read again on
+//!    both sides until they agree (counted as `in_flight`) or the settle period passes, the
+//!    replica's reads anchored to a source WAL position when a [`Position`] is given; see the
+//!    `live` module (`live.rs`) for exactly what is proven with and without a position.
 //!
 //! Refusals ([`Refusal`], wrapped in [`Error::Refused`]) and errors end the audit without a
 //! report; callers exit 2 for both.
@@ -72,6 +77,7 @@
 
 mod columns;
 mod error;
+mod live;
 mod metrics;
 mod refusal;
 mod report;
@@ -90,11 +96,15 @@ use datadiff_diff_core::{
 };
 
 pub use columns::ColumnMatchError;
+pub use live::{
+    DEFAULT_SETTLE, FIRST_BACKOFF, Live, LiveReport, MAX_BACKOFF, MAX_TRACKED_KEYS, Position, PositionError,
+    PositionReport, PositionSyntaxError, ProvenAt,
+};
 pub use metrics::audit_metrics;
 pub use refusal::{MAX_EXAMPLES_LIMIT, MAX_ROWS_LIMIT, PRECONDITIONS, PREFLIGHT, Refusal};
 pub use report::{
-    AuditExample, AuditReport, CAVEAT, CompositeReportKey, DATADIFF_VERSION, ExampleKind, Provenance, Reason,
-    ReportKey, SideIdentity, Status,
+    AuditExample, AuditReport, CAVEAT, CompositeReportKey, DATADIFF_VERSION, ExampleKind, LIVE_CAVEAT, Provenance,
+    Reason, ReportKey, SideIdentity, Status,
 };
 
 use datadiff_access::Dsn;
@@ -158,6 +168,9 @@ pub struct AuditOptions {
     pub column_map: Vec<(String, String)>,
     /// The operator's confirmation that source writes are paused and CDC is drained.
     pub cutover_ready: bool,
+    /// A live audit (`--live`): differing keys are rechecked until they agree or the settle
+    /// period passes (see the `live` module); replaces [`AuditOptions::cutover_ready`].
+    pub live: Option<Live>,
     /// Refuse when either side has more rows than this (1..=50,000,000).
     pub max_rows: i64,
     /// Examples kept in the report (1..=100).
@@ -193,6 +206,7 @@ impl std::fmt::Debug for AuditOptions {
             .field("deleted_column", &self.deleted_column)
             .field("column_map", &self.column_map)
             .field("cutover_ready", &self.cutover_ready)
+            .field("live", &self.live)
             .field("max_rows", &self.max_rows)
             .field("max_examples", &self.max_examples)
             .field("allow_empty", &self.allow_empty)
@@ -221,6 +235,7 @@ impl AuditOptions {
             deleted_column: None,
             column_map: Vec::new(),
             cutover_ready: false,
+            live: None,
             max_rows: 5_000_000,
             max_examples: 20,
             allow_empty: false,
@@ -234,7 +249,7 @@ impl AuditOptions {
     /// Checks the preconditions that need no database and returns the key columns' names,
     /// in key order (one for a single-column key, several for a composite key).
     pub fn validate(&self) -> Result<Vec<String>, Refusal> {
-        if !self.cutover_ready {
+        if !self.cutover_ready && self.live.is_none() {
             return Err(Refusal::NotCutoverReady);
         }
         if !(1..=MAX_ROWS_LIMIT).contains(&self.max_rows) {
@@ -450,12 +465,32 @@ fn audit_watched(
         replica_rows: u64::try_from(inventory.replica_rows).unwrap_or(0),
     });
 
-    let snapshots = watch.busy("taking the snapshots", &BOTH);
+    // With a position, the replica's snapshot waits (within the settle period) until the
+    // replica has applied the source's WAL position read in the source's snapshot.
+    let mut anchor = match options.live.as_ref().and_then(|live| live.position.as_ref()) {
+        Some(position) => {
+            let _checking = watch.busy("checking the replica's position", &[Role::Replica]);
+            let column_table = options.metadata.as_ref().map_or(options.replica_table(), |metadata| &metadata.table);
+            Some(live::Anchor::check(&mut replica, position, options.replica_table(), column_table)?)
+        }
+        None => None,
+    };
+    let mut snapshots = Some(watch.busy("taking the snapshots", &BOTH));
     source.begin_snapshot()?;
-    replica.begin_snapshot()?;
     // Take both snapshots now; the replica's with the metadata recheck and the tombstone
     // count, so the report's tombstones are those of the scanned snapshot.
-    source.client().batch_execute("SELECT 1").map_err(AccessError::query("source", "taking the snapshot"))?;
+    match (anchor.as_mut(), &options.live) {
+        (Some(anchor), Some(live)) => {
+            let lsn = anchor.source_lsn(&mut source)?;
+            drop(snapshots.take());
+            anchor.wait(&mut replica, watch, lsn, Instant::now() + live.settle)?;
+            snapshots = Some(watch.busy("taking the snapshots", &BOTH));
+        }
+        _ => {
+            source.client().batch_execute("SELECT 1").map_err(AccessError::query("source", "taking the snapshot"))?;
+        }
+    }
+    replica.begin_snapshot()?;
     let tombstones = match (&options.metadata, &plan.marker) {
         (Some(metadata), Some(marker)) => {
             let sql = format!(
@@ -493,6 +528,8 @@ fn audit_watched(
 
     let inventory_rows = u64::try_from(inventory.source_rows.max(inventory.replica_rows)).unwrap_or(0);
     let max_examples = usize::try_from(options.max_examples).unwrap_or(1);
+    // A live audit keeps every differing key (up to a bound) for its recheck.
+    let kept_examples = if options.live.is_some() { MAX_TRACKED_KEYS } else { max_examples };
     // With a deleted column on the replica table itself, only its live rows are compared.
     let live = match (&options.metadata, &plan.marker) {
         (None, Some(marker)) => Some(marker.live_sql()),
@@ -512,9 +549,9 @@ fn audit_watched(
         table: options.replica_table().clone(),
         keys: plan.replica_keys(),
         columns: plan.replica_decoders(),
-        live,
+        live: live.clone(),
     };
-    let mut comparison = Comparison::new(max_examples, plan.names.clone());
+    let mut comparison = Comparison::new(kept_examples, plan.names.clone());
     comparison.strategy = options.strategy;
     comparison.counted_rows = Some(inventory_rows);
     comparison.unhashable = plan.hashes.as_ref().err().map(ToString::to_string);
@@ -537,6 +574,33 @@ fn audit_watched(
     source.finish()?;
     replica.finish()?;
     drop(ending);
+
+    let (summary, live_report) = match &options.live {
+        None => (summary, None),
+        Some(settings) => {
+            let recheck = live::Recheck {
+                live: settings,
+                watch,
+                source: live::KeyReader {
+                    table: options.table.clone(),
+                    keys: plan.source_keys(),
+                    columns: plan.source_decoders(),
+                    live: None,
+                },
+                replica: live::KeyReader {
+                    table: options.replica_table().clone(),
+                    keys: plan.replica_keys(),
+                    columns: plan.replica_decoders(),
+                    live,
+                },
+                field_names: plan.names.clone(),
+                max_examples,
+                anchor: anchor.take(),
+            };
+            let (summary, report) = recheck.run(&mut source, &mut replica, summary, Instant::now())?;
+            (summary, Some(report))
+        }
+    };
 
     let provenance = Provenance {
         source: SideIdentity {
@@ -565,7 +629,11 @@ fn audit_watched(
         strategy,
         key_columns: plan.source_key_names.clone(),
     };
-    let report = AuditReport::from_summary(&summary, options.allow_empty, provenance);
+    let mut report = AuditReport::from_summary(&summary, options.allow_empty, provenance);
+    if live_report.is_some() {
+        report.caveat = report::LIVE_CAVEAT;
+    }
+    report.live = live_report;
     tracing::info!(
         status = %report.status,
         reason = %report.reason,
@@ -573,6 +641,7 @@ fn audit_watched(
         replica_rows = report.replica_rows,
         tombstones = report.tombstones,
         differences = report.difference_count,
+        in_flight = report.live.as_ref().map(|live| live.in_flight),
         "audit finished"
     );
     Ok(report)

@@ -18,6 +18,7 @@
 //! | `datadiff_audit_matched_rows` | keys on both sides with equal values |
 //! | `datadiff_audit_differences{kind}` | differences of each kind: MISSING_IN_REPLICA, EXTRA_IN_REPLICA, CHANGED |
 //! | `datadiff_audit_tombstones` | replica rows the deleted marker left out |
+//! | `datadiff_audit_in_flight` | `--live` only: keys that differed in the first pass and agreed when read again |
 //!
 //! An audit that ends without a report (a refusal, an error: exit 2) writes no metrics: the
 //! file keeps the previous audit's, whose `datadiff_audit_timestamp_seconds` then grows old —
@@ -96,6 +97,11 @@ pub fn audit_metrics(report: &AuditReport, source: &TableName, replica: &TableNa
         "datadiff_audit_tombstones",
         "Replica rows the deleted marker left out of the table's last audit.",
         [(base.clone(), report.tombstones as f64)],
+    );
+    text.gauge(
+        "datadiff_audit_in_flight",
+        "Keys that differed in the first pass of the table's last live audit and agreed when read again.",
+        report.live.as_ref().map(|live| (base.clone(), live.in_flight as f64)),
     );
     text.finish()
 }

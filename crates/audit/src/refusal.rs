@@ -20,7 +20,7 @@ pub const MAX_EXAMPLES_LIMIT: i64 = 100;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refusal {
-    /// `--cutover-ready` was not given.
+    /// Neither `--cutover-ready` nor `--live` was given.
     NotCutoverReady,
     /// `--max-rows` outside 1..=50,000,000.
     MaxRowsOutOfRange {
@@ -110,7 +110,8 @@ impl fmt::Display for Refusal {
         match self {
             Refusal::NotCutoverReady => write!(
                 f,
-                "{PRECONDITIONS}: --cutover-ready was not given (confirm that source writes are paused and CDC is drained)"
+                "{PRECONDITIONS}: --cutover-ready was not given (confirm that source writes are paused and CDC is drained, \
+                 or audit a replica that is still written with --live)"
             ),
             Refusal::MaxRowsOutOfRange { max_rows } => {
                 write!(f, "{PRECONDITIONS}: --max-rows must be between 1 and {MAX_ROWS_LIMIT}, got {max_rows}")

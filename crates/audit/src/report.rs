@@ -20,6 +20,11 @@ use serde::ser::Serializer;
 /// The seed's caveat, carried by every report.
 pub const CAVEAT: &str = "Two database snapshots are not atomic. Quiesce source writes and drain CDC first.";
 
+/// The caveat of a live audit's report (`--live`).
+pub const LIVE_CAVEAT: &str = "Two database snapshots are not atomic. Keys that differed were read again until they \
+                               agreed (in_flight) or the settle period passed; keys equal in the first pass were not \
+                               read again.";
+
 /// The verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -232,6 +237,9 @@ pub struct AuditReport {
     pub reason: Reason,
     /// The replica's database and table.
     pub replica: SideIdentity,
+    /// A live audit's recheck (`--live` only): keys in flight, the position proven at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<crate::live::LiveReport>,
     /// Rows the scan read from the replica (live rows when a deleted marker is given).
     pub replica_rows: u64,
     /// The source's database and table.
@@ -286,6 +294,7 @@ impl AuditReport {
             extra: summary.extra,
             finished_at: rfc3339(provenance.finished_at),
             key: provenance.source.key.clone(),
+            live: None,
             matched: summary.matched,
             missing: summary.missing,
             reason,
@@ -316,6 +325,9 @@ impl AuditReport {
             1 => ", 1 tombstone left out".to_owned(),
             count => format!(", {count} tombstones left out"),
         };
+        if let Some(live) = &self.live {
+            return self.live_summary_line(live, &tombstones);
+        }
         match self.status {
             Status::Pass => format!(
                 "CDC parity verified for {} rows ({} columns compared{tombstones}). Source writes must stay stopped \
@@ -333,6 +345,45 @@ impl AuditReport {
                 self.missing,
                 self.extra,
                 self.changed
+            ),
+        }
+    }
+}
+
+impl AuditReport {
+    /// [`AuditReport::summary_line`] of a live audit: the keys in flight and the position.
+    fn live_summary_line(&self, live: &crate::live::LiveReport, tombstones: &str) -> String {
+        let proven = match (&live.proven_at, &live.position) {
+            (Some(proven), _) => format!(
+                "; parity proven with the replica at {} for source WAL position {}",
+                proven.replica_applied, proven.source_lsn
+            ),
+            (None, Some(position)) => format!(
+                "; the replica did not reach source WAL position {} ({} {}): no position is proven",
+                position.source_lsn, position.kind, position.name
+            ),
+            (None, None) => String::new(),
+        };
+        match self.status {
+            Status::Pass => format!(
+                "Live parity verified for {} rows ({} columns compared{tombstones}, in_flight={} keys converged within                  {} s{proven}).",
+                self.source_rows,
+                self.columns.len(),
+                live.in_flight,
+                live.settle_seconds
+            ),
+            Status::Block => format!(
+                "Live parity failed: {}. source={}, replica={}, differences={} persisting after {} rechecks over                  {} s (missing={}, extra={}, changed={}, in_flight={}{tombstones}{proven}).",
+                self.reason,
+                self.source_rows,
+                self.replica_rows,
+                self.difference_count,
+                live.rounds,
+                live.settle_seconds,
+                self.missing,
+                self.extra,
+                self.changed,
+                live.in_flight
             ),
         }
     }

@@ -12,6 +12,8 @@
 //! | `datadiff_last_attempt_timestamp_seconds` | when the newest attempt finished (started, while it runs) |
 //! | `datadiff_last_attempt_age_seconds` | the report time minus that |
 //! | `datadiff_open_failures` | slots whose state is FAIL or ERROR (what `report failures` lists) |
+//! | `datadiff_replica_applied_lag_seconds` | with `checks.<name>.horizon`: the report time minus the newest known horizon, how far behind the replica had applied when last read (absent before a reading knew one; it keeps growing while the replica is paused) |
+//! | `datadiff_replica_horizon_known` | with `checks.<name>.horizon`: 1 when the latest reading knew how far the replica had applied, 0 when it did not (a paused or disabled subscription, a replica still behind, an empty column) |
 //! | `datadiff_oldest_verification_age_seconds` | the report time minus the latest attempt of the least recently verified PASS slot: the age of the oldest verification not redone since (`checks.<name>.reverify` keeps it near its period, at most a tick above it once a backlog is worked off; absent without a PASS slot) |
 //!
 //! Label values are escaped as the format requires (`\\`, `\"`, `\n`); the text is written by
@@ -123,6 +125,19 @@ pub fn metrics_exposition(rows: &[MetricsRow], now: DateTime<Utc>) -> String {
          (reverify keeps it near its period).",
         rows.iter().filter_map(|row| Some((labels(row), seconds(row.watermark.oldest_verification_age?)))),
     );
+    text.gauge(
+        "datadiff_replica_applied_lag_seconds",
+        "Seconds from the newest known replica horizon (checks.<name>.horizon) to the report time.",
+        rows.iter().filter_map(|row| {
+            let horizon = row.replica_horizon.as_ref()?.applied_up_to?;
+            Some((labels(row), seconds(now - horizon)))
+        }),
+    );
+    text.gauge(
+        "datadiff_replica_horizon_known",
+        "1 when the latest horizon reading knew how far the replica had applied, 0 when it did not.",
+        rows.iter().filter_map(|row| Some((labels(row), f64::from(u8::from(row.replica_horizon.as_ref()?.known))))),
+    );
     text.finish()
 }
 
@@ -173,6 +188,13 @@ mod tests {
                 age: TimeDelta::minutes(29),
             }),
             open_failures: 2,
+            replica_horizon: Some(crate::ReplicaHorizon {
+                horizon: "subscription:pay_sub".into(),
+                observed_at: at(13, 25),
+                applied_up_to: Some(at(13, 0)),
+                known: false,
+                position: "subscription pay_sub is disabled: nothing is being applied".into(),
+            }),
         };
         let text = metrics_exposition(&[row], at(13, 30));
         let labels = r#"target="wh",tap="pay",schema="public",table="we\"ird""#;
@@ -189,10 +211,12 @@ mod tests {
             format!("datadiff_last_attempt_age_seconds{{{labels}}} 1740"),
             format!("datadiff_open_failures{{{labels}}} 2"),
             format!("datadiff_oldest_verification_age_seconds{{{labels}}} 108000"),
+            format!("datadiff_replica_applied_lag_seconds{{{labels}}} 1800"),
+            format!("datadiff_replica_horizon_known{{{labels}}} 0"),
         ] {
             assert!(text.lines().any(|candidate| candidate == line), "{line:?} missing from:\n{text}");
         }
-        assert_eq!(text.matches("# HELP ").count(), 9);
+        assert_eq!(text.matches("# HELP ").count(), 11);
         assert!(text.ends_with('\n'));
         // Without current checks: the families' HELP and TYPE lines and the report time only.
         let empty = metrics_exposition(&[], at(13, 30));
@@ -235,6 +259,7 @@ mod tests {
             tap_id: "pay".into(),
             last_attempt: None,
             open_failures: 0,
+            replica_horizon: None,
         };
         let l = r#"target="wh",tap="pay",schema="public",table="t""#;
         let expected = format!(
@@ -272,7 +297,13 @@ mod tests {
              datadiff_open_failures{{{l}}} 0\n\
              # HELP datadiff_oldest_verification_age_seconds Seconds since the least recently verified PASS slot of \
              the check's current definition was last attempted (reverify keeps it near its period).\n\
-             # TYPE datadiff_oldest_verification_age_seconds gauge\n"
+             # TYPE datadiff_oldest_verification_age_seconds gauge\n\
+             # HELP datadiff_replica_applied_lag_seconds Seconds from the newest known replica horizon \
+             (checks.<name>.horizon) to the report time.\n\
+             # TYPE datadiff_replica_applied_lag_seconds gauge\n\
+             # HELP datadiff_replica_horizon_known 1 when the latest horizon reading knew how far the replica had \
+             applied, 0 when it did not.\n\
+             # TYPE datadiff_replica_horizon_known gauge\n"
         );
         assert_eq!(metrics_exposition(&[row], now), expected);
     }

@@ -186,6 +186,17 @@
 //! column comments; the application role may `SELECT, INSERT, UPDATE`. The foreign key
 //! points at the attempt rather than at `dd_run_results(run_id, check_type)` so that the
 //! runner may write evidence and result in either order within the attempt's transaction.
+//! Extension 2 (`replica_horizons`) creates `public.datadiff_replica_horizons`: per check
+//! with `checks.<name>.horizon`, the last reading of how far its replica had applied
+//! ([`ReplicaHorizon`], written by [`Store::record_replica_horizon`], read by
+//! [`Store::metrics_report`] for the applied lag): `full_check_name TEXT` (primary key
+//! `datadiff_replica_horizons_pkey`), `horizon TEXT` (the setting), `observed_at TIMESTAMPTZ`,
+//! `applied_up_to TIMESTAMPTZ NULL` (the newest known horizon, kept when a reading does not
+//! know the position), `known BOOLEAN` (whether the latest reading did), `position TEXT` (what
+//! the replica reported). One row per check, overwritten (`INSERT … ON CONFLICT DO UPDATE`):
+//! the application role may `SELECT, INSERT, UPDATE`, never delete. A backend without it
+//! still ticks: the reading is then not recorded and the metric is absent.
+//!
 //! `public.datadiff_schema_migrations (version INTEGER PK > 0, name TEXT, checksum
 //! CHAR(64), applied_at TIMESTAMPTZ)` is created by the migrator before the first extension
 //! and is readable, not writable, by the application role. The checksum is the hex SHA-256
@@ -272,6 +283,7 @@ mod error;
 mod evidence;
 mod exposition;
 mod grants;
+mod horizon;
 mod lock;
 pub mod migrate;
 mod overview;
@@ -296,6 +308,7 @@ pub use error::Error;
 pub use evidence::{RunEvidence, StoredPreflight};
 pub use exposition::metrics_exposition;
 pub use grants::GrantGap;
+pub use horizon::ReplicaHorizon;
 pub use lock::AdvisoryLock;
 pub use migrate::{
     EXTENSIONS, ExtensionMigration, MIGRATION_LOCK, MigrateOptions, MigrationReport, Revision, Step, Target, plan,

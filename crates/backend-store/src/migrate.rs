@@ -154,12 +154,20 @@ impl ExtensionMigration {
 }
 
 /// datadiff's extension chain, oldest first.
-pub const EXTENSIONS: &[ExtensionMigration] = &[ExtensionMigration {
-    version: 1,
-    name: "run_differences",
-    sql: include_str!("../migrations/extensions/0001_run_differences.sql"),
-    teardown: include_str!("../migrations/extensions/0001_run_differences.teardown.sql"),
-}];
+pub const EXTENSIONS: &[ExtensionMigration] = &[
+    ExtensionMigration {
+        version: 1,
+        name: "run_differences",
+        sql: include_str!("../migrations/extensions/0001_run_differences.sql"),
+        teardown: include_str!("../migrations/extensions/0001_run_differences.teardown.sql"),
+    },
+    ExtensionMigration {
+        version: 2,
+        name: "replica_horizons",
+        sql: include_str!("../migrations/extensions/0002_replica_horizons.sql"),
+        teardown: include_str!("../migrations/extensions/0002_replica_horizons.teardown.sql"),
+    },
+];
 
 /// The newest extension version this datadiff embeds (the `n` of "004 (+ extensions n)").
 pub fn latest_extension_version() -> i32 {

@@ -256,6 +256,9 @@ pub struct MetricsRow {
     /// Slots of this revision whose state is FAIL or ERROR: the unresolved failures
     /// `report failures` lists (one slot each).
     pub open_failures: i64,
+    /// The check's latest replica horizon reading (`checks.<name>.horizon`), by its
+    /// `full_check_name`; `None` without one (or without extension 2).
+    pub replica_horizon: Option<crate::ReplicaHorizon>,
 }
 
 /// Why a current definition fails `report watermarks --max-lag`.
@@ -451,6 +454,7 @@ impl Store {
                 (get(row, "target_id")?, get(row, "tap_id")?, last_attempt, get(row, "open_failures")?);
             by_check.insert(get::<Uuid>(row, "check_id")?, entry);
         }
+        let mut horizons = crate::horizon::replica_horizons(&mut transaction)?;
         transaction.commit().map_err(Error::query("ending the metrics snapshot"))?;
         watermarks
             .into_iter()
@@ -463,7 +467,8 @@ impl Store {
                         value: watermark.check_id.to_string(),
                     });
                 };
-                Ok(MetricsRow { watermark, target_id, tap_id, last_attempt, open_failures })
+                let replica_horizon = horizons.remove(&watermark.full_check_name);
+                Ok(MetricsRow { watermark, target_id, tap_id, last_attempt, open_failures, replica_horizon })
             })
             .collect()
     }

@@ -48,9 +48,12 @@ pub(crate) struct AuditArgs {
     exclude_columns: Option<String>,
     #[command(flatten)]
     replica_columns: Box<ReplicaColumnArgs>,
-    /// Confirm that source writes are paused and CDC is drained (the audit cannot prove it).
+    /// Confirm that source writes are paused and CDC is drained (the audit cannot prove it);
+    /// to audit a replica that is still written, use --live instead.
     #[arg(long)]
     cutover_ready: bool,
+    #[command(flatten)]
+    live: Box<LiveArgs>,
     /// Refuse when either table has more rows than this (1 to 50000000).
     #[arg(long, value_name = "N", default_value_t = 5_000_000, allow_negative_numbers = true)]
     max_rows: i64,
@@ -117,6 +120,26 @@ struct ReplicaColumnArgs {
     deleted_column: Option<String>,
 }
 
+/// The live audit's flags (boxed: it keeps the command enum small).
+#[derive(Debug, Args)]
+struct LiveArgs {
+    /// Audit a replica that is still written: the keys that differ are read again on both
+    /// sides until they agree (counted as in_flight) or --settle passes; those that persist are
+    /// reported. Replaces --cutover-ready.
+    #[arg(long)]
+    live: bool,
+    /// With --live: how long differing keys are rechecked (and, with --position, how long the
+    /// audit waits for the replica to reach the source's position), e.g. `60s`, `5min`.
+    #[arg(long, value_name = "DURATION", requires = "live", value_parser = settle)]
+    settle: Option<std::time::Duration>,
+    /// With --live: where the replica says how far it has applied its source, so that parity is
+    /// proven at a source WAL position: `subscription:NAME` (a native logical replication
+    /// subscription on the replica) or `column:NAME` (a column holding each row's source LSN,
+    /// such as _cdc_lsn).
+    #[arg(long, value_name = "subscription:NAME|column:NAME", requires = "live", value_parser = position)]
+    position: Option<audit::Position>,
+}
+
 /// Report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum OutputFormat {
@@ -173,6 +196,10 @@ impl AuditArgs {
         options.deleted_column = deleted_column;
         options.column_map = column_map;
         options.cutover_ready = self.cutover_ready;
+        options.live = self.live.live.then(|| audit::Live {
+            settle: self.live.settle.unwrap_or(audit::DEFAULT_SETTLE),
+            position: self.live.position.clone(),
+        });
         options.max_rows = self.max_rows;
         options.max_examples = self.max_examples;
         options.allow_empty = self.allow_empty;
@@ -186,6 +213,17 @@ impl AuditArgs {
 /// `--strategy`: `auto`, `stream` or `segments`.
 pub(crate) fn strategy(text: &str) -> Result<datadiff_diff_core::segment::Strategy, String> {
     text.parse().map_err(|error: datadiff_diff_core::segment::UnknownStrategy| error.to_string())
+}
+
+/// `--settle`, in the definitions' duration grammar (positive).
+fn settle(text: &str) -> Result<std::time::Duration, String> {
+    let duration = datadiff_diff_core::definition::Duration::parse(text).map_err(|error| error.to_string())?;
+    Ok(std::time::Duration::from_secs(u64::try_from(duration.seconds()).unwrap_or(1).max(1)))
+}
+
+/// `--position`: `subscription:NAME` or `column:NAME`.
+fn position(text: &str) -> Result<audit::Position, String> {
+    text.parse().map_err(|error: audit::PositionSyntaxError| error.to_string())
 }
 
 /// `--statement-timeout`, in the definitions' duration grammar.

@@ -115,6 +115,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
         .with_selection(selection)
         .with_force(args.force)
         .with_reverify(project.reverify.clone())
+        .with_horizon(project.horizon.clone())
         .with_jobs(args.jobs)
         .with_clock(clock)
         .with_row_diff_strategy(args.strategy)

@@ -21,6 +21,8 @@
 //!     column_map: {OrderId: order_id, UpdatedAt: updated_at}
 //!     reverify: 7d                          # re-attempt PASS slots verified longer ago
 //!     reverify_per_tick: 2                  # at most this many per tick (1..24, default 2)
+//!     horizon: subscription:app_sub         # or column:_sdc_batched_at: no slot beyond what
+//!                                           # the replica has applied is attempted
 //! ```
 //!
 //! `replica_table` and `column_map` rename the definition's target table and columns
@@ -33,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use std::collections::BTreeMap;
 
-use datadiff_diff_core::attempt::{MAX_CATCH_UP, Reverify};
+use datadiff_diff_core::attempt::{HorizonSource, MAX_CATCH_UP, Reverify};
 use datadiff_diff_core::definition::{
     CheckDefinition, Duration, Extensions, ReplicaNaming, ReplicaTable, RowDiffSettings, SettingValue,
 };
@@ -50,6 +52,8 @@ pub(crate) struct CheckExtension {
     /// `reverify` and `reverify_per_tick`: a run-time setting, not part of the definition
     /// (changing it keeps the revision and its coverage).
     pub(crate) reverify: Option<Reverify>,
+    /// `horizon`: a run-time setting too (turning it on or off keeps the revision).
+    pub(crate) horizon: Option<HorizonSource>,
     pub(crate) path: String,
     pub(crate) line: usize,
 }
@@ -127,11 +131,15 @@ impl ExtensionFile {
                 };
                 let path = join("checks", name);
                 let reverify = read_reverify(document, settings, &path);
-                if let (Some(extensions), Some(reverify)) = (read_check(document, settings, &path), reverify) {
+                let horizon = read_horizon(document, settings, &path);
+                if let (Some(extensions), Some(reverify), Some(horizon)) =
+                    (read_check(document, settings, &path), reverify, horizon)
+                {
                     file.checks.push(CheckExtension {
                         full_check_name: name.to_owned(),
                         extensions,
                         reverify,
+                        horizon,
                         path,
                         line: key.line,
                     });
@@ -147,6 +155,15 @@ impl ExtensionFile {
             .iter()
             .filter(|entry| definitions.iter().any(|d| d.full_check_name == entry.full_check_name))
             .filter_map(|entry| Some((entry.full_check_name.clone(), entry.reverify?)))
+            .collect()
+    }
+
+    /// The `horizon` settings of the entries that name a definition, by `full_check_name`.
+    pub(crate) fn horizon(&self, definitions: &[CheckDefinition]) -> BTreeMap<String, HorizonSource> {
+        self.checks
+            .iter()
+            .filter(|entry| definitions.iter().any(|d| d.full_check_name == entry.full_check_name))
+            .filter_map(|entry| Some((entry.full_check_name.clone(), entry.horizon.clone()?)))
             .collect()
     }
 
@@ -187,6 +204,19 @@ impl ExtensionFile {
                 continue;
             }
             if !key_columns_fit(document, entry, definition) {
+                continue;
+            }
+            if let Some(HorizonSource::Subscription(name)) = &entry.horizon
+                && definition.source_type != datadiff_diff_core::definition::SourceType::TapPostgres
+            {
+                document.problem(
+                    &join(&entry.path, "horizon"),
+                    Some(entry.line),
+                    format!(
+                        "horizon subscription:{name} needs a tap-postgres source (PostgreSQL native logical replication); this check's source is {}: use column:NAME",
+                        definition.source_type
+                    ),
+                );
                 continue;
             }
             entry.extensions.replica.apply(definition);
@@ -243,6 +273,7 @@ fn read_check(document: &mut Document, settings: &Node, path: &str) -> Option<Ex
             "key_columns",
             "reverify",
             "reverify_per_tick",
+            "horizon",
         ],
     );
     let mut extensions = Extensions::default();
@@ -454,6 +485,28 @@ fn read_reverify(document: &mut Document, settings: &Node, path: &str) -> Option
         return None;
     }
     Some(period.map(|period| Reverify { period, per_tick: per_tick.unwrap_or(Reverify::DEFAULT_PER_TICK) }))
+}
+
+/// `horizon: subscription:NAME | column:NAME` ([`HorizonSource::parse`]). `Some(None)`
+/// without it, `None` after a problem.
+fn read_horizon(document: &mut Document, settings: &Node, path: &str) -> Option<Option<HorizonSource>> {
+    let Some(node) = settings.get("horizon") else { return Some(None) };
+    let text = node.scalar_text().filter(|_| node.type_name() == "str");
+    match text.map(HorizonSource::parse) {
+        Some(Ok(horizon)) => Some(Some(horizon)),
+        Some(Err(error)) => {
+            document.problem(&join(path, "horizon"), Some(node.line), error.to_string());
+            None
+        }
+        None => {
+            document.problem(
+                &join(path, "horizon"),
+                Some(node.line),
+                format!("horizon must be a string 'subscription:NAME' or 'column:NAME', got {}", node.type_name()),
+            );
+            None
+        }
+    }
 }
 
 /// A `row_diff` setting as the YAML holds it: an integer as PyYAML reads one (its text, so a

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use datadiff_diff_core::attempt::Reverify;
+use datadiff_diff_core::attempt::{HorizonSource, Reverify};
 use datadiff_diff_core::definition::{CheckDefinition, SourceType, TargetType};
 
 use crate::alerts::AlertSettings;
@@ -74,6 +74,9 @@ pub struct Project {
     /// `datadiff.yml`'s `checks.<name>.reverify` settings, by `full_check_name`: run-time
     /// settings of the tick, outside the definitions (changing them keeps the revision).
     pub reverify: BTreeMap<String, Reverify>,
+    /// `datadiff.yml`'s `checks.<name>.horizon` settings, by `full_check_name`: where the
+    /// replica says how far it has applied; run-time settings too (the revision is kept).
+    pub horizon: BTreeMap<String, HorizonSource>,
     /// Warnings, one line each: unset environment variables, windows shorter than the time
     /// between two fires (`file:line: path: message`), ignored definitions.
     pub warnings: Vec<String>,
@@ -351,6 +354,7 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
     // datadiff.yml
     let mut connection_tls = ConnectionTls::default();
     let mut reverify = BTreeMap::new();
+    let mut horizon = BTreeMap::new();
     if let Some((_, name)) = files.iter().find(|(kind, _)| *kind == FileKind::Extensions) {
         let ReadFile { mut document, root } = read_file(&dir.join(name), name, &env, secret, &mut warnings);
         if let Some(root) = root {
@@ -360,6 +364,7 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
                 Unresolved { names: &failed_names, unread_taps: &unread_taps, read_taps: &read_taps, unreadable_tap };
             extensions.apply(&mut document, &mut definitions, &unresolved);
             reverify = extensions.reverify(&definitions);
+            horizon = extensions.horizon(&definitions);
             if let (Some(backend), Some(cert)) = (backend.as_mut(), extensions.sslrootcert) {
                 // `system` is libpq's name for the system trust store, not a file.
                 let keep = cert.is_absolute() || cert.as_os_str() == "system";
@@ -395,7 +400,8 @@ pub fn load_with(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Project
     if !problems.is_empty() {
         return Err(Error::Invalid { dir, problems });
     }
-    let project = Project { dir, definitions, taps, targets, backend, alerts, tls: connection_tls, reverify, warnings };
+    let project =
+        Project { dir, definitions, taps, targets, backend, alerts, tls: connection_tls, reverify, horizon, warnings };
     let mut project = project;
     if let Some(warning) = project.ignored_definitions_warning() {
         project.warnings.push(warning);

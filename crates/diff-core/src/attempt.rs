@@ -12,6 +12,7 @@
 //! source-index warning is remembered under.
 
 pub use crate::historical::{HistoricalStart, resolve_historical_start};
+pub use crate::horizon::{Horizon, HorizonSource, HorizonSourceError};
 pub use crate::index_warning::{IndexWarningId, IndexWarningIdentity};
 pub use crate::outcome::{Outcome, Signal, aggregate_status, python_isoformat, results_error};
 pub use crate::run::{CheckId, PreflightId, PreflightStatus, RunId, RunStatus, TriggerType, UnknownName};

@@ -17,7 +17,8 @@
 //!   [`schedule::Window`]) and the tick's pure order of work ([`schedule::CheckTickPlan`]).
 //! * [`attempt`]: the pure rules of attempts — which slots are due, whether an attempt may
 //!   start, retries, remediation links, stale sweeps ([`attempt::decide_start`],
-//!   [`attempt::due_slots`], [`attempt::decide_remediation`], [`attempt::stale_cutoff`]) —
+//!   [`attempt::due_slots`], [`attempt::decide_remediation`], [`attempt::stale_cutoff`], the
+//!   lag-aware [`attempt::Horizon`] that holds back a window the replica has not applied) —
 //!   with the run vocabulary ([`attempt::RunStatus`], [`attempt::TriggerType`], the id
 //!   newtypes), results and verdicts ([`attempt::CheckResult`]), the historical start and
 //!   how an attempt ends ([`attempt::Outcome`]: status aggregation, ERROR beating FAIL, and
@@ -74,6 +75,7 @@ mod error;
 pub mod exposition;
 mod family;
 mod historical;
+mod horizon;
 mod index_warning;
 mod key;
 pub mod merge;

@@ -308,8 +308,9 @@ impl<'a> AttemptRun<'a> {
                 };
                 let target_catalog = row_diff::catalog(target, &definition.target_schema, &definition.target_table)
                     .map_err(Stop::failed)?;
-                let planned = RowDiffPlan::new(definition, &plan, SourceCatalog::MySql, &target_catalog)
-                    .map(|planned| planned.with_strategy(settings.strategy()));
+                let planned =
+                    RowDiffPlan::new(definition, &plan, SourceCatalog::MySql(&source_columns), &target_catalog)
+                        .map(|planned| planned.with_strategy(settings.strategy()));
                 Some((settings, planned))
             }
             Some(settings) => {

@@ -20,7 +20,9 @@
 //!    plans the attempt's queries (see below), and the source preflight's verdict (index or
 //!    bounded count) inside a read-only transaction, exactly as an attempt computes it; the
 //!    key column is unique on both sides where the next run compares (a unique index on
-//!    exactly the key, else a scan of the window for a duplicate; see below).
+//!    exactly the key, else a scan of the window for a duplicate; see below); with
+//!    `checks.<name>.horizon`, the horizon reading a tick would make (OK with the position and
+//!    the applied lag, WARN when the position is unknown, FAIL when it cannot be read).
 //!
 //! **Queries.** Each side's server is asked to plan (`EXPLAIN`, never `EXPLAIN ANALYZE`: no
 //! row is read) every statement an attempt would send it: the aggregate query of the
@@ -322,6 +324,9 @@ fn check_sources_and_targets(project: &Project, environment: &Environment, findi
             report_session(findings, &format!("target {}", definition.target_id), &opened);
             targets.insert(definition.target_id.clone(), opened.map(|(session, _)| session));
         }
+        if let Some(horizon) = project.horizon.get(name) {
+            check_horizon(definition, &route, horizon, findings);
+        }
         let (Some(Ok(source)), Some(Ok(target))) =
             (sources.get_mut(&definition.tap_id), targets.get_mut(&definition.target_id))
         else {
@@ -338,6 +343,45 @@ fn check_sources_and_targets(project: &Project, environment: &Environment, findi
     }
     if project.definitions.is_empty() {
         findings.add("project", "definitions", Verdict::Warn, "no table has a data_diff block");
+    }
+}
+
+/// `checks.<name>.horizon`: the reading a tick would make ([`crate::horizon::read`]) — OK with
+/// the horizon, the replica's position and its applied lag; WARN when the position is unknown
+/// (due slots would be SKIPPED); FAIL when it cannot be read (an unknown subscription or
+/// column, a refused statement).
+fn check_horizon(
+    definition: &datadiff_diff_core::definition::CheckDefinition,
+    route: &crate::connections::Route,
+    horizon: &datadiff_diff_core::attempt::HorizonSource,
+    findings: &mut DoctorReport,
+) {
+    let name = definition.full_check_name.as_str();
+    let now = chrono::Utc::now();
+    match crate::horizon::read(route, definition, horizon, now) {
+        Ok(read) => match read.applied_up_to {
+            Some(applied) => findings.add(
+                name,
+                "horizon",
+                Verdict::Ok,
+                format!(
+                    "{horizon}: replica has applied up to {} ({}); applied lag {} s",
+                    datadiff_diff_core::attempt::python_isoformat(applied),
+                    read.position,
+                    (now - applied).num_seconds().max(0)
+                ),
+            ),
+            None => findings.add(
+                name,
+                "horizon",
+                Verdict::Warn,
+                format!(
+                    "{horizon}: replica position unknown ({}): due slots are SKIPPED until it is known",
+                    read.position
+                ),
+            ),
+        },
+        Err(error) => findings.add(name, "horizon", Verdict::Fail, one_line(&error)),
     }
 }
 
@@ -496,11 +540,13 @@ fn check_queries(
     }
 }
 
-/// One finding per side: whether the key column is unique where the next run compares
-/// ([`crate::key_uniqueness`]); a duplicate FAILs, naming the key.
+/// One finding per side: whether the key (`row_diff`'s: every column of `key_columns`, else
+/// the key column) is unique where the next run compares ([`crate::key_uniqueness`]); a
+/// duplicate FAILs, naming the key, and so does a key column a side lacks.
 fn check_key_uniqueness(
     definition: &CheckDefinition,
     plan: &AggregatePlan,
+    [source_columns, target_columns]: [&TableColumns; 2],
     source: &mut AnySide,
     target: &mut SideSession,
     findings: &mut DoctorReport,
@@ -513,17 +559,48 @@ fn check_key_uniqueness(
         return;
     };
     let resolved = plan.columns();
+    let (source_keys, target_keys) = match crate::row_diff::own_key_columns(definition) {
+        None => (vec![resolved.source_key().name.clone()], vec![resolved.target_key().name.clone()]),
+        Some(keys) => {
+            let resolve = |table: &TableColumns, name: &str| -> Result<String, String> {
+                match table.require(name) {
+                    Ok(column) => Ok(column.name.clone()),
+                    Err(error) => Err(error.to_string()),
+                }
+            };
+            let source_keys: Result<Vec<String>, String> =
+                keys.iter().map(|(source, _)| resolve(source_columns, source)).collect();
+            let target_keys: Result<Vec<String>, String> =
+                keys.iter().map(|(_, target)| resolve(target_columns, target)).collect();
+            match (source_keys, target_keys) {
+                (Ok(source_keys), Ok(target_keys)) => (source_keys, target_keys),
+                (source_keys, target_keys) => {
+                    for (check, found) in
+                        [("source key uniqueness", source_keys), ("target key uniqueness", target_keys)]
+                    {
+                        match found {
+                            Ok(_) => {
+                                findings.add(name, check, Verdict::Skip, "a key column is missing on the other side")
+                            }
+                            Err(reason) => findings.add(name, check, Verdict::Fail, format!("key_columns: {reason}")),
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+    };
     let source_table = KeyTable {
         schema: &definition.source_schema,
         table: &definition.source_table,
-        key: &resolved.source_key().name,
+        keys: &source_keys,
         timestamp: &resolved.source_timestamp().name,
         soft_delete: None,
     };
     let target_table = KeyTable {
         schema: &definition.target_schema,
         table: &definition.target_table,
-        key: &resolved.target_key().name,
+        keys: &target_keys,
         timestamp: &resolved.target_timestamp().name,
         soft_delete: plan.soft_delete_column(),
     };
@@ -536,31 +613,49 @@ fn check_key_uniqueness(
         [("source key uniqueness", source_table, source_found), ("target key uniqueness", target_table, target_found)]
     {
         let qualified = TableName::new(table.schema, table.table);
-        let (verdict, detail) = match found {
-            Ok(Uniqueness::Indexed { index }) => (
+        let (verdict, detail) = match (found, table.keys) {
+            (Ok(Uniqueness::Indexed { index }), [key]) => (
+                Verdict::Ok,
+                format!("unique index {index} covers exactly the key column {key} of {qualified}: nothing scanned"),
+            ),
+            (Ok(Uniqueness::Indexed { index }), keys) => (
                 Verdict::Ok,
                 format!(
-                    "unique index {index} covers exactly the key column {} of {qualified}: nothing scanned",
-                    table.key
+                    "unique index {index} covers the key columns ({}) of {qualified}: nothing scanned",
+                    keys.join(", ")
                 ),
             ),
-            Ok(Uniqueness::Unique) => (
+            (Ok(Uniqueness::Unique), [key]) => (
                 Verdict::Ok,
                 format!(
-                    "no duplicate {} in {} of {qualified} (scanned: no unique index covers exactly the key column)",
-                    table.key,
+                    "no duplicate {key} in {} of {qualified} (scanned: no unique index covers exactly the key column)",
                     scope.describe()
                 ),
             ),
-            Ok(Uniqueness::Duplicate { key }) => (
+            (Ok(Uniqueness::Unique), keys) => (
+                Verdict::Ok,
+                format!(
+                    "no duplicate ({}) in {} of {qualified} (scanned: no unique index covers the key columns)",
+                    keys.join(", "),
+                    scope.describe()
+                ),
+            ),
+            (Ok(Uniqueness::Duplicate { key }), [column]) => (
                 Verdict::Fail,
                 format!(
-                    "duplicate key {key} in {}, {} of {qualified}: a run would ERROR (the key column must be unique)",
-                    table.key,
+                    "duplicate key {key} in {column}, {} of {qualified}: a run would ERROR (the key column must be unique)",
                     scope.describe()
                 ),
             ),
-            Err(reason) => (Verdict::Fail, format!("the uniqueness query failed: {reason}")),
+            (Ok(Uniqueness::Duplicate { key }), keys) => (
+                Verdict::Fail,
+                format!(
+                    "duplicate key {key} in ({}), {} of {qualified}: a run would ERROR (the key columns must be unique together)",
+                    keys.join(", "),
+                    scope.describe()
+                ),
+            ),
+            (Err(reason), _) => (Verdict::Fail, format!("the uniqueness query failed: {reason}")),
         };
         findings.add(name, check, verdict, detail);
     }
@@ -638,14 +733,7 @@ fn check_definition(
         };
         findings.add(name, result.check_type.as_str(), verdict, detail);
     }
-    if let Some(error) = crate::row_diff::unsupported_key_columns(definition) {
-        findings.add(name, "row_diff key_columns", Verdict::Fail, error.to_string());
-        for check in ["source key uniqueness", "target key uniqueness"] {
-            findings.add(name, check, Verdict::Skip, "key_columns names a key scheduled checks cannot compare yet");
-        }
-    } else {
-        check_key_uniqueness(definition, &plan, source, target, findings);
-    }
+    check_key_uniqueness(definition, &plan, [&source_columns, &target_columns], source, target, findings);
     let Some(source) = source.as_postgres() else {
         let reason = "not checked for tap-mysql sources yet (an attempt runs them)";
         findings.add(name, "source queries", Verdict::Skip, reason);

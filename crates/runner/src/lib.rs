@@ -166,6 +166,7 @@ mod connections;
 pub mod doctor;
 mod error;
 mod execute;
+pub mod horizon;
 mod import;
 mod in_flight;
 mod key_uniqueness;

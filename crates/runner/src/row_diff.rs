@@ -27,11 +27,13 @@
 //! 3. **Result**: `row_diff` PASS when nothing is missing, extra or changed, else FAIL, with
 //!    the counts as values ([`CheckResult::row_diff`]) and each side's stream time as its
 //!    query seconds; the first `max_examples` differences, in key order, become the
-//!    attempt's `datadiff_run_differences` rows: the key as `{"<key column>": "<key>"}` and,
+//!    attempt's `datadiff_run_differences` rows: the key as `{"<key column>": "<key>"}` (a
+//!    composite key as `{"order_id": "7", "line_no": "2"}`, every key column by name) and,
 //!    for a changed row, the names of the differing columns. Never a value.
 //!
-//! A duplicate key on either side, rows out of key order, a NULL key or a stream failure
-//! (statement timeout, lost connection) make the result ERROR with one line naming the
+//! A duplicate key on either side (a composite key's whole tuple), rows out of key order, a
+//! NULL key (any part of a composite key) or a stream failure (statement timeout, lost
+//! connection) make the result ERROR with one line naming the
 //! side and the key where there is one; a server error contributes its primary message only
 //! (its DETAIL can quote row values).
 //!
@@ -68,9 +70,18 @@
 //! # Decisions where the sources are silent
 //!
 //! * **Evidence keys** use the source's configured key name, as results use logical names.
-//! * **`key_columns`** (`datadiff.yml`) other than the definition's single `key_column` make
-//!   the result ERROR at plan time ([`RowDiffError::KeyColumns`]): a composite key is not
-//!   compared by scheduled checks yet, and never on one of its parts (`audit --key` does).
+//! * **`key_columns`** (`datadiff.yml`) other than the definition's single `key_column` are
+//!   `row_diff`'s key ([`own_key_columns`]): every column, in order, is resolved on each side
+//!   (the source name as the definition's other names are, the replica's through `column_map`
+//!   or the target's case mapping; a missing one is `Column '…' does not exist`), streamed
+//!   first and ordered by in turn (`ORDER BY order_id, line_no`, text parts `COLLATE "C"`, a
+//!   MySQL source's text parts as binary), merged as one tuple ([`Key::Composite`]), hashed by
+//!   segment on the first column's positions with the other key columns hashed with the row
+//!   ([`segment::plan_composite_hashing`]; a unique index whose columns are all key columns
+//!   spares the duplicate check), and stored as one evidence field per key column under its
+//!   logical (source) name. A key is never compared on one of its parts: a tuple repeated on
+//!   a side is an ERROR naming every key column. The upstream aggregate checks keep
+//!   `key_column`.
 //! * **Field names** of a changed row are the logical (source) names of the timestamp and
 //!   compare columns.
 //! * **Text** is compared byte for byte after the canonical trimming of `char(n)`;
@@ -94,7 +105,7 @@ use datadiff_diff_core::{
     attempt::{CheckResult, ResultStatus, ResultType, RowDiffCounts},
     definition::CheckDefinition,
     merge::{Key, MergeError, Summary},
-    plan::{AggregatePlan, CatalogColumn, ColumnPair, quoted_ident},
+    plan::{AggregatePlan, CatalogColumn, ColumnPair, TableColumns, quoted_ident},
     segment::{ChildDigest, Link, Overview, Split, Strategy, StrategyUsed},
 };
 use serde_json::{Map, Value as Json};
@@ -127,8 +138,9 @@ pub(crate) struct SideCatalog {
 struct SidePlan {
     table: TableName,
     encrypted: bool,
-    key_column: String,
-    key: KeyDecoder,
+    /// The key columns (resolved names) and their decoders, in key order: one for a single
+    /// key, every part of a composite key.
+    keys: Vec<(String, KeyDecoder)>,
     timestamp_column: String,
     naive_timestamp: bool,
     /// The timestamp then the compare columns: resolved names and decoders.
@@ -149,7 +161,7 @@ impl SidePlan {
 
     /// The streaming query, with `bounds` as the two window bounds of its `WHERE`.
     fn query(&self, bounds: [&str; 2]) -> RowQuery {
-        RowQuery::for_table(&self.table, &self.key_column, self.key, self.columns.clone(), Some(&self.filter(bounds)))
+        RowQuery::for_table_keys(&self.table, self.keys.clone(), self.columns.clone(), Some(&self.filter(bounds)))
     }
 
     /// The window's filter over `[start, end)`, bounds written as literals of the column's type.
@@ -165,7 +177,7 @@ impl SidePlan {
 
     /// The streaming query of the rows `filter` keeps.
     fn rows_query(&self, filter: &str) -> RowQuery {
-        RowQuery::for_table(&self.table, &self.key_column, self.key, self.columns.clone(), Some(filter))
+        RowQuery::for_table_keys(&self.table, self.keys.clone(), self.columns.clone(), Some(filter))
     }
 
     /// The query over `[start, end)`, bounds written as literals of the column's type.
@@ -174,14 +186,20 @@ impl SidePlan {
         let end = timestamp_literal(end, self.naive_timestamp);
         self.query([&start, &end])
     }
+
+    /// The key columns' resolved names, in key order.
+    fn key_names(&self) -> Vec<String> {
+        self.keys.iter().map(|(name, _)| name.clone()).collect()
+    }
 }
 
-/// Why `definition`'s `key_columns` cannot be compared by a scheduled `row_diff` (anything
-/// but its single `key_column`), if so: a composite key is never compared on one of its parts.
-pub(crate) fn unsupported_key_columns(definition: &CheckDefinition) -> Option<RowDiffError> {
+/// `row_diff`'s key when `key_columns` names another than the definition's key column alone
+/// (a composite key, or one other column): `(source name, target name)` per column, in key
+/// order. `None`: the definition's key column, resolved as the other checks resolve it.
+pub(crate) fn own_key_columns(definition: &CheckDefinition) -> Option<Vec<(String, String)>> {
     let keys = &definition.extensions.key_columns;
     (!keys.is_empty() && keys != std::slice::from_ref(&definition.source_key_column))
-        .then(|| RowDiffError::KeyColumns(keys.join(", "), keys.join(",")))
+        .then(|| definition.row_diff_key_columns())
 }
 
 /// How the source side is read.
@@ -199,8 +217,9 @@ enum SourcePlan {
 pub(crate) enum SourceCatalog<'a> {
     /// A PostgreSQL source: its `pg_catalog` types.
     Postgres(&'a SideCatalog),
-    /// A MySQL or MariaDB source: the aggregate plan's `information_schema.COLUMNS` types.
-    MySql,
+    /// A MySQL or MariaDB source: the attempt's `information_schema.COLUMNS` read of its
+    /// table (the aggregate plan's types; a composite key's other columns are found there).
+    MySql(&'a TableColumns),
 }
 
 /// What `row_diff` compares in one attempt: both sides' streaming queries and the names its
@@ -209,8 +228,9 @@ pub(crate) enum SourceCatalog<'a> {
 pub(crate) struct RowDiffPlan {
     source: SourcePlan,
     target: SidePlan,
-    /// The logical key name (the evidence's JSON key).
-    key_name: String,
+    /// The logical key names, in key order (the evidence's JSON keys): the definition's key
+    /// column, or every column of `key_columns`.
+    key_names: Vec<String>,
     /// The logical names of the compared fields, in stream order.
     field_names: Vec<String>,
     /// How the rows are read (see [`datadiff_access::segment`]).
@@ -227,9 +247,6 @@ impl RowDiffPlan {
         source_catalog: SourceCatalog<'_>,
         target_catalog: &SideCatalog,
     ) -> Result<RowDiffPlan, RowDiffError> {
-        if let Some(error) = unsupported_key_columns(definition) {
-            return Err(error);
-        }
         let columns = plan.columns();
         let source_table = TableName::new(&definition.source_schema, &definition.source_table);
         let target_table = TableName::new(&definition.target_schema, &definition.target_table);
@@ -243,7 +260,7 @@ impl RowDiffPlan {
             // A MySQL source's missing target column is named by its logical name.
             let name = match source_catalog {
                 SourceCatalog::Postgres(_) => target_name(definition, &pair.logical_name),
-                SourceCatalog::MySql => &pair.logical_name,
+                SourceCatalog::MySql(_) => &pair.logical_name,
             };
             let target = pair.target.as_ref().ok_or_else(|| missing(name, &target_table))?;
             catalog(&target_catalog.columns, &target_table, &target.name)
@@ -257,13 +274,33 @@ impl RowDiffPlan {
         let coercions = stream::Coercions::NONE.empty_string_as_null(empty_string_as_null);
         let mut target_columns = Vec::with_capacity(pairs.len() - 1);
         let field_names: Vec<String> = pairs[1..].iter().map(|pair| pair.logical_name.clone()).collect();
-        let (source, target_key) = match source_catalog {
+        let own_keys = own_key_columns(definition);
+        let composite = own_keys.as_ref();
+        let (source, target_keys) = match source_catalog {
             SourceCatalog::Postgres(source_catalog) => {
                 let source_column =
                     |pair: &ColumnPair| catalog(&source_catalog.columns, &source_table, &source_of(pair)?.name);
-                let (source_key, target_key) = (source_column(&pairs[0])?, target_of(&pairs[0])?);
-                let (source_key_decoder, target_key_decoder) =
-                    stream::plan_key(&source_key, &target_key, "target").map_err(RowDiffError::Plan)?;
+                // The key columns: the resolved key pair, or each column of `key_columns`.
+                let key_pairs = match composite {
+                    None => vec![(source_column(&pairs[0])?, target_of(&pairs[0])?)],
+                    Some(keys) => keys
+                        .iter()
+                        .map(|(source, target)| {
+                            Ok((
+                                find_column(&source_catalog.columns, &source_table, source)?,
+                                find_column(&target_catalog.columns, &target_table, target)?,
+                            ))
+                        })
+                        .collect::<Result<Vec<_>, RowDiffError>>()?,
+                };
+                let mut source_keys = Vec::with_capacity(key_pairs.len());
+                let mut target_keys = Vec::with_capacity(key_pairs.len());
+                for (source_key, target_key) in key_pairs {
+                    let (source_decoder, target_decoder) =
+                        stream::plan_key(&source_key, &target_key, "target").map_err(RowDiffError::Plan)?;
+                    source_keys.push((source_key.name, source_decoder));
+                    target_keys.push((target_key.name, target_decoder));
+                }
                 let mut planned = Vec::with_capacity(pairs.len() - 1);
                 for pair in &pairs[1..] {
                     let (source, target) = (source_column(pair)?, target_of(pair)?);
@@ -271,12 +308,23 @@ impl RowDiffPlan {
                         stream::plan_pair_with(&source, &target, "target", coercions).map_err(RowDiffError::Plan)?;
                     planned.push(((source, source_decoder), (target, target_decoder)));
                 }
-                let hashing = segment::plan_hashing(
-                    (&source_key.name, source_key_decoder, target_key_decoder),
-                    planned.iter().map(|((source, source_decoder), (target, target_decoder))| {
-                        ((source, *source_decoder), (target, *target_decoder))
-                    }),
-                );
+                let column_pairs = planned.iter().map(|((source, source_decoder), (target, target_decoder))| {
+                    ((source, *source_decoder), (target, *target_decoder))
+                });
+                let hashing = match (source_keys.as_slice(), target_keys.as_slice()) {
+                    ([(source, source_decoder)], [(_, target_decoder)]) => {
+                        segment::plan_hashing((source, *source_decoder, *target_decoder), column_pairs)
+                    }
+                    _ => {
+                        let keys: Vec<(&str, KeyDecoder, KeyDecoder)> = source_keys
+                            .iter()
+                            .zip(&target_keys)
+                            .map(|((name, source), (_, target))| (name.as_str(), *source, *target))
+                            .collect();
+                        let target_names: Vec<&str> = target_keys.iter().map(|(name, _)| name.as_str()).collect();
+                        segment::plan_composite_hashing(&keys, &target_names, column_pairs)
+                    }
+                };
                 let mut source_columns = Vec::with_capacity(planned.len());
                 for ((source, source_decoder), (target, target_decoder)) in planned {
                     source_columns.push((source.name, source_decoder));
@@ -285,19 +333,37 @@ impl RowDiffPlan {
                 let side = SidePlan {
                     table: source_table,
                     encrypted: source_catalog.encrypted,
-                    key_column: source_key.name,
-                    key: source_key_decoder,
+                    keys: source_keys,
                     timestamp_column: columns.source_timestamp().name.clone(),
                     naive_timestamp: columns.source_timestamp().is_naive_timestamp(),
                     columns: source_columns,
                     soft_delete_column: None,
                 };
-                (SourcePlan::Postgres { side, hashing }, (target_key, target_key_decoder))
+                (SourcePlan::Postgres { side, hashing }, target_keys)
             }
-            SourceCatalog::MySql => {
-                let (source_key, target_key) = (MySqlColumnType::of(&source_of(&pairs[0])?), target_of(&pairs[0])?);
-                let (source_key_form, target_key_decoder) =
-                    stream::plan_mysql_key(&source_key, &target_key, "target").map_err(RowDiffError::Plan)?;
+            SourceCatalog::MySql(source_columns) => {
+                let key_pairs = match composite {
+                    None => vec![(source_of(&pairs[0])?, target_of(&pairs[0])?)],
+                    Some(keys) => keys
+                        .iter()
+                        .map(|(source, target)| {
+                            let found = source_columns.find(source).ok().flatten().cloned();
+                            Ok((
+                                found.ok_or_else(|| missing(source, &source_table))?,
+                                find_column(&target_catalog.columns, &target_table, target)?,
+                            ))
+                        })
+                        .collect::<Result<Vec<_>, RowDiffError>>()?,
+                };
+                let mut source_keys = Vec::with_capacity(key_pairs.len());
+                let mut target_keys = Vec::with_capacity(key_pairs.len());
+                for (source_key, target_key) in key_pairs {
+                    let source_key = MySqlColumnType::of(&source_key);
+                    let (source_form, target_decoder) =
+                        stream::plan_mysql_key(&source_key, &target_key, "target").map_err(RowDiffError::Plan)?;
+                    source_keys.push((source_key.name, source_form));
+                    target_keys.push((target_key.name, target_decoder));
+                }
                 let mut source_columns = Vec::with_capacity(pairs.len() - 1);
                 for pair in &pairs[1..] {
                     let (source, target) = (MySqlColumnType::of(&source_of(pair)?), target_of(pair)?);
@@ -306,32 +372,33 @@ impl RowDiffPlan {
                     source_columns.push((source.name, encoder));
                     target_columns.push((target.name, decoder));
                 }
-                let query = MySqlRowQuery::for_table(
+                let query = MySqlRowQuery::for_table_keys(
                     &definition.source_schema,
                     &definition.source_table,
-                    &source_key.name,
-                    source_key_form,
+                    source_keys,
                     &columns.source_timestamp().name,
                     source_columns,
                 )
                 .map_err(RowDiffError::Identifier)?;
-                (SourcePlan::MySql(query), (target_key, target_key_decoder))
+                (SourcePlan::MySql(query), target_keys)
             }
         };
-        let (target_key, target_key_decoder) = target_key;
+        let key_names = match composite {
+            None => vec![pairs[0].logical_name.clone()],
+            Some(keys) => keys.iter().map(|(source, _)| source.clone()).collect(),
+        };
         Ok(RowDiffPlan {
             source,
             target: SidePlan {
                 table: target_table,
                 encrypted: target_catalog.encrypted,
-                key_column: target_key.name,
-                key: target_key_decoder,
+                keys: target_keys,
                 timestamp_column: columns.target_timestamp().name.clone(),
                 naive_timestamp: columns.target_timestamp().is_naive_timestamp(),
                 columns: target_columns,
                 soft_delete_column: plan.soft_delete_column().map(str::to_owned),
             },
-            key_name: pairs[0].logical_name.clone(),
+            key_names,
             field_names,
             strategy: definition.extensions.row_diff.map(|settings| settings.strategy()).unwrap_or_default(),
         })
@@ -425,7 +492,7 @@ impl RowDiffPlan {
         // Durations added, then converted once: seconds with at most nine decimals, as stored.
         let (source_seconds, target_seconds) =
             ((hashed + source_streamed).as_secs_f64(), (hashed + target_streamed).as_secs_f64());
-        Ok(outcome(&self.key_name, compared.summary, source_seconds, target_seconds, compared.strategy))
+        Ok(outcome(&self.key_names, compared.summary, source_seconds, target_seconds, compared.strategy))
     }
 
     /// The one-line reason of a merge that stopped.
@@ -437,10 +504,14 @@ impl RowDiffPlan {
         };
         match error {
             MergeError::Read { side, source } => stream_failure(&source, side, route),
-            MergeError::DuplicateKey { side, key } => RowDiffError::Stream(format!(
-                "duplicate key {key} in {} on the {side}: the key column must be unique",
-                table(side)
-            )),
+            MergeError::DuplicateKey { side, key } => RowDiffError::Stream(match self.key_names.as_slice() {
+                [_] => format!("duplicate key {key} in {} on the {side}: the key column must be unique", table(side)),
+                names => format!(
+                    "duplicate key ({}) = {key} in {} on the {side}: the key columns must be unique together",
+                    names.join(", "),
+                    table(side)
+                ),
+            }),
             MergeError::OutOfOrder { side, previous, key } => RowDiffError::Stream(format!(
                 "{} on the {side} is not in key order: {key} arrived after {previous}",
                 table(side)
@@ -480,10 +551,10 @@ impl AttemptSide {
         let window_filter = plan.window_filter(start, end);
         let role = config.side.to_string();
         let segments = hashing.map(|hashing| {
-            SegmentQuery::new(
+            SegmentQuery::with_keys(
                 role,
                 &plan.table,
-                &plan.key_column,
+                &plan.key_names(),
                 hashing.position,
                 &hashing.fields,
                 Some(&window_filter),
@@ -548,14 +619,17 @@ impl CompareSide for AttemptSide {
 
     fn prepare(&mut self, probe_link: bool) -> Result<HashFacts, RowDiffError> {
         let mut session = SideSession::open(&self.config, self.statement_timeout)?;
-        let (config, table, key, role) =
-            (self.config.config.clone(), self.plan.table.clone(), self.plan.key_column.clone(), self.side.to_string());
+        let (config, table, keys, role) =
+            (self.config.config.clone(), self.plan.table.clone(), self.plan.key_names(), self.side.to_string());
         let facts = session.with_client(
             "segment preparation",
             move |client| -> Result<(bool, Option<Link>, bool), datadiff_access::Error> {
                 let supported = segment::server_supports_segments(client, &role)?;
                 let link = if probe_link && supported { Some(segment::link(client, &config, &role)?) } else { None };
-                let unique = segment::has_unique_key(client, &role, &table, &key)?;
+                let unique = match keys.as_slice() {
+                    [key] => segment::has_unique_key(client, &role, &table, key)?,
+                    keys => segment::has_unique_key_columns(client, &role, &table, keys)?,
+                };
                 Ok((supported, link, unique))
             },
         );
@@ -733,9 +807,10 @@ fn described(role: &str, error: &Error) -> String {
 }
 
 /// The outcome of a comparison summarised in `summary`: the counts, and the examples as
-/// differences keyed by the logical `key_name`.
+/// differences keyed by the logical `key_names` (one per key column, in key order: each
+/// part of a composite key under its column's name).
 pub(crate) fn outcome(
-    key_name: &str,
+    key_names: &[String],
     summary: Summary<Key>,
     source_seconds: f64,
     target_seconds: f64,
@@ -757,7 +832,16 @@ pub(crate) fn outcome(
         .into_iter()
         .map(|example| {
             let mut key = Map::new();
-            key.insert(key_name.to_owned(), Json::String(example.key.to_string()));
+            match key_names {
+                [name] => {
+                    key.insert(name.clone(), Json::String(example.key.to_string()));
+                }
+                names => {
+                    for (name, part) in names.iter().zip(example.key.parts()) {
+                        key.insert(name.clone(), Json::String(part.to_string()));
+                    }
+                }
+            }
             Difference {
                 check_type: ResultType::RowDiff,
                 kind: example.kind,
@@ -913,6 +997,20 @@ fn address(side: Side, route: &Route) -> String {
     }
 }
 
+/// The column of a side's catalog that `name` names: exactly, else the only column whose name
+/// matches it case-insensitively (as the definition's other names are resolved), else
+/// [`missing`].
+fn find_column(columns: &[ColumnType], table: &TableName, name: &str) -> Result<ColumnType, RowDiffError> {
+    if let Some(column) = columns.iter().find(|column| column.name == name) {
+        return Ok(column.clone());
+    }
+    let lowered = name.to_lowercase();
+    match columns.iter().filter(|column| column.name.to_lowercase() == lowered).collect::<Vec<_>>().as_slice() {
+        [only] => Ok((*only).clone()),
+        _ => Err(missing(name, table)),
+    }
+}
+
 /// `Column '<name>' does not exist in <schema>.<table>`, as the other checks say it.
 pub(crate) fn missing(name: &str, table: &TableName) -> RowDiffError {
     RowDiffError::MissingColumn { column: name.to_owned(), table: table.clone() }
@@ -965,8 +1063,7 @@ mod tests {
         let side = SidePlan {
             table: TableName::new("payments_public", "transfers"),
             encrypted: false,
-            key_column: "code".into(),
-            key: KeyDecoder::Text,
+            keys: vec![("code".into(), KeyDecoder::Text)],
             timestamp_column: "updatedAt".into(),
             naive_timestamp: true,
             columns: vec![("updatedAt".into(), Decoder::Timestamp), ("amount".into(), Decoder::Numeric)],

@@ -26,12 +26,6 @@ pub enum RowDiffError {
     /// be ordered alike on both sides.
     #[error("row_diff: {}", crate::error::chain(.0))]
     Plan(#[source] datadiff_access::Error),
-    /// `key_columns` names a key other than the definition's single `key_column`: scheduled
-    /// checks compare on that one column only so far (`audit --key a,b` compares composite keys).
-    #[error(
-        "row_diff: key_columns ({0}) is not supported by scheduled checks yet: they compare on the single key_column; compare this table with `datadiff audit --key {1}`"
-    )]
-    KeyColumns(String, String),
     /// An identifier the source database cannot quote.
     #[error("row_diff: {0}")]
     Identifier(#[source] IdentifierError),

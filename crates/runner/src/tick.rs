@@ -7,7 +7,9 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, ScheduleOverview, Store, StoredDefinition, SweptRun};
 use datadiff_diff_core::{
-    attempt::{CheckIdentity, MAX_CATCH_UP, Reverify, RunSummary, Signal, StartKind, SummaryStatus},
+    attempt::{
+        CheckIdentity, Horizon, HorizonSource, MAX_CATCH_UP, Reverify, RunSummary, Signal, StartKind, SummaryStatus,
+    },
     schedule::{CheckTickPlan, Schedule, TickFacts, TickStep},
 };
 
@@ -53,6 +55,7 @@ pub struct TickContext {
     in_flight: InFlight,
     signals: bool,
     reverify: std::collections::BTreeMap<String, Reverify>,
+    horizon: std::collections::BTreeMap<String, HorizonSource>,
 }
 
 impl TickContext {
@@ -70,6 +73,7 @@ impl TickContext {
             in_flight,
             signals: false,
             reverify: std::collections::BTreeMap::new(),
+            horizon: std::collections::BTreeMap::new(),
         }
     }
 
@@ -93,6 +97,15 @@ impl TickContext {
     /// a FAIL invalidates coverage and alerts like any failure.
     pub fn with_reverify(mut self, reverify: std::collections::BTreeMap<String, Reverify>) -> TickContext {
         self.reverify = reverify;
+        self
+    }
+
+    /// `checks.<name>.horizon` of `datadiff.yml` ([`datadiff_config::Project::horizon`]), by
+    /// `full_check_name`: before a definition's first start in a tick, the replica's horizon is
+    /// read ([`crate::horizon`]); a slot whose window ends beyond it is SKIPPED (never stored),
+    /// with the horizon and the replica's position in its reason, and waits for a later tick.
+    pub fn with_horizon(mut self, horizon: std::collections::BTreeMap<String, HorizonSource>) -> TickContext {
+        self.horizon = horizon;
         self
     }
 
@@ -244,6 +257,12 @@ impl TickReport {
 /// 6. with [`TickContext::with_reverify`], the **re-verifications**: PASS slots last attempted
 ///    longer ago than the period, least recently first, at most the per-tick budget, each a
 ///    MANUAL attempt reusing the newest attempt's bounds (`StartKind::Reverify`).
+///
+/// With [`TickContext::with_horizon`], the replica's horizon is read once per definition and
+/// tick, before its first start; every start (retry, due slot, re-verification) whose window
+/// ends beyond it is SKIPPED with the horizon's reason instead — nothing is written, so the slot
+/// stays due. A horizon that cannot be read is the definition's ERROR without a run, and
+/// nothing of it is attempted in that tick.
 ///
 /// Before all that the tick retires stale attempts of superseded revisions in the selection
 /// (SPEC §4's improvement; upstream never sweeps them).
@@ -424,6 +443,7 @@ impl CheckWork<'_> {
             now: self.now,
         };
         let mut plan = CheckTickPlan::new(schedule, facts, |slot| definition.window(slot));
+        let mut horizon: Option<Horizon> = None;
         loop {
             match plan.next_step() {
                 TickStep::Sweep => {
@@ -461,6 +481,24 @@ impl CheckWork<'_> {
                     }
                 }
                 TickStep::Start { slot, kind } => {
+                    if let Some(source) = self.context.horizon.get(&definition.full_check_name) {
+                        if horizon.is_none() {
+                            match self.read_horizon(source) {
+                                Some(read) => horizon = Some(read),
+                                None => return,
+                            }
+                        }
+                        let refusal = horizon
+                            .as_ref()
+                            .zip(definition.window(slot))
+                            .and_then(|(horizon, window)| horizon.refusal(window.end));
+                        if let Some(reason) = refusal {
+                            tracing::info!(check = %definition.full_check_name, slot = %slot, %reason, "slot not attempted");
+                            let identity = CheckIdentity::of(self.definition);
+                            self.tick.summaries.push(RunSummary::not_attempted(identity, slot, reason));
+                            continue;
+                        }
+                    }
                     if let Next::Stop = self.start(slot, kind) {
                         return;
                     }
@@ -469,6 +507,36 @@ impl CheckWork<'_> {
                     self.tick.summaries.push(RunSummary::skipped(CheckIdentity::of(self.definition), slot, &skip));
                 }
                 TickStep::Done => return,
+            }
+        }
+    }
+
+    /// Reads the definition's horizon; `None` after a failure, reported as the definition's
+    /// ERROR without a run.
+    fn read_horizon(&mut self, source: &HorizonSource) -> Option<Horizon> {
+        let definition = &self.definition.definition;
+        let read = match self.context.connections.route(definition) {
+            Ok(route) => crate::horizon::read(&route, definition, source, self.now).map_err(|error| chain(&error)),
+            Err(error) => Err(chain(&error)),
+        };
+        match read {
+            Ok(horizon) => {
+                tracing::debug!(check = %definition.full_check_name, applied_up_to = ?horizon.applied_up_to, position = %horizon.position, "horizon read");
+                // For report metrics' applied lag; the tick goes on without it.
+                let (name, setting, now) = (definition.full_check_name.clone(), source.to_string(), self.now);
+                let (applied_up_to, position) = (horizon.applied_up_to, horizon.position.clone());
+                let recorded = self.context.store.bounded("recording the replica horizon", move |store| {
+                    store.record_replica_horizon(&name, &setting, now, applied_up_to, &position)
+                });
+                if let Err(error) = recorded {
+                    tracing::warn!(check = %definition.full_check_name, error = %chain(&error), "the replica horizon was not recorded");
+                }
+                Some(horizon)
+            }
+            Err(reason) => {
+                tracing::error!(check = %definition.full_check_name, error = %reason, "horizon not read");
+                self.tick.summaries.push(RunSummary::failed_without_run(CheckIdentity::of(self.definition), reason));
+                None
             }
         }
     }

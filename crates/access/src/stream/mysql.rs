@@ -321,8 +321,8 @@ pub struct MySqlRowQuery {
     select: String,
     database: String,
     table: String,
-    key_column: String,
-    key: MySqlKey,
+    /// The key columns and their forms, in key order (at least one).
+    keys: Vec<(String, MySqlKey)>,
     columns: Vec<(String, MySqlEncoder)>,
 }
 
@@ -338,27 +338,49 @@ impl MySqlRowQuery {
         timestamp_column: &str,
         columns: Vec<(String, MySqlEncoder)>,
     ) -> Result<MySqlRowQuery, IdentifierError> {
+        MySqlRowQuery::for_table_keys(database, table, vec![(key_column.to_owned(), key)], timestamp_column, columns)
+    }
+
+    /// [`MySqlRowQuery::for_table`] with any number of key columns (a composite key):
+    /// `SELECT a, b, columns… FROM database.table WHERE ts >= ? AND ts < ? ORDER BY a, b`,
+    /// each text part in bytewise UTF-8 order, so the rows arrive in the tuple order of
+    /// [`Key::Composite`] (the replica's `ORDER BY a, b COLLATE "C"`).
+    ///
+    /// # Panics
+    ///
+    /// When `keys` is empty.
+    pub fn for_table_keys(
+        database: &str,
+        table: &str,
+        keys: Vec<(String, MySqlKey)>,
+        timestamp_column: &str,
+        columns: Vec<(String, MySqlEncoder)>,
+    ) -> Result<MySqlRowQuery, IdentifierError> {
+        assert!(!keys.is_empty(), "a row query has at least one key column");
         let quote = quote_mysql_ident;
-        let quoted_key = quote(key_column)?;
-        let mut head = format!("SELECT {quoted_key}");
-        for (name, _) in &columns {
-            head.push_str(", ");
-            head.push_str(&quote(name)?);
+        let mut selected = Vec::with_capacity(keys.len() + columns.len());
+        let mut order = Vec::with_capacity(keys.len());
+        for (name, key) in &keys {
+            let quoted = quote(name)?;
+            order.push(match key {
+                MySqlKey::Int => quoted.clone(),
+                MySqlKey::Text | MySqlKey::PaddedChar => format!("CAST(CONVERT({quoted} USING utf8mb4) AS BINARY)"),
+            });
+            selected.push(quoted);
         }
+        for (name, _) in &columns {
+            selected.push(quote(name)?);
+        }
+        let mut head = format!("SELECT {}", selected.join(", "));
         let timestamp = quote(timestamp_column)?;
         head.push_str(&format!(" FROM {}.{} WHERE {timestamp} >= ", quote(database)?, quote(table)?));
-        let order = match key {
-            MySqlKey::Int => quoted_key,
-            MySqlKey::Text | MySqlKey::PaddedChar => format!("CAST(CONVERT({quoted_key} USING utf8mb4) AS BINARY)"),
-        };
-        let parts = [head, format!(" AND {timestamp} < "), format!(" ORDER BY {order}")];
+        let parts = [head, format!(" AND {timestamp} < "), format!(" ORDER BY {}", order.join(", "))];
         let mut query = MySqlRowQuery {
             parts,
             select: String::new(),
             database: database.to_owned(),
             table: table.to_owned(),
-            key_column: key_column.to_owned(),
-            key,
+            keys,
             columns,
         };
         query.select = query.sql_with_placeholders("?");
@@ -486,21 +508,24 @@ fn read_mysql(
             Err(error) => return Err(stream_failed(&error)),
         };
         let values = row.unwrap();
-        let Some((key, fields)) = values.split_first() else {
-            return Err(decode_error(&query.key_column, DecodeError::Framing("a row without columns")));
-        };
-        if fields.len() != query.columns.len() {
+        if values.len() != query.keys.len() + query.columns.len() {
             return Err(decode_error(
                 "row",
-                DecodeError::ColumnCount { found: fields.len(), expected: query.columns.len() },
+                DecodeError::ColumnCount {
+                    found: values.len().saturating_sub(query.keys.len()),
+                    expected: query.columns.len(),
+                },
             ));
         }
-        let key = match key {
-            mysql::Value::NULL => {
-                return Err(Error::NullKey { role: role.clone(), column: query.key_column.clone() });
-            }
-            value => mysql_key(query.key, value).map_err(|problem| decode_error(&query.key_column, problem))?,
-        };
+        let (key_values, fields) = values.split_at(query.keys.len());
+        let mut parts = Vec::with_capacity(query.keys.len());
+        for ((column, form), value) in query.keys.iter().zip(key_values) {
+            parts.push(match value {
+                mysql::Value::NULL => return Err(Error::NullKey { role: role.clone(), column: column.clone() }),
+                value => mysql_key(*form, value).map_err(|problem| decode_error(column, problem))?,
+            });
+        }
+        let key = Key::from_parts(parts);
         let writer = decoder.writer();
         writer.begin_row();
         for ((name, encoder), value) in query.columns.iter().zip(fields) {
@@ -902,6 +927,16 @@ mod tests {
         );
         let query = MySqlRowQuery::for_table("shop", "T", "Id", MySqlKey::Int, "ts", vec![]).unwrap();
         assert!(query.select_sql().ends_with("ORDER BY `Id`"));
+        // A composite key: every key column first, ordered in turn, text parts bytewise.
+        let keys = vec![("Code".to_owned(), MySqlKey::Text), ("Line".to_owned(), MySqlKey::Int)];
+        let query =
+            MySqlRowQuery::for_table_keys("shop", "Links", keys, "ts", vec![("Note".into(), MySqlEncoder::Text)])
+                .unwrap();
+        assert_eq!(
+            query.select_sql(),
+            "SELECT `Code`, `Line`, `Note` FROM `shop`.`Links` WHERE `ts` >= ? AND `ts` < ? \
+             ORDER BY CAST(CONVERT(`Code` USING utf8mb4) AS BINARY), `Line`"
+        );
         assert_eq!(mysql_key(MySqlKey::Int, &V::UInt(5)), Ok(Key::Int(5)));
         assert!(mysql_key(MySqlKey::Int, &V::UInt(u64::MAX)).is_err());
         let key =

@@ -7,13 +7,17 @@
 //! column's values among rows, sign flips and scale shifts, deleted, inserted, moved and
 //! duplicated rows): the audit with the `stream` strategy, the audit with the `segments`
 //! strategy (small, random search settings, so the search goes several levels deep even on
-//! small tables) and the oracle of `cases.rs` must agree, field for field.
+//! small tables), the live audit's recheck (every differing key read again by its bound key
+//! values: on a table nobody writes, each persists as found) and the oracle of `cases.rs`
+//! must agree, field for field.
 //!
 //! The run is deterministic: `DATADIFF_DIFFERENTIAL_SEED` and `DATADIFF_DIFFERENTIAL_CASES`
 //! choose it; `DATADIFF_DIFFERENTIAL_CASE=N` replays one case. A failure prints the seed, the
 //! case and its plan.
 
-use datadiff_audit::{AuditOptions, AuditProgress, AuditReport, audit};
+use std::time::Duration;
+
+use datadiff_audit::{AuditOptions, AuditProgress, AuditReport, Live, audit};
 use datadiff_diff_core::segment::Strategy;
 use serde_json::{Value as Json, json};
 
@@ -125,6 +129,22 @@ fn check(pair: &Pair, case: &Case) -> Result<bool, String> {
             segmented.strategy_reason,
             verdict(&segmented)
         ));
+    }
+    // A live audit's recheck reads the differing keys again by bound key values: on tables
+    // nobody writes, every difference persists exactly as the first pass found it.
+    let mut live = options.clone();
+    live.cutover_ready = false;
+    live.live = Some(Live { settle: Duration::ZERO, position: None });
+    let (rechecked, _) = run(&live, Strategy::Stream)?;
+    if verdict(&rechecked) != expected {
+        return Err(format!(
+            "the live recheck disagrees with the oracle:\n live   {}\n oracle {expected}",
+            verdict(&rechecked)
+        ));
+    }
+    let recheck = rechecked.live.as_ref().ok_or("a live audit without its live report")?;
+    if recheck.in_flight != 0 || recheck.persisting != rechecked.difference_count {
+        return Err(format!("a static table had keys in flight: {recheck:?}"));
     }
     let hashable = case.key.hashable();
     if hashable && segmented.strategy == "segments" && !hashed {

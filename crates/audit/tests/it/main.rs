@@ -5,6 +5,7 @@ mod cases;
 mod composite;
 mod deadline;
 mod differential;
+mod live;
 mod logical;
 mod memory;
 mod replicas;

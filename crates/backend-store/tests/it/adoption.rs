@@ -12,7 +12,10 @@ fn upstream_backend() -> (Backend<'static>, Store) {
     store.migrate(&MigrateOptions::latest()).unwrap();
     backend
         .superuser()
-        .batch_execute("DROP TABLE public.datadiff_run_differences; DROP TABLE public.datadiff_schema_migrations")
+        .batch_execute(
+            "DROP TABLE public.datadiff_run_differences; DROP TABLE public.datadiff_replica_horizons; \
+             DROP TABLE public.datadiff_schema_migrations",
+        )
         .unwrap();
     assert_same_catalog(&Catalog::expected_upstream(), &backend.catalog(CatalogScope::Upstream));
     (backend, store)
@@ -22,7 +25,13 @@ fn upstream_backend() -> (Backend<'static>, Store) {
 fn a_pipelinewise_backend_at_004_gets_only_the_extension_chain() {
     let (backend, store) = upstream_backend();
     let report = store.migrate(&MigrateOptions::latest()).unwrap();
-    assert_eq!(report.steps, vec![Step::Extension { version: 1, name: "run_differences" }]);
+    assert_eq!(
+        report.steps,
+        vec![
+            Step::Extension { version: 1, name: "run_differences" },
+            Step::Extension { version: 2, name: "replica_horizons" }
+        ]
+    );
     assert_eq!(backend.alembic_versions(), vec!["004"]);
     assert_same_catalog(&Catalog::expected_upstream(), &backend.catalog(CatalogScope::Upstream));
     assert_same_catalog(&expected_extensions(), &backend.catalog(CatalogScope::Extensions));

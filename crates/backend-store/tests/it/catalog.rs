@@ -18,6 +18,7 @@ fn a_fresh_migrate_matches_pipelinewise_004_and_the_extension_catalog_exactly() 
             Step::Upgrade(Revision::R003),
             Step::Upgrade(Revision::R004),
             Step::Extension { version: 1, name: "run_differences" },
+            Step::Extension { version: 2, name: "replica_horizons" },
         ]
     );
 
@@ -25,11 +26,25 @@ fn a_fresh_migrate_matches_pipelinewise_004_and_the_extension_catalog_exactly() 
     assert_same_catalog(&expected_extensions(), &backend.catalog(CatalogScope::Extensions));
     assert_eq!(backend.alembic_versions(), vec!["004"]);
 
-    // The record holds the SHA-256 of the migration file as shipped.
-    let file = include_str!("../../migrations/extensions/0001_run_differences.sql");
-    let checksum: String = Sha256::digest(file.as_bytes()).iter().map(|byte| format!("{byte:02x}")).collect();
-    assert_eq!(backend.extension_rows(), vec![(1, "run_differences".to_owned(), checksum)]);
-    assert_eq!(EXTENSIONS.len(), 1);
+    // The record holds the SHA-256 of each migration file as shipped.
+    let checksum =
+        |file: &str| -> String { Sha256::digest(file.as_bytes()).iter().map(|byte| format!("{byte:02x}")).collect() };
+    assert_eq!(
+        backend.extension_rows(),
+        vec![
+            (
+                1,
+                "run_differences".to_owned(),
+                checksum(include_str!("../../migrations/extensions/0001_run_differences.sql"))
+            ),
+            (
+                2,
+                "replica_horizons".to_owned(),
+                checksum(include_str!("../../migrations/extensions/0002_replica_horizons.sql"))
+            ),
+        ]
+    );
+    assert_eq!(EXTENSIONS.len(), 2);
 
     // Nothing is pending, and migrating again changes nothing.
     assert!(store.status().unwrap().is_current());

@@ -180,7 +180,7 @@ fn the_application_role_reads_and_writes_rows_but_never_deletes_truncates_or_alt
     let version: String = app.query_one("SELECT version_num::text FROM public.alembic_version", &[]).unwrap().get(0);
     assert_eq!(version, "004");
     let extensions: i64 = app.query_one("SELECT count(*) FROM public.datadiff_schema_migrations", &[]).unwrap().get(0);
-    assert_eq!(extensions, 1);
+    assert_eq!(extensions, 2);
 
     let tables = [
         "dd_check_definitions",
@@ -192,6 +192,7 @@ fn the_application_role_reads_and_writes_rows_but_never_deletes_truncates_or_alt
         "dd_watermark_events",
         "dd_index_warning_state",
         "datadiff_run_differences",
+        "datadiff_replica_horizons",
         "datadiff_schema_migrations",
         "alembic_version",
     ];
@@ -207,7 +208,7 @@ fn the_application_role_reads_and_writes_rows_but_never_deletes_truncates_or_alt
     }
     denied(&mut app, "INSERT INTO public.alembic_version VALUES ('005')");
     denied(&mut app, "UPDATE public.alembic_version SET version_num = '005'");
-    denied(&mut app, "INSERT INTO public.datadiff_schema_migrations VALUES (2, 'x', repeat('0', 64), now())");
+    denied(&mut app, "INSERT INTO public.datadiff_schema_migrations VALUES (3, 'x', repeat('0', 64), now())");
     denied(&mut app, "CREATE INDEX sneaky ON public.dd_run_results (error)");
 
     // The rows are all still there.

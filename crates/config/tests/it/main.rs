@@ -2,6 +2,7 @@
 
 mod fixture;
 mod fuzz;
+mod horizon;
 mod mysql_conn;
 mod reverify;
 mod rules;

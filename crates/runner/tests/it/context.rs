@@ -113,9 +113,20 @@ impl Context {
     /// [`Context::new`] with the source and the replica on `sides` (a cluster a test may
     /// freeze or stop); the backend stays on the shared cluster.
     pub(crate) fn with_sides_on(sides: &'static Cluster, source_sql: &str, replica_sql: &str) -> Context {
+        Context::with_sides_apart(sides, sides, source_sql, replica_sql)
+    }
+
+    /// [`Context::new`] with the source on `source_cluster` and the replica on
+    /// `replica_cluster` (two clusters joined by native logical replication, say).
+    pub(crate) fn with_sides_apart(
+        source_cluster: &'static Cluster,
+        replica_cluster: &'static Cluster,
+        source_sql: &str,
+        replica_sql: &str,
+    ) -> Context {
         let cluster = shared_cluster();
-        let source = sides.fresh_database().unwrap();
-        let replica = sides.fresh_database().unwrap();
+        let source = source_cluster.fresh_database().unwrap();
+        let replica = replica_cluster.fresh_database().unwrap();
         let backend = cluster.fresh_database().unwrap();
         source.client().unwrap().batch_execute(source_sql).unwrap();
         replica.client().unwrap().batch_execute(replica_sql).unwrap();

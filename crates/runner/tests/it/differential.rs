@@ -18,22 +18,34 @@ const CASES: u64 = 20;
 /// Text-key cases per run in CI.
 const TEXT_CASES: u64 = 12;
 
+/// Composite-key cases per run in CI.
+const COMPOSITE_CASES: u64 = 12;
+
 /// Every row sits in the window `[12:00, 13:00)` the context's slot checks.
 const UPDATED_AT: (&str, &str, &str) = ("updated_at", "timestamptz", "'2026-07-22 12:30:00+00'");
 
-/// The oracle's answer as `row_diff` stores it: the result's counts, the evidence rows.
-fn stored_of(expected: &Expected) -> (Json, Vec<StoredDifference>) {
+/// An answer as `row_diff` stores it: the result's counts, the evidence rows.
+type Stored = (Json, Vec<StoredDifference>);
+
+/// The oracle's answer as `row_diff` stores it.
+fn stored_of(expected: &Expected) -> Stored {
     let counts = json!({
         "rows": (expected.matched + expected.extra + expected.changed).to_string(),
         "missing": expected.missing.to_string(),
         "extra": expected.extra.to_string(),
         "changed": expected.changed.to_string(),
     });
+    fn part(key: &OracleKey) -> String {
+        match key {
+            OracleKey::Int(value) => value.to_string(),
+            OracleKey::Text(text) => text.clone(),
+            OracleKey::Pair(..) => unreachable!("a composite key is not a part"),
+        }
+    }
+    // Every key column by name: `{"id": …}`, or `{"id": …, "id2": …}` for a composite key.
     let key = |key: &OracleKey| match key {
-        OracleKey::Int(value) => value.to_string(),
-        OracleKey::Text(text) => text.clone(),
-        // Scheduled checks have one key column: the runner draws no composite case.
-        OracleKey::Pair(..) => unreachable!("a composite key in a row_diff case"),
+        OracleKey::Pair(first, second) => json!({"id": part(first), "id2": part(second)}),
+        single => json!({"id": part(single)}),
     };
     let evidence = expected
         .examples
@@ -45,14 +57,15 @@ fn stored_of(expected: &Expected) -> (Json, Vec<StoredDifference>) {
                 Kind::Extra => "EXTRA_IN_TARGET",
                 Kind::Changed => "CHANGED",
             };
-            (index as i32 + 1, kind.to_owned(), json!({"id": key(id)}), fields.clone())
+            (index as i32 + 1, kind.to_owned(), key(id), fields.clone())
         })
         .collect();
     (counts, evidence)
 }
 
-/// One case's attempt with `strategy`: the stored counts and evidence.
-fn stored(context: &Context, case: &Case, strategy: Strategy) -> Result<(Json, Vec<StoredDifference>), String> {
+/// One case's attempt with `strategy`: the stored counts and evidence, and the strategy the
+/// attempt used.
+fn stored(context: &Context, case: &Case, strategy: Strategy) -> Result<(Stored, Option<String>), String> {
     let mut definition = items_definition(context);
     definition.source_table = "cases".into();
     definition.target_table = "cases".into();
@@ -61,6 +74,11 @@ fn stored(context: &Context, case: &Case, strategy: Strategy) -> Result<(Json, V
     let columns: Vec<String> = (0..case.pairs.len()).map(|column| format!("c{column}")).collect();
     definition.source_compare_columns = columns.clone();
     definition.target_compare_columns = columns;
+    // A composite key is row_diff's `key_columns`; `key_column` stays its first column.
+    let key_columns = case.key.columns();
+    if key_columns.len() > 1 {
+        definition.extensions.key_columns = key_columns.iter().map(|(name, _, _)| (*name).to_owned()).collect();
+    }
     let settings = RowDiffSettings::new(case.max_examples as u32)
         .ok_or("max_examples out of range")?
         .with_empty_string_as_null(case.empty_string_as_null)
@@ -72,22 +90,27 @@ fn stored(context: &Context, case: &Case, strategy: Strategy) -> Result<(Json, V
     if let Some(error) = row_diff.error.as_ref().filter(|_| row_diff.status == "ERROR") {
         return Err(format!("row_diff ERROR: {error}"));
     }
-    Ok((counts(&row_diff.target_value), differences(context, run_id)))
+    let used = row_diff.target_value.get("strategy").and_then(Json::as_str).map(str::to_owned);
+    Ok(((counts(&row_diff.target_value), differences(context, run_id)), used))
 }
 
-fn check(context: &Context, case: &Case) -> Result<(), String> {
+/// Whether both strategies' answers are the oracle's; `Ok(true)` when the `segments` attempt
+/// hashed (rather than streamed the rows it could not hash).
+fn check(context: &Context, case: &Case) -> Result<bool, String> {
     let source = case.create_sql(false, &[UPDATED_AT]);
     let replica = case.create_sql(true, &[UPDATED_AT]);
     context.source.client().unwrap().batch_execute(&source).map_err(|error| format!("source: {error}"))?;
     context.replica.client().unwrap().batch_execute(&replica).map_err(|error| format!("replica: {error}"))?;
     let expected = stored_of(&case.expected());
+    let mut hashed = false;
     for strategy in [Strategy::Stream, Strategy::Segments] {
-        let answer = stored(context, case, strategy)?;
+        let (answer, used) = stored(context, case, strategy)?;
         if answer != expected {
             return Err(format!("{strategy} disagrees with the oracle:\n {strategy} {answer:?}\n oracle {expected:?}"));
         }
+        hashed |= strategy == Strategy::Segments && used.as_deref() == Some("segments");
     }
-    Ok(())
+    Ok(hashed)
 }
 
 #[test]
@@ -126,6 +149,33 @@ fn row_diff_segments_stream_and_the_oracle_agree_on_text_keys() {
             );
         }
     }
+}
+
+/// The same over composite keys as `key_columns`: `(integer, integer)` (a line item's
+/// `(order_id, line_no)`, the replica's first column `bigint`) and `(text, integer)` (a link
+/// table's, the replica's `(varchar, bigint)`), with rows lost, deleted, changed, swapped and
+/// moved between key parts — `(1, 2)` to `(2, 1)`, or to another second part of the same
+/// first part, which only the key's second column tells apart. Segments must hash some of
+/// them (on the first column's positions).
+#[test]
+fn row_diff_segments_stream_and_the_oracle_agree_on_composite_keys() {
+    let (seed, numbers) = run_plan(COMPOSITE_CASES);
+    let replaying = numbers.len() == 1;
+    let context = Context::new("SELECT 1", "SELECT 1");
+    let mut hashed = 0;
+    for index in numbers {
+        let case = crate::cases::composite_case(seed, index);
+        match check(&context, &case) {
+            Ok(segmented) => hashed += u32::from(segmented),
+            Err(disagreement) => panic!(
+                "the differential harness found a disagreement over a composite key: rerun \
+                 row_diff_segments_stream_and_the_oracle_agree_on_composite_keys with \
+                 DATADIFF_DIFFERENTIAL_SEED={seed:#x} DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
+                case.plan
+            ),
+        }
+    }
+    assert!(hashed > 0 || replaying, "no composite case was hashed by segments");
 }
 
 /// The same over keys whose bytes share a prefix longer than a segment position, and over

@@ -18,6 +18,7 @@ mod row_diff_progress;
 mod row_diff_segments;
 mod row_diff_values;
 mod tick;
+mod tick_horizon;
 mod tick_processes;
 mod tick_remediation;
 mod tick_reverify;

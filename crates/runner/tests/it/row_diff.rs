@@ -9,6 +9,7 @@ use datadiff_access::Environment;
 use datadiff_diff_core::{
     attempt::RunId,
     definition::{CheckDefinition, CheckType, Extensions, RowDiffSettings, SourceType, TargetType},
+    segment::Strategy,
 };
 use datadiff_runner::{Connections, Error, ExecutionOptions, InFlight, SummaryStatus, execute};
 use datadiff_testkit::{Cluster, ClusterOptions, SUPERUSER};
@@ -513,8 +514,23 @@ fn a_failed_aggregate_query_keeps_the_row_diff_result_and_its_evidence() {
     }
 }
 
+/// A line-item table keyed by `(order_id, line_no)` on both sides, with `rows` as `(order_id,
+/// line_no, note)`, every row in the context's window.
+fn lines_sql(rows: &[(i32, i32, &str)]) -> String {
+    let values: Vec<String> = rows
+        .iter()
+        .map(|(order, line, note)| format!("({order}, {line}, '2026-07-22 12:30:00+00', 1.00, '{note}')"))
+        .collect();
+    format!(
+        "CREATE TABLE public.items (order_id integer, line_no integer, updated_at timestamptz, \
+         amount numeric(12,2), note text, PRIMARY KEY (order_id, line_no)); \
+         INSERT INTO public.items VALUES {};",
+        values.join(", ")
+    )
+}
+
 #[test]
-fn key_columns_other_than_the_key_column_are_an_error_result_naming_them() {
+fn key_columns_make_a_composite_key_named_column_by_column_in_the_evidence() {
     let sql = items_sql("bigint", &[("1", "12:00:00", "1.00", "'a'"), ("2", "12:30:00", "2.00", "'b'")]);
     let context = Context::new(&sql, &sql);
     let mut definition = items_definition(&context);
@@ -525,16 +541,44 @@ fn key_columns_other_than_the_key_column_are_an_error_result_naming_them() {
     assert_eq!(result(&rows, "row_diff").status, "PASS", "{rows:?}");
     assert_eq!(context.attempt_row(run_id).status, "PASS");
 
-    // A composite key is never compared on one of its parts: the result says so.
-    definition.extensions.key_columns = vec!["k".into(), "note".into()];
-    let run_id = context.run(&definition).run_id.unwrap();
-    let rows = context.result_rows(run_id);
-    let expected = "row_diff: key_columns (k, note) is not supported by scheduled checks yet: they compare on the \
-                    single key_column; compare this table with `datadiff audit --key k,note`";
-    let row_diff = result(&rows, "row_diff");
-    assert_eq!((row_diff.status.as_str(), row_diff.error.as_deref()), ("ERROR", Some(expected)));
-    assert_eq!(result(&rows, "row_count").status, "PASS", "the other checks still ran");
-    let attempt = context.attempt_row(run_id);
-    assert_eq!((attempt.status.as_str(), attempt.error.as_deref()), ("ERROR", Some(expected)));
-    assert!(differences(&context, run_id).is_empty());
+    // Orders 1 and 2 have two lines each: `order_id` alone repeats. The replica missed line
+    // (1, 2)'s change and line (2, 1)'s insert, and kept line (3, 2), which the source
+    // deleted; (2, 2) is equal though (2, 1) is missing, which only `line_no` tells apart.
+    let source = lines_sql(&[(1, 1, "a"), (1, 2, "b"), (2, 1, "c"), (2, 2, "d"), (3, 1, "e")]);
+    let replica = lines_sql(&[(1, 1, "a"), (1, 2, "B"), (2, 2, "d"), (3, 1, "e"), (3, 2, "f")]);
+    let context = Context::new(&source, &replica);
+    let mut definition = items_definition(&context);
+    definition.source_key_column = "order_id".into();
+    definition.target_key_column = "order_id".into();
+    definition.extensions.key_columns = vec!["order_id".into(), "line_no".into()];
+    let expected = vec![
+        difference(1, "CHANGED", json!({"order_id": "1", "line_no": "2"}), &["note"]),
+        difference(2, "MISSING_IN_TARGET", json!({"order_id": "2", "line_no": "1"}), &[]),
+        difference(3, "EXTRA_IN_TARGET", json!({"order_id": "3", "line_no": "2"}), &[]),
+    ];
+    for strategy in [Strategy::Stream, Strategy::Segments] {
+        definition.extensions.row_diff = Some(RowDiffSettings::default().with_strategy(strategy));
+        let run_id = context.run(&definition).run_id.unwrap();
+        let rows = context.result_rows(run_id);
+        let row_diff = result(&rows, "row_diff");
+        assert_eq!(row_diff.status, "FAIL", "{strategy}: {rows:?}");
+        assert_eq!(
+            counts(&row_diff.target_value),
+            json!({"rows": "5", "missing": "1", "extra": "1", "changed": "1"}),
+            "{strategy}"
+        );
+        assert_eq!(row_diff.target_value["strategy"], json!(strategy.as_str()), "{strategy}: {rows:?}");
+        assert_eq!(differences(&context, run_id), expected, "{strategy}");
+    }
+
+    // Equal tables PASS under both strategies.
+    context.replica.client().unwrap().batch_execute(&format!("DROP TABLE public.items; {source}")).unwrap();
+    for strategy in [Strategy::Stream, Strategy::Segments] {
+        definition.extensions.row_diff = Some(RowDiffSettings::default().with_strategy(strategy));
+        let run_id = context.run(&definition).run_id.unwrap();
+        let rows = context.result_rows(run_id);
+        assert_eq!(result(&rows, "row_diff").status, "PASS", "{strategy}: {rows:?}");
+        assert_eq!(context.attempt_row(run_id).status, "PASS", "{strategy}");
+        assert!(differences(&context, run_id).is_empty());
+    }
 }

@@ -418,3 +418,56 @@ fn an_unsigned_key_beyond_bigint_is_an_error_naming_the_key() {
         Some("row_diff: cannot decode column Id of the source stream: an unsigned key beyond the bigint range")
     );
 }
+
+#[test]
+fn a_composite_key_streams_in_tuple_order_and_differences_name_every_key_column() {
+    // `Code` under a case-insensitive collation, `Line` an integer: the tuple must arrive in
+    // the replica's order, `Code` bytewise ("B" < "Z" < "a" < "É"), then `Line`.
+    let mut mariadb = String::from(
+        "CREATE TABLE `Links` (`Code` varchar(20) NOT NULL, `Line` int NOT NULL, `UpdatedAt` datetime NULL,
+           `Note` varchar(20) NULL, PRIMARY KEY (`Code`, `Line`)) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;",
+    );
+    let mut replica = String::from(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.links (code character varying, line bigint, updatedat timestamp, note character varying);",
+    );
+    for code in ["a", "B", "É", "Z"] {
+        for line in 1..=2 {
+            let row = format!("'{code}', {line}, '2026-07-22 12:00:00', 'n{line}'");
+            mariadb.push_str(&format!("INSERT INTO `Links` VALUES ({row});"));
+            replica.push_str(&format!("INSERT INTO shop.links VALUES ({row});"));
+        }
+    }
+    let definition = |mysql: &MySqlRowDiff| {
+        let mut definition = mysql.definition("Links", "Code", &["Note"]);
+        definition.extensions.key_columns = vec!["Code".into(), "Line".into()];
+        definition
+    };
+    let mysql = MySqlRowDiff::new(&mariadb, &replica);
+    let run_id = mysql.context.run(&definition(&mysql)).run_id.unwrap();
+    let rows = mysql.context.result_rows(run_id);
+    assert_eq!(result(&rows, "row_diff").status, "PASS", "equal tables: {rows:?}");
+
+    // A changed line, a missing one and an extra one (a lost delete), each beside an equal
+    // line of the same code: only `Line` tells them apart.
+    replica.push_str(
+        "UPDATE shop.links SET note = 'changed' WHERE code = 'É' AND line = 2;
+         DELETE FROM shop.links WHERE code = 'a' AND line = 1;
+         INSERT INTO shop.links VALUES ('B', 3, '2026-07-22 12:00:00', 'extra');",
+    );
+    let mysql = MySqlRowDiff::new(&mariadb, &replica);
+    let context = &mysql.context;
+    let run_id = context.run(&definition(&mysql)).run_id.unwrap();
+    let rows = context.result_rows(run_id);
+    let row_diff = result(&rows, "row_diff");
+    assert_eq!(row_diff.status, "FAIL", "{rows:?}");
+    assert_eq!(counts(&row_diff.target_value), json!({"rows": "8", "missing": "1", "extra": "1", "changed": "1"}));
+    assert_eq!(
+        differences(context, run_id),
+        vec![
+            difference(1, "EXTRA_IN_TARGET", json!({"Code": "B", "Line": "3"}), &[]),
+            difference(2, "MISSING_IN_TARGET", json!({"Code": "a", "Line": "1"}), &[]),
+            difference(3, "CHANGED", json!({"Code": "É", "Line": "2"}), &["Note"]),
+        ]
+    );
+}
