@@ -7,6 +7,7 @@
 //! cargo bench --bench e2e -- [--rows 1000000,5000000] [--runs 3] [--link none|100mbit|1gbit]
 //!     [--drift 0,0.03] [--strategies stream,segments,auto] [--reladiff-threads 1,4]
 //!     [--no-reladiff] [--only NAME] [--skip NAME,NAME] [--baseline PATH]
+//!     [--key-types int,uuid,text]
 //! ```
 //!
 //! Without `--rows` it runs one small size (100,000 rows, one run) so that a plain
@@ -64,6 +65,15 @@
 //!   this build / baseline and their median. The baseline must read the same backend schema
 //!   (the benchmark migrates it with this build) and take the same `audit` and `run`
 //!   arguments.
+//! * `--key-types int,uuid,text` — besides the integer-keyed tables (`int`, always built and
+//!   run), copies keyed by a uuid (`public.events_uuid`, `id uuid`: `md5('event-' || g)::uuid`)
+//!   and by text (`public.events_text`, `id text`: `'customer-' || lpad(g, 12, '0')`, keys
+//!   sharing a long prefix, in the database's default collation, `C` here) — the same rows and
+//!   the same drift plants, keyed by a function of the integer key (replica tables
+//!   `events_uuid`, `events_same_uuid`, …). Only the `datadiff audit` contenders run on them,
+//!   named `… (uuid key)` and `… (text key)`; their notes give the per-round ratios of time and
+//!   bytes to the same contender on the integer-keyed tables (`× int key`), same run, same
+//!   round.
 //! * `DATADIFF_E2E_VERBOSE=1` copies each contender's stderr to ours.
 //!
 //! # What it builds
@@ -226,6 +236,8 @@ struct Options {
     reladiff_threads: Option<Vec<u32>>,
     /// `--baseline`: another build's `datadiff` binary, run beside this build's.
     baseline: Option<PathBuf>,
+    /// `--key-types`: the key types of the tables (`int` first, always).
+    key_types: Vec<KeyType>,
 }
 
 impl Options {
@@ -241,6 +253,7 @@ impl Options {
             strategies: None,
             reladiff_threads: None,
             baseline: None,
+            key_types: vec![KeyType::Int],
         };
         let list = |value: Option<&String>, flag: &str| -> Result<Vec<String>, Failure> {
             let value = value.ok_or(format!("{flag} needs a value"))?;
@@ -288,6 +301,21 @@ impl Options {
                         return Err(format!("--baseline {}: no such file (a datadiff binary)", path.display()).into());
                     }
                     options.baseline = Some(path);
+                }
+                "--key-types" => {
+                    let mut types = vec![KeyType::Int];
+                    for name in list(args.next(), "--key-types")? {
+                        let parsed = match name.as_str() {
+                            "int" => KeyType::Int,
+                            "uuid" => KeyType::Uuid,
+                            "text" => KeyType::Text,
+                            other => return Err(format!("--key-types {other}: int, uuid or text").into()),
+                        };
+                        if !types.contains(&parsed) {
+                            types.push(parsed);
+                        }
+                    }
+                    options.key_types = types;
                 }
                 // cargo bench passes --bench to harness = false targets.
                 "--bench" => {}
@@ -360,6 +388,56 @@ impl Tables {
             Tables::Drift => (drift_count(rows, 1), drift_count(rows, 2), drift_count(rows, 3)),
             Tables::Identical => (0, 0, 0),
         }
+    }
+}
+
+/// The key of a copy of the tables (`--key-types`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum KeyType {
+    /// `id bigint`: the integer `g`.
+    Int,
+    /// `id uuid`: `md5('event-' || g)::uuid`.
+    Uuid,
+    /// `id text`: `'customer-' || lpad(g, 12, '0')`.
+    Text,
+}
+
+impl KeyType {
+    /// Appended to table names.
+    fn suffix(self) -> &'static str {
+        match self {
+            KeyType::Int => "",
+            KeyType::Uuid => "_uuid",
+            KeyType::Text => "_text",
+        }
+    }
+
+    /// Appended to contender names.
+    fn label(self) -> &'static str {
+        match self {
+            KeyType::Int => "",
+            KeyType::Uuid => " (uuid key)",
+            KeyType::Text => " (text key)",
+        }
+    }
+
+    /// The key column's type and its value for the integer `g`.
+    fn column(self) -> (&'static str, &'static str) {
+        match self {
+            KeyType::Int => ("bigint", "g"),
+            KeyType::Uuid => ("uuid", "md5('event-' || g)::uuid"),
+            KeyType::Text => ("text", "'customer-' || lpad(g::text, 12, '0')"),
+        }
+    }
+
+    /// The source's table.
+    fn source_table(self) -> String {
+        format!("events{}", self.suffix())
+    }
+
+    /// The replica's table for `tables`.
+    fn replica_table(self, tables: Tables) -> String {
+        format!("{}{}", tables.replica_table(), self.suffix())
     }
 }
 
@@ -526,7 +604,7 @@ enum Content {
     DriftedReplica,
 }
 
-fn table_sql(rows: i64, table: &str, content: Content) -> String {
+fn table_sql(rows: i64, table: &str, content: Content, key_type: KeyType) -> String {
     let (skip, note) = match content {
         Content::DriftedReplica => {
             (1, "CASE WHEN g % 10000 = 3 THEN 'changed note ' || g ELSE 'note for event number ' || g END")
@@ -534,10 +612,11 @@ fn table_sql(rows: i64, table: &str, content: Content) -> String {
         Content::Source => (2, "'note for event number ' || g"),
     };
     let quoted = quote_ident(table);
+    let (key_type, key) = key_type.column();
     format!(
-        "CREATE UNLOGGED TABLE public.{quoted} (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, \
+        "CREATE UNLOGGED TABLE public.{quoted} (id {key_type} PRIMARY KEY, updated_at timestamptz NOT NULL, \
          account integer NOT NULL, amount numeric(12,2) NOT NULL, kind text NOT NULL, note varchar(80)); \
-         INSERT INTO public.{quoted} SELECT g, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', \
+         INSERT INTO public.{quoted} SELECT {key}, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', \
          g % 1000, (g % 100000) / 100.0, 'kind-' || (g % 7), {note} \
          FROM generate_series(1, {rows}) g WHERE g % 10000 <> {skip}"
     )
@@ -557,7 +636,7 @@ struct Setup {
 }
 
 impl Setup {
-    fn build(rows: i64, tables: &[Tables], shaped: bool) -> Result<Setup, Failure> {
+    fn build(rows: i64, tables: &[Tables], key_types: &[KeyType], shaped: bool) -> Result<Setup, Failure> {
         let options = match shaped {
             true => ClusterOptions::new().listen_on(SHAPED_ADDRESS),
             false => ClusterOptions::new(),
@@ -579,18 +658,25 @@ impl Setup {
             };
             let vacuum = |table: &str| format!("VACUUM ANALYZE public.{}", quote_ident(table));
             let mut replica_statements = Vec::new();
-            for &table in tables {
-                let content = if table == Tables::Drift { Content::DriftedReplica } else { Content::Source };
-                replica_statements.push(table_sql(rows, table.replica_table(), content));
-                replica_statements.push(vacuum(table.replica_table()));
+            let mut source_statements = Vec::new();
+            for &key_type in key_types {
+                for &table in tables {
+                    let content = if table == Tables::Drift { Content::DriftedReplica } else { Content::Source };
+                    let name = key_type.replica_table(table);
+                    replica_statements.push(table_sql(rows, &name, content, key_type));
+                    replica_statements.push(vacuum(&name));
+                }
+                let name = key_type.source_table();
+                source_statements.push(table_sql(rows, &name, Content::Source, key_type));
+                source_statements.push(format!(
+                    "CREATE INDEX {} ON public.{} (updated_at)",
+                    quote_ident(&format!("{name}_updated_at_idx")),
+                    quote_ident(&name)
+                ));
+                source_statements.push(vacuum(&name));
             }
             std::thread::scope(|scope| -> Result<(), Failure> {
                 let replica_build = scope.spawn(|| build(&replica, replica_statements));
-                let source_statements = vec![
-                    table_sql(rows, "events", Content::Source),
-                    "CREATE INDEX events_updated_at_idx ON public.events (updated_at)".to_owned(),
-                    vacuum("events"),
-                ];
                 build(&source, source_statements)?;
                 replica_build.join().map_err(|_| "the replica build panicked")??;
                 Ok(())
@@ -859,12 +945,13 @@ fn builds<'a>(
     Ok(builds)
 }
 
-fn audit(binary: &Path, setup: &Setup, tables: Tables, extra: &[String]) -> Command {
+fn audit(binary: &Path, setup: &Setup, tables: Tables, key_type: KeyType, extra: &[String]) -> Command {
     let mut command = Command::new(binary);
     command.args(["audit", "--source", &setup.source_url(), "--replica", &setup.replica_url()]);
-    command.args(["--table", "public.events"]);
-    if tables != Tables::Drift {
-        command.args(["--replica-table", &format!("public.{}", tables.replica_table())]);
+    let (source, replica) = (key_type.source_table(), key_type.replica_table(tables));
+    command.args(["--table", &format!("public.{source}")]);
+    if replica != source {
+        command.args(["--replica-table", &format!("public.{replica}")]);
     }
     command.args(["--key", "id", "--columns", &COMPARED.join(","), "--cutover-ready", "--max-rows", "50000000"]);
     command.args(extra);
@@ -1107,7 +1194,7 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
         "|---:|---|---|---:|---:|---:|---:|---:|---|".to_owned(),
     ];
     for &rows in &options.rows {
-        let setup = Setup::build(rows, &options.tables, meter.is_some())?;
+        let setup = Setup::build(rows, &options.tables, &options.key_types, meter.is_some())?;
         setup.import(options)?;
         // With `--baseline`: the project `row_diff (datadiff run)` runs in.
         let project = match &options.baseline {
@@ -1190,7 +1277,11 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                         }
                     }
                 }
-                for strategy in options.strategies() {
+                for (strategy, key_type) in options
+                    .strategies()
+                    .into_iter()
+                    .flat_map(|strategy| options.key_types.iter().map(move |key_type| (strategy, *key_type)))
+                {
                     if !options.wanted(&with_strategy("datadiff audit", strategy), true) {
                         continue;
                     }
@@ -1199,11 +1290,12 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                         Some(strategy) => strategy_arguments(strategy)?.audit,
                     };
                     for (binary, suffix) in builds(&binary, options.baseline.as_deref(), round)? {
-                        let name = format!("{}{suffix}", with_strategy("datadiff audit", strategy));
+                        let name = format!("{}{suffix}{}", with_strategy("datadiff audit", strategy), key_type.label());
                         if !options.wanted(&name, true) {
                             continue;
                         }
-                        let measured = measure(meter, vec![audit(binary, &setup, tables, &extra)], &[0, 1])?;
+                        let command = audit(binary, &setup, tables, key_type, &extra);
+                        let measured = measure(meter, vec![command], &[0, 1])?;
                         let (status, found) = audit_counts(&measured.stdout)?;
                         let verdict = if tables == Tables::Drift { "BLOCK" } else { "PASS" };
                         if status != verdict || found != expected_some {
@@ -1290,6 +1382,27 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
             } else {
                 format!("per round / floor: {:.2}×", median(&mut ratios))
             };
+            let integer_keyed = [KeyType::Uuid, KeyType::Text]
+                .into_iter()
+                .find_map(|key_type| name.strip_suffix(key_type.label()))
+                .and_then(|base| results.runs.get(&(*tables, base.to_owned())));
+            if let Some(integer_keyed) = integer_keyed {
+                let pairs = || runs.iter().zip(integer_keyed);
+                let mut times: Vec<f64> = pairs().map(|((new, _), (int, _))| new.seconds / int.seconds).collect();
+                let each: Vec<String> = times.iter().map(|ratio| format!("{ratio:.2}")).collect();
+                note.push_str(&format!(
+                    "; × int key per round: time {} (median {:.2})",
+                    each.join(", "),
+                    median(&mut times)
+                ));
+                let mut moved: Vec<f64> = pairs()
+                    .filter_map(|((new, _), (int, _))| Some(new.bytes? as f64 / int.bytes?.max(1) as f64))
+                    .collect();
+                if !moved.is_empty() {
+                    let each: Vec<String> = moved.iter().map(|ratio| format!("{ratio:.2}")).collect();
+                    note.push_str(&format!(", bytes {} (median {:.2})", each.join(", "), median(&mut moved)));
+                }
+            }
             if let Some(baseline) = results.runs.get(&(*tables, format!("{name} (baseline)"))) {
                 let mut ratios: Vec<f64> =
                     runs.iter().zip(baseline).map(|((new, _), (old, _))| new.seconds / old.seconds).collect();

@@ -78,6 +78,10 @@ impl HashSide for SnapshotSide<'_> {
         let query = self.segments()?.clone();
         query.level(self.session.client(), splits)
     }
+
+    fn segment_query(&self) -> Option<&SegmentQuery> {
+        self.segments.as_ref()
+    }
 }
 
 impl CompareSide for SnapshotSide<'_> {

@@ -21,9 +21,18 @@
 //! same matched count. The one assumption is that two different sets of rows do not have
 //! equal counts and equal hash totals (a 64-bit hash per row: about 2⁻⁶⁴ per comparison).
 //!
-//! **Dense drift.** When more than half of a level's non-empty children differ, splitting
-//! further would cost more scans than it saves: every differing child of that level becomes
-//! a leaf at once (a table that differs everywhere is streamed, as the stream strategy would).
+//! **Dense drift.** When more than half of a level's non-empty children differ and they are
+//! already small (at most [`SearchSettings::first_level_rows`] rows each, on average),
+//! splitting further would cost more scans than it saves: every differing child of that level
+//! becomes a leaf at once (a table that differs everywhere is streamed, as the stream
+//! strategy would).
+//!
+//! **Sparse keys.** Children are of equal width in positions, and keys may fill few of them
+//! (text keys use a few byte values of each byte: the digits of `customer-000123`). A
+//! differing child is split into as many children as its rows would fill leaves, times how
+//! sparsely its split's keys filled their children (at most [`MAX_SPARSE_FANOUT`]): only
+//! non-empty children are answered, so a wide split of sparse keys costs no more than a
+//! narrow one of dense keys, and the search reaches small leaves in as few levels.
 //!
 //! Keys are **positions**: an `i64` per key that orders as the key does (an integer key
 //! itself; for a uuid key, a prefix of its bits). Segments are inclusive ranges of positions.
@@ -128,6 +137,10 @@ pub struct ChildDigest {
     /// The side's rows there.
     pub digest: Digest,
 }
+
+/// The most children of a later split whose parent's keys filled few of its children (see
+/// [`Search::record`]).
+pub const MAX_SPARSE_FANOUT: u64 = 1 << 20;
 
 /// The search's tuning (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,28 +268,45 @@ impl Search {
         self.level += 1;
         let mut matched = 0u64;
         let mut differing = Vec::new();
+        // Non-empty children per split: how sparsely the keys fill its positions.
+        let mut filled: BTreeMap<usize, u64> = BTreeMap::new();
         for (&(split, child), &(source, target)) in &children {
+            *filled.entry(split).or_default() += 1;
             match (source, target) {
                 (Some(source), Some(target)) if source == target => matched += source.rows,
                 _ => {
                     let rows = source.map_or(0, |digest| digest.rows).max(target.map_or(0, |digest| digest.rows));
                     let segment = self.splits[split].child(child).unwrap_or(self.splits[split].segment);
-                    differing.push((segment, rows));
+                    differing.push((split, segment, rows));
                 }
             }
         }
         self.matched += matched;
-        let dense = differing.len() * 2 > children.len();
+        // Dense drift: most children differ, and they are already small (at most the first
+        // level's rows each, on average). Children that differ but still hold many rows —
+        // keys that fill few of the positions, such as text keys of a few characters — are
+        // split again instead.
+        let differing_rows: u64 = differing.iter().map(|(_, _, rows)| rows).sum();
+        let dense = differing.len() * 2 > children.len()
+            && differing_rows <= (differing.len() as u64).saturating_mul(self.settings.first_level_rows.max(1));
         let last_level = self.level >= self.settings.max_levels;
-        self.splits.clear();
-        for (segment, rows) in differing {
+        let sparseness = |split: usize| {
+            let children = self.splits[split].children();
+            (children / filled.get(&split).copied().unwrap_or(1).max(1)).max(1)
+        };
+        let mut next = Vec::new();
+        for (split, segment, rows) in differing {
             if dense || last_level || rows <= self.settings.leaf_rows || segment.positions() == 1 {
                 self.leaves.push(segment);
             } else {
+                // As many children as leaves the rows would fill, times how sparsely the
+                // split's keys filled its children: only non-empty children are answered.
                 let fanout = rows.div_ceil(self.settings.leaf_rows.max(1)).clamp(2, self.settings.max_fanout.max(2));
-                self.splits.push(Split::new(segment, fanout));
+                let fanout = fanout.saturating_mul(sparseness(split)).min(MAX_SPARSE_FANOUT.max(fanout));
+                next.push(Split::new(segment, fanout));
             }
         }
+        self.splits = next;
         if self.splits.is_empty() {
             self.leaves.sort_unstable();
             self.leaves = join_adjacent(std::mem::take(&mut self.leaves));
@@ -471,6 +501,43 @@ mod tests {
         let split = Split::new(Segment { first: i64::MIN, last: i64::MAX }, 4);
         assert_eq!(split.child(3).map(|child| child.last), Some(i64::MAX));
         assert_eq!(split.child(0).map(|child| child.first), Some(i64::MIN));
+    }
+
+    /// The first level's answer of one side: `filled` non-empty children (every
+    /// `stride`-th), `rows` each, hashed `hash`.
+    fn answer(filled: u64, stride: u64, rows: u64, hash: &str) -> Vec<ChildDigest> {
+        (0..filled)
+            .map(|index| ChildDigest {
+                split: 0,
+                child: index * stride,
+                digest: Digest { rows, hash: format!("{hash}{index}") },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn keys_filling_few_children_are_split_again_widely_not_streamed() {
+        // 100,000 rows over a span of 2^50 positions, as text keys of digits fill it: the
+        // first level's ~196 children hold them in 10, and every one of those differs.
+        let side = |hash: &str| Some(Overview { first: 0, last: (1 << 50) - 1, rows: 100_000, hash: hash.into() });
+        let mut search = Search::new(SearchSettings::default(), side("a"), side("b"));
+        let Step::Hash([first]) = search.step() else { panic!("one split first") };
+        let children = first.children();
+        assert!(children > 150, "{children}");
+        let stride = children / 10;
+        search.record(&answer(10, stride, 10_000, "s"), &answer(10, stride, 10_000, "t")).unwrap();
+        let Step::Hash(splits) = search.step() else { panic!("large differing children are split again") };
+        assert_eq!(splits.len(), 10);
+        // 10,000 rows: the most children of a split (64), times 19 (the parent's keys filled
+        // 1 child in ~19): about 1,200 children each, only the non-empty ones answered.
+        assert!(splits.iter().all(|split| split.children() > 1_000), "{:?}", splits[0]);
+        // Small children that mostly differ are still dense drift: streamed at once.
+        let side = |hash: &str| Some(Overview { first: 0, last: 99_999, rows: 100_000, hash: hash.into() });
+        let mut search = Search::new(SearchSettings::default(), side("a"), side("b"));
+        let Step::Hash([first]) = search.step() else { panic!("one split first") };
+        let children = first.children();
+        search.record(&answer(children, 1, 512, "s"), &answer(children, 1, 512, "t")).unwrap();
+        assert!(matches!(search.step(), Step::Stream(leaves) if leaves.len() == 1), "adjacent leaves joined");
     }
 
     #[test]

@@ -602,6 +602,10 @@ impl HashSide for AttemptSide {
             .map_err(|error| RowDiffError::Segment(error.to_string()))?
             .map_err(|error| RowDiffError::Segment(described(&role, &error)))
     }
+
+    fn segment_query(&self) -> Option<&SegmentQuery> {
+        self.segments.as_ref()
+    }
 }
 
 impl CompareSide for AttemptSide {

@@ -89,3 +89,171 @@ fn a_uuid_compared_with_text_is_positioned_as_its_text() {
         .unwrap();
     assert_eq!(row.get::<_, i64>(0), expected(uuid));
 }
+
+/// Keys sharing a long prefix (and one that is only the prefix, one longer, multi-byte
+/// characters right after it and inside), as a replica keyed like `customer-000000001` holds.
+const PREFIXED: &[&str] = &[
+    "customer-000000000001",
+    "customer-000000000002",
+    "customer-000000000010",
+    "customer-000000000099",
+    "customer-000000000100",
+    "customer-000000012345",
+    "customer-000000099999",
+    "customer-000000100000",
+    "customer-000001000000",
+    "customer-00000",
+    "customer-000000",
+    "customer-0000000000001\u{1}",
+    "customer-0000é",
+    "customer-0000éé-1",
+    "customer-0000€",
+    "customer-0000😀",
+    "customer-0000\u{7f}",
+];
+
+#[test]
+fn text_positions_after_a_skipped_prefix_are_the_next_60_bits() {
+    use datadiff_access::segment::{common_prefix, text_position_of};
+    let database = shared_cluster().fresh_database().unwrap();
+    let mut client = database.client().unwrap();
+    client.batch_execute("CREATE TABLE keys (k text)").unwrap();
+    for key in PREFIXED.iter().chain(KEYS).map(|key| key.replace('\u{0}', "\u{1}")) {
+        client.execute("INSERT INTO keys VALUES ($1)", &[&key]).unwrap();
+    }
+    let lowest = PREFIXED.iter().min().unwrap().as_bytes();
+    let highest = PREFIXED.iter().max().unwrap().as_bytes();
+    assert_eq!(common_prefix(lowest, highest), b"customer-0000");
+    for skip in [0, 1, 7, 13, 14, 21, 40] {
+        let position = Position::Text.sql_after("k", skip);
+        let rows = client.query(format!("SELECT k, {position} FROM keys").as_str(), &[]).unwrap();
+        for row in rows {
+            let (key, position): (String, i64) = (row.get(0), row.get(1));
+            assert_eq!(position, text_position_of(key.as_bytes(), skip), "{key:?} after {skip} bytes");
+            assert!(position >= 0);
+        }
+    }
+    // Keys with the prefix: positions after it are non-decreasing in byte order.
+    let mut sorted: Vec<&[u8]> = PREFIXED.iter().map(|key| key.as_bytes()).collect();
+    sorted.sort();
+    let positions: Vec<i64> = sorted.iter().map(|key| text_position_of(key, 13)).collect();
+    assert!(positions.windows(2).all(|pair| pair[0] <= pair[1]), "{positions:?}");
+    // The empty key, and a key that is the prefix itself, are position 0.
+    assert_eq!(text_position_of(b"", 13), 0);
+    assert_eq!(text_position_of(b"customer-0000", 13), 0);
+}
+
+/// The keys of `table` whose rows `predicate` keeps, in byte order.
+fn selected(client: &mut postgres::Client, table: &str, predicate: &str) -> Vec<String> {
+    client
+        .query(format!("SELECT k::text FROM {table} WHERE {predicate} ORDER BY k::text COLLATE \"C\"").as_str(), &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+#[test]
+fn a_key_range_selects_exactly_the_rows_of_the_position_predicate_with_or_without_an_index() {
+    use datadiff_access::TableName;
+    use datadiff_access::segment::{KeyRange, SegmentQuery, common_prefix, text_position_of};
+    use datadiff_diff_core::segment::Segment;
+    let database = shared_cluster().fresh_database().unwrap();
+    let mut client = database.client().unwrap();
+    // (table, DDL, the range its index serves)
+    let tables = [
+        (
+            "c_keys",
+            "CREATE TABLE c_keys (k text COLLATE \"C\" PRIMARY KEY)",
+            Some(KeyRange::Collated("pg_catalog.\"C\"".into())),
+        ),
+        // The test clusters' default collation is C: a plain primary key serves a range.
+        (
+            "default_keys",
+            "CREATE TABLE default_keys (k varchar(40) PRIMARY KEY)",
+            Some(KeyRange::Collated("pg_catalog.\"default\"".into())),
+        ),
+        (
+            "pattern_keys",
+            "CREATE TABLE pattern_keys (k text COLLATE \"en-x-icu\" NOT NULL); \
+             CREATE UNIQUE INDEX ON pattern_keys (k text_pattern_ops)",
+            Some(KeyRange::Pattern),
+        ),
+        // A linguistic collation's index cannot serve a byte-order range: positions only.
+        ("icu_keys", "CREATE TABLE icu_keys (k text COLLATE \"en-x-icu\" PRIMARY KEY)", None),
+        ("bare_keys", "CREATE TABLE bare_keys (k text NOT NULL)", None),
+    ];
+    for (table, ddl, range) in tables {
+        client.batch_execute(ddl).unwrap();
+        for key in PREFIXED {
+            client.execute(format!("INSERT INTO {table} VALUES ($1)").as_str(), &[key]).unwrap();
+        }
+        client.batch_execute(&format!("ANALYZE {table}")).unwrap();
+        let query = SegmentQuery::new("source", &TableName::new("public", table), "k", Position::Text, &[], None);
+        let overview = query.overview(&mut client, true).unwrap().unwrap().unwrap();
+        assert_eq!(query.key_range(), range, "{table}");
+        let [low, high] = query.key_bytes().unwrap();
+        let prefix = common_prefix(&low, &high).to_vec();
+        assert_eq!(prefix, b"customer-0000");
+        query.skip_prefix(&prefix);
+        let span = Segment { first: query.text_position(&low), last: query.text_position(&high) };
+        assert_eq!(overview.rows, PREFIXED.len() as u64);
+        let position = Position::Text.sql_after("k", prefix.len());
+        let mut segments = vec![span];
+        for key in PREFIXED {
+            let at = text_position_of(key.as_bytes(), prefix.len());
+            for (below, above) in [(0, 0), (1, 0), (0, 1), (1 << 36, 0), (0, 1 << 44), (3, 1 << 20)] {
+                segments.push(Segment { first: (at - below).max(0), last: at + above });
+            }
+        }
+        // A level's children: equal widths across the span.
+        let width = (span.last - span.first) / 7 + 1;
+        segments.extend(
+            (0..7)
+                .map(|index| Segment { first: span.first + index * width, last: span.first + (index + 1) * width - 1 }),
+        );
+        let mut seen = 0;
+        for segment in segments {
+            let exact =
+                selected(&mut client, table, &format!("{position} BETWEEN {} AND {}", segment.first, segment.last));
+            let filtered = selected(&mut client, table, &query.leaves_filter(&[segment]));
+            assert_eq!(filtered, exact, "{table}, {segment:?}");
+            seen += exact.len();
+        }
+        assert!(seen > PREFIXED.len(), "{table}: the segments select rows");
+        // Several leaves at once, as a stream of the leaves selects them.
+        let children: Vec<Segment> = (0..7)
+            .map(|index| Segment { first: span.first + index * width, last: span.first + (index + 1) * width - 1 })
+            .collect();
+        for picked in [vec![0, 2, 5], vec![1, 3, 4, 6], vec![0, 1, 2, 3, 4, 5, 6]] {
+            let leaves: Vec<Segment> = picked.iter().map(|&index| children[index]).collect();
+            let mut exact = Vec::new();
+            for leaf in &leaves {
+                exact.extend(selected(
+                    &mut client,
+                    table,
+                    &format!("{position} BETWEEN {} AND {}", leaf.first, leaf.last),
+                ));
+            }
+            exact.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            assert_eq!(selected(&mut client, table, &query.leaves_filter(&leaves)), exact, "{table}, {picked:?}");
+        }
+        if range.is_some() {
+            // The range is what lets the index find a narrow segment's rows.
+            let at = text_position_of(b"customer-000000012345", prefix.len());
+            let filter = query.leaves_filter(&[Segment { first: at, last: at }]);
+            let plan: Vec<String> = {
+                let mut transaction = client.transaction().unwrap();
+                transaction.batch_execute("SET LOCAL enable_seqscan = off").unwrap();
+                transaction
+                    .query(format!("EXPLAIN SELECT k FROM {table} WHERE {filter}").as_str(), &[])
+                    .unwrap()
+                    .iter()
+                    .map(|row| row.get(0))
+                    .collect()
+            };
+            assert!(plan.iter().any(|line| line.contains("Index")), "{table}: {plan:?}");
+            assert!(!plan.iter().any(|line| line.contains("Seq Scan")), "{table}: {plan:?}");
+        }
+    }
+}

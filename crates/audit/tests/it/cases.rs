@@ -502,6 +502,10 @@ pub(crate) enum KeyKind {
     /// A text key whose keys share long prefixes (equal segment positions), differ only after
     /// byte 8, or start with multi-byte UTF-8, the empty key among them.
     PrefixedText,
+    /// A text key whose keys all share a prefix longer than a position (`customer-000000…`,
+    /// then digits, a suffix or multi-byte UTF-8): the search skips the prefix both sides
+    /// share.
+    SharedPrefixText,
 }
 
 impl KeyKind {
@@ -515,6 +519,9 @@ impl KeyKind {
 
     /// The single-column text key kinds (for scheduled checks' single key column).
     pub(crate) const SINGLE_TEXT: [KeyKind; 2] = [KeyKind::Text, KeyKind::PrefixedText];
+
+    /// Keys whose bytes share a long prefix, and uuids (their own runs).
+    pub(crate) const SHARED_PREFIX: [KeyKind; 2] = [KeyKind::SharedPrefixText, KeyKind::Uuid];
 
     /// The key columns' names and SQL types `(name, source type, replica type)`.
     pub(crate) fn columns(self) -> Vec<(&'static str, &'static str, &'static str)> {
@@ -546,7 +553,9 @@ impl KeyKind {
             KeyKind::Bigint => ("bigint", "bigint"),
             KeyKind::IntegerAgainstBigint => ("integer", "bigint"),
             KeyKind::Uuid => ("uuid", "uuid"),
-            KeyKind::Text | KeyKind::TextInt | KeyKind::PrefixedText => ("text", "character varying"),
+            KeyKind::Text | KeyKind::TextInt | KeyKind::PrefixedText | KeyKind::SharedPrefixText => {
+                ("text", "character varying")
+            }
             KeyKind::IntPair => ("integer", "bigint"),
         }
     }
@@ -582,6 +591,12 @@ impl KeyKind {
                 2 => format!("😀{n}"),
                 3 => format!("Ωé{n}"),
                 _ => format!("customer-{n:06}-x"),
+            }),
+            KeyKind::SharedPrefixText => OracleKey::Text(match n.rem_euclid(5) {
+                1 => format!("customer-{n:012}-é"),
+                2 => format!("customer-{n:012}😀"),
+                3 => format!("customer-{n:012}-x"),
+                _ => format!("customer-{n:012}"),
             }),
             // Few second parts per first part, and first parts that are also second parts, so
             // that swapped parts land on keys of the table.

@@ -33,6 +33,9 @@ const COMPOSITE_CASES: u64 = 30;
 /// Text-key cases per run in CI.
 const TEXT_CASES: u64 = 30;
 
+/// Cases of keys sharing a long prefix, and of uuid keys, per run in CI.
+const SHARED_PREFIX_CASES: u64 = 20;
+
 /// The oracle's answer as the audit report words it.
 fn report_of(expected: &Expected) -> Json {
     let examples: Vec<Json> = expected
@@ -222,4 +225,29 @@ fn segments_stream_and_the_oracle_agree_on_text_keys() {
         }
     }
     assert!(hashed_cases > 0 || replaying, "no text case was hashed");
+}
+
+/// The same harness over keys whose bytes share a prefix longer than a segment position
+/// (`customer-000000000123`, with suffixes and multi-byte UTF-8 after the digits: the search
+/// positions them after the prefix both sides share) and over uuid keys. Segments must really
+/// hash them.
+#[test]
+fn segments_stream_and_the_oracle_agree_on_keys_sharing_a_long_prefix_and_uuids() {
+    let (seed, numbers) = run_plan(SHARED_PREFIX_CASES);
+    let replaying = numbers.len() == 1;
+    let pair = Pair::same("SELECT 1");
+    let mut hashed_cases = 0;
+    for index in numbers {
+        let case = crate::cases::text_case(seed, index, &KeyKind::SHARED_PREFIX);
+        match check(&pair, &case) {
+            Ok(hashed) => hashed_cases += usize::from(hashed),
+            Err(disagreement) => panic!(
+                "the differential harness found a disagreement over keys sharing a long prefix: rerun \
+                 segments_stream_and_the_oracle_agree_on_keys_sharing_a_long_prefix_and_uuids with \
+                 DATADIFF_DIFFERENTIAL_SEED={seed:#x} DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
+                case.plan
+            ),
+        }
+    }
+    assert!(hashed_cases > 0 || replaying, "no case was hashed");
 }

@@ -237,3 +237,35 @@ fn text_keyed_plants_that_hashes_could_confuse_never_pass_under_segments() {
     let (segmented, _) = run(&options, Strategy::Segments);
     assert_eq!((segmented.status, segmented.changed), (Status::Block, 1));
 }
+
+/// Keys sharing a prefix longer than a segment position (`customer-000000012345`: before the
+/// prefix was skipped, all of them had one position, a single leaf streamed whole): a change,
+/// a lost row and an extra row among 20,000 of them are found under segments below the
+/// overview, as the stream finds them, with or without a byte-order index on the key.
+#[test]
+fn a_difference_among_keys_sharing_a_long_prefix_is_found_by_splitting_them() {
+    for key in ["text COLLATE \"C\" PRIMARY KEY", "text COLLATE \"en-x-icu\" PRIMARY KEY"] {
+        let sql = format!(
+            "CREATE TABLE public.accounts (code {key}, balance numeric(12,2), note text); \
+             INSERT INTO public.accounts SELECT 'customer-' || lpad(g::text, 12, '0'), g * 1.25, 'n' || g \
+             FROM generate_series(1, 20000) g;"
+        );
+        let pair = Pair::same(&sql);
+        pair.replica
+            .client()
+            .unwrap()
+            .batch_execute(
+                "UPDATE public.accounts SET balance = balance + 0.01 WHERE code = 'customer-000000012345'; \
+                 DELETE FROM public.accounts WHERE code = 'customer-000000000007'; \
+                 INSERT INTO public.accounts VALUES ('customer-000000020001', 1, 'x');",
+            )
+            .unwrap();
+        let options = keyed(&pair, "public.accounts", "code");
+        let (streamed, _) = run(&options, Strategy::Stream);
+        let (segmented, levels) = run(&options, Strategy::Segments);
+        assert_eq!(answer(&segmented), answer(&streamed), "{key}");
+        assert_eq!((segmented.changed, segmented.missing, segmented.extra, segmented.matched), (1, 1, 1, 19_998));
+        assert_eq!(segmented.strategy, "segments");
+        assert!(levels >= Some(2), "{key}: the keys were split below the first level: {levels:?}");
+    }
+}

@@ -177,3 +177,22 @@ fn row_diff_segments_stream_and_the_oracle_agree_on_composite_keys() {
     }
     assert!(hashed > 0 || replaying, "no composite case was hashed by segments");
 }
+
+/// The same over keys whose bytes share a prefix longer than a segment position, and over
+/// uuid keys: both sides position text keys after the prefix they share.
+#[test]
+fn row_diff_segments_stream_and_the_oracle_agree_on_keys_sharing_a_long_prefix_and_uuids() {
+    let (seed, numbers) = run_plan(TEXT_CASES);
+    let context = Context::new("SELECT 1", "SELECT 1");
+    for index in numbers {
+        let case = crate::cases::text_case(seed, index, &KeyKind::SHARED_PREFIX);
+        if let Err(disagreement) = check(&context, &case) {
+            panic!(
+                "the differential harness found a disagreement over keys sharing a long prefix: rerun \
+                 row_diff_segments_stream_and_the_oracle_agree_on_keys_sharing_a_long_prefix_and_uuids with \
+                 DATADIFF_DIFFERENTIAL_SEED={seed:#x} DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
+                case.plan
+            );
+        }
+    }
+}
