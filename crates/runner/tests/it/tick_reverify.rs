@@ -170,3 +170,121 @@ fn faithful_history_reverifies_within_the_budget_and_keeps_coverage() {
     assert_eq!((after.0.as_str(), after.1), ("CONTIGUOUS", Some(at(23, 0))));
     assert!(!after.2.contains(&"INVALIDATE".to_owned()) && !after.2.contains(&"BLOCK".to_owned()), "{:?}", after.2);
 }
+
+/// The issue's case over native logical replication with a writer running throughout: a
+/// delete that never reached the subscriber (the row re-appears there, inside a window already
+/// verified) is found by the re-verification within the period, and the watermark leaves
+/// CONTIGUOUS; until then every slot passes.
+#[test]
+fn a_lost_delete_on_a_logical_replica_is_found_within_the_period_while_a_writer_runs() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use datadiff_diff_core::definition::{CheckDefinition, CheckType};
+    use datadiff_testkit::{Cluster, ClusterOptions, LogicalReplication};
+
+    const DDL: &str = "
+        CREATE TABLE public.orders (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, amount numeric(12,2));
+        CREATE INDEX ON public.orders (updated_at);
+        CREATE TABLE public.noise (id bigserial PRIMARY KEY, note text);
+    ";
+    let source_cluster: &'static Cluster =
+        Box::leak(Box::new(Cluster::start_with(ClusterOptions::new().logical_replication()).unwrap()));
+    let replica_cluster: &'static Cluster = Box::leak(Box::new(Cluster::start().unwrap()));
+    let context = Context::with_sides_apart(source_cluster, replica_cluster, DDL, DDL);
+    let mut source = context.source.client().unwrap();
+    // The 13:00 slot's window [12:00, 13:00) holds rows 1-3.
+    for (id, minute) in [(1i64, 10), (2, 30), (3, 59)] {
+        source
+            .execute("INSERT INTO public.orders VALUES ($1::bigint, $2, $1::bigint * 1.25)", &[&id, &at(12, minute)])
+            .unwrap();
+    }
+    let replication = LogicalReplication::start(
+        &context.source,
+        &context.replica,
+        "reverify_sub",
+        &["public.orders", "public.noise"],
+    )
+    .unwrap();
+    replication.wait_caught_up().unwrap();
+    let definition = CheckDefinition {
+        full_check_name: CheckDefinition::full_check_name_of("postgres", "payments", "public", "orders"),
+        source_schema: "public".into(),
+        source_table: "orders".into(),
+        target_schema: "public".into(),
+        target_table: "orders".into(),
+        source_key_column: "id".into(),
+        target_key_column: "id".into(),
+        source_timestamp_column: "updated_at".into(),
+        target_timestamp_column: "updated_at".into(),
+        source_compare_columns: vec!["amount".into()],
+        target_compare_columns: vec!["amount".into()],
+        checks: vec![CheckType::RowCount],
+        ..context.definition()
+    };
+    context.import(&definition);
+    let period = 6;
+    let reverify = Reverify { period: Duration::from_seconds(period * 3600), per_tick: 2 };
+    let mut ticker = ticker(&context).with_reverify(BTreeMap::from([(definition.full_check_name.clone(), reverify)]));
+
+    let stop = AtomicBool::new(false);
+    let mut writer = context.source.client().unwrap();
+    std::thread::scope(|scope| {
+        // The writer: a change every few milliseconds, all through the test.
+        scope.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                writer.execute("INSERT INTO public.noise (note) VALUES ('busy')", &[]).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let verified = tick_at(&mut ticker, at(13, 5));
+            assert_eq!(verified.summaries[0].status, SummaryStatus::Pass, "[12:00, 13:00) verified: {verified:#?}");
+            // Row 2 (12:30) is deleted on the source; replication applies the delete, and the
+            // subscriber gets the row back: the replica keeps a row its source deleted.
+            source.execute("DELETE FROM public.orders WHERE id = 2", &[]).unwrap();
+            replication.wait_caught_up().unwrap();
+            context
+                .replica
+                .client()
+                .unwrap()
+                .execute("INSERT INTO public.orders VALUES (2, $1, 2.50)", &[&at(12, 30)])
+                .unwrap();
+
+            let mut found = None;
+            for hour in 14..=23 {
+                let now = at(hour, 5);
+                let report = tick_at(&mut ticker, now);
+                let reverified = manual(&report);
+                if reverified.is_empty() {
+                    assert!(
+                        report.summaries.iter().all(|summary| summary.status == SummaryStatus::Pass),
+                        "{report:#?}"
+                    );
+                    assert_eq!(watermark(&context).0, "CONTIGUOUS");
+                    continue;
+                }
+                assert_eq!(reverified, [(at(13, 0), SummaryStatus::Fail)], "at {now}");
+                assert!(report.has_failures());
+                found = Some(now);
+                break;
+            }
+            assert_eq!(found, Some(at(20, 5)), "found at the first tick after the period");
+            let (status, verified_end, events) = watermark(&context);
+            assert_eq!((status.as_str(), verified_end), ("BLOCKED", Some(at(12, 0))));
+            assert_eq!(events.last().map(String::as_str), Some("INVALIDATE"), "{events:?}");
+            let counts: (serde_json::Value, serde_json::Value) = context
+                .backend_sql()
+                .query_one(
+                    "SELECT r.source_value, r.target_value FROM public.dd_run_results r \
+                       JOIN public.dd_run_attempts a USING (run_id) \
+                      WHERE a.scheduled_for = $1 AND a.attempt = 2 AND r.check_type = 'row_count'",
+                    &[&at(13, 0)],
+                )
+                .map(|row| (row.get(0), row.get(1)))
+                .unwrap();
+            assert_eq!(counts, (serde_json::json!("2"), serde_json::json!("3")));
+        }));
+        stop.store(true, Ordering::Relaxed);
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+}
