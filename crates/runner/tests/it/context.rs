@@ -436,3 +436,22 @@ pub(crate) fn wait_for_a_lock_wait(database: &Database<'_>, application_name: &s
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Runs `body` while a writer inserts into `public.noise` of `source` every few milliseconds
+/// (a busy source for replication tests), stopping the writer whatever `body` does; a panic
+/// of `body` is the caller's.
+pub(crate) fn while_a_writer_runs<R>(source: &Database<'_>, body: impl FnOnce() -> R) -> R {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut writer = source.client().unwrap();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                writer.execute("INSERT INTO public.noise (note) VALUES ('busy')", &[]).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+        stop.store(true, Ordering::Relaxed);
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}

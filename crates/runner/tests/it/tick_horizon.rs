@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::{DateTime, Utc};
 use datadiff_access::Environment;
@@ -16,7 +15,7 @@ use datadiff_diff_core::definition::{CheckDefinition, CheckType};
 use datadiff_runner::{Connections, RunSummary, SummaryStatus, TickContext, TickReport};
 use datadiff_testkit::{Cluster, ClusterOptions, LogicalReplication};
 
-use crate::context::{Context, at, db_conn};
+use crate::context::{Context, at, db_conn, while_a_writer_runs};
 use crate::tick::{attempts, tick_at, ticker};
 
 /// A source cluster with `wal_level = logical` and a replica cluster, shared by these tests.
@@ -154,73 +153,51 @@ fn paused_replication_is_skipped_then_verified(subscription: &str, horizon: fn(&
     let mut ticker = TickContext::new(store, connections)
         .with_horizon(BTreeMap::from([(with.full_check_name.clone(), horizon(subscription))]));
 
-    let stop = AtomicBool::new(false);
-    let mut writer = context.source.client().unwrap();
-    std::thread::scope(|scope| {
-        // The writer: a change every few milliseconds, all through the test.
-        scope.spawn(|| {
-            while !stop.load(Ordering::Relaxed) {
-                writer.execute("INSERT INTO public.noise (note) VALUES ('busy')", &[]).unwrap();
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-        });
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let report = tick_at(&mut ticker, at(13, 5));
-            assert_eq!(summary(&report, "orders").status, SummaryStatus::Pass, "{report:#?}");
-            assert_eq!(summary(&report, "orders_plain").status, SummaryStatus::Pass, "{report:#?}");
+    while_a_writer_runs(&context.source, || {
+        let report = tick_at(&mut ticker, at(13, 5));
+        assert_eq!(summary(&report, "orders").status, SummaryStatus::Pass, "{report:#?}");
+        assert_eq!(summary(&report, "orders_plain").status, SummaryStatus::Pass, "{report:#?}");
 
-            // Replication pauses; the source goes on: rows in the 14:00 slot's window, and a
-            // newer change at 14:01.
-            replication.pause().unwrap();
-            for (id, minute) in [(5, 10), (6, 20), (7, 30)] {
-                write(&mut source, id, at(13, minute));
-            }
-            write(&mut source, 8, at(14, 1));
+        // Replication pauses; the source goes on: rows in the 14:00 slot's window, and a
+        // newer change at 14:01.
+        replication.pause().unwrap();
+        for (id, minute) in [(5, 10), (6, 20), (7, 30)] {
+            write(&mut source, id, at(13, minute));
+        }
+        write(&mut source, 8, at(14, 1));
 
-            let report = tick_at(&mut ticker, at(14, 5));
-            // Without a horizon: the rows in flight are reported as drift.
-            let plain = summary(&report, "orders_plain");
-            assert_eq!((plain.status, plain.scheduled_for), (SummaryStatus::Fail, Some(at(14, 0))), "{report:#?}");
-            // With one: SKIPPED, nothing stored, the reason names the horizon and the position.
-            let held = summary(&report, "orders");
-            assert_eq!((held.status, held.scheduled_for, held.run_id), (SummaryStatus::Skipped, Some(at(14, 0)), None));
-            let reason = held.reason.clone().unwrap_or_default();
-            let paused_reading = reading(&context);
-            let exposition = datadiff_backend_store::metrics_exposition(
-                &context.store.metrics_report(at(14, 5)).unwrap(),
-                at(14, 5),
-            );
-            let metrics = exposition
-                .lines()
-                .filter(|line| line.starts_with("datadiff_replica_") && line.contains("table=\"orders\""))
-                .map(str::to_owned)
-                .collect();
-            assert_eq!(stored(&context, "orders"), [(at(13, 0), "PASS".to_owned())], "no attempt row for 14:00");
-            assert_eq!(
-                stored(&context, "orders_plain"),
-                [(at(13, 0), "PASS".to_owned()), (at(14, 0), "FAIL".to_owned())]
-            );
+        let report = tick_at(&mut ticker, at(14, 5));
+        // Without a horizon: the rows in flight are reported as drift.
+        let plain = summary(&report, "orders_plain");
+        assert_eq!((plain.status, plain.scheduled_for), (SummaryStatus::Fail, Some(at(14, 0))), "{report:#?}");
+        // With one: SKIPPED, nothing stored, the reason names the horizon and the position.
+        let held = summary(&report, "orders");
+        assert_eq!((held.status, held.scheduled_for, held.run_id), (SummaryStatus::Skipped, Some(at(14, 0)), None));
+        let reason = held.reason.clone().unwrap_or_default();
+        let paused_reading = reading(&context);
+        let exposition =
+            datadiff_backend_store::metrics_exposition(&context.store.metrics_report(at(14, 5)).unwrap(), at(14, 5));
+        let metrics = exposition
+            .lines()
+            .filter(|line| line.starts_with("datadiff_replica_") && line.contains("table=\"orders\""))
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(stored(&context, "orders"), [(at(13, 0), "PASS".to_owned())], "no attempt row for 14:00");
+        assert_eq!(stored(&context, "orders_plain"), [(at(13, 0), "PASS".to_owned()), (at(14, 0), "FAIL".to_owned())]);
 
-            // Replication resumes and catches up: the next tick attempts the slot, which passes.
-            replication.resume().unwrap();
-            replication.wait_caught_up().unwrap();
-            let report = tick_at(&mut ticker, at(14, 10));
-            let verified = summary(&report, "orders");
-            assert_eq!(
-                (verified.status, verified.scheduled_for),
-                (SummaryStatus::Pass, Some(at(14, 0))),
-                "{report:#?}"
-            );
-            assert_eq!(
-                stored(&context, "orders"),
-                [(at(13, 0), "PASS".to_owned()), (at(14, 0), "PASS".to_owned())],
-                "the FAIL never happened"
-            );
-            assert!(reading(&context).3, "known again once caught up");
-            Paused { reason, reading: paused_reading, metrics }
-        }));
-        stop.store(true, Ordering::Relaxed);
-        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        // Replication resumes and catches up: the next tick attempts the slot, which passes.
+        replication.resume().unwrap();
+        replication.wait_caught_up().unwrap();
+        let report = tick_at(&mut ticker, at(14, 10));
+        let verified = summary(&report, "orders");
+        assert_eq!((verified.status, verified.scheduled_for), (SummaryStatus::Pass, Some(at(14, 0))), "{report:#?}");
+        assert_eq!(
+            stored(&context, "orders"),
+            [(at(13, 0), "PASS".to_owned()), (at(14, 0), "PASS".to_owned())],
+            "the FAIL never happened"
+        );
+        assert!(reading(&context).3, "known again once caught up");
+        Paused { reason, reading: paused_reading, metrics }
     })
 }
 

@@ -10,7 +10,7 @@ use datadiff_diff_core::attempt::{Reverify, TriggerType};
 use datadiff_diff_core::definition::Duration;
 use datadiff_runner::{SummaryStatus, TickContext};
 
-use crate::context::{Context, at};
+use crate::context::{Context, at, while_a_writer_runs};
 use crate::tick::{tick_at, ticker};
 
 /// Every attempt of the check: `(scheduled_for, attempt, trigger, status, window_start,
@@ -177,8 +177,6 @@ fn faithful_history_reverifies_within_the_budget_and_keeps_coverage() {
 /// CONTIGUOUS; until then every slot passes.
 #[test]
 fn a_lost_delete_on_a_logical_replica_is_found_within_the_period_while_a_writer_runs() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     use datadiff_diff_core::definition::{CheckDefinition, CheckType};
     use datadiff_testkit::{Cluster, ClusterOptions, LogicalReplication};
 
@@ -226,65 +224,49 @@ fn a_lost_delete_on_a_logical_replica_is_found_within_the_period_while_a_writer_
     let reverify = Reverify { period: Duration::from_seconds(period * 3600), per_tick: 2 };
     let mut ticker = ticker(&context).with_reverify(BTreeMap::from([(definition.full_check_name.clone(), reverify)]));
 
-    let stop = AtomicBool::new(false);
-    let mut writer = context.source.client().unwrap();
-    std::thread::scope(|scope| {
-        // The writer: a change every few milliseconds, all through the test.
-        scope.spawn(|| {
-            while !stop.load(Ordering::Relaxed) {
-                writer.execute("INSERT INTO public.noise (note) VALUES ('busy')", &[]).unwrap();
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-        });
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let verified = tick_at(&mut ticker, at(13, 5));
-            assert_eq!(verified.summaries[0].status, SummaryStatus::Pass, "[12:00, 13:00) verified: {verified:#?}");
-            // Row 2 (12:30) is deleted on the source; replication applies the delete, and the
-            // subscriber gets the row back: the replica keeps a row its source deleted.
-            source.execute("DELETE FROM public.orders WHERE id = 2", &[]).unwrap();
-            replication.wait_caught_up().unwrap();
-            context
-                .replica
-                .client()
-                .unwrap()
-                .execute("INSERT INTO public.orders VALUES (2, $1, 2.50)", &[&at(12, 30)])
-                .unwrap();
+    while_a_writer_runs(&context.source, || {
+        let verified = tick_at(&mut ticker, at(13, 5));
+        assert_eq!(verified.summaries[0].status, SummaryStatus::Pass, "[12:00, 13:00) verified: {verified:#?}");
+        // Row 2 (12:30) is deleted on the source; replication applies the delete, and the
+        // subscriber gets the row back: the replica keeps a row its source deleted.
+        source.execute("DELETE FROM public.orders WHERE id = 2", &[]).unwrap();
+        replication.wait_caught_up().unwrap();
+        context
+            .replica
+            .client()
+            .unwrap()
+            .execute("INSERT INTO public.orders VALUES (2, $1, 2.50)", &[&at(12, 30)])
+            .unwrap();
 
-            let mut found = None;
-            for hour in 14..=23 {
-                let now = at(hour, 5);
-                let report = tick_at(&mut ticker, now);
-                let reverified = manual(&report);
-                if reverified.is_empty() {
-                    assert!(
-                        report.summaries.iter().all(|summary| summary.status == SummaryStatus::Pass),
-                        "{report:#?}"
-                    );
-                    assert_eq!(watermark(&context).0, "CONTIGUOUS");
-                    continue;
-                }
-                assert_eq!(reverified, [(at(13, 0), SummaryStatus::Fail)], "at {now}");
-                assert!(report.has_failures());
-                found = Some(now);
-                break;
+        let mut found = None;
+        for hour in 14..=23 {
+            let now = at(hour, 5);
+            let report = tick_at(&mut ticker, now);
+            let reverified = manual(&report);
+            if reverified.is_empty() {
+                assert!(report.summaries.iter().all(|summary| summary.status == SummaryStatus::Pass), "{report:#?}");
+                assert_eq!(watermark(&context).0, "CONTIGUOUS");
+                continue;
             }
-            assert_eq!(found, Some(at(20, 5)), "found at the first tick after the period");
-            let (status, verified_end, events) = watermark(&context);
-            assert_eq!((status.as_str(), verified_end), ("BLOCKED", Some(at(12, 0))));
-            assert_eq!(events.last().map(String::as_str), Some("INVALIDATE"), "{events:?}");
-            let counts: (serde_json::Value, serde_json::Value) = context
-                .backend_sql()
-                .query_one(
-                    "SELECT r.source_value, r.target_value FROM public.dd_run_results r \
-                       JOIN public.dd_run_attempts a USING (run_id) \
-                      WHERE a.scheduled_for = $1 AND a.attempt = 2 AND r.check_type = 'row_count'",
-                    &[&at(13, 0)],
-                )
-                .map(|row| (row.get(0), row.get(1)))
-                .unwrap();
-            assert_eq!(counts, (serde_json::json!("2"), serde_json::json!("3")));
-        }));
-        stop.store(true, Ordering::Relaxed);
-        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            assert_eq!(reverified, [(at(13, 0), SummaryStatus::Fail)], "at {now}");
+            assert!(report.has_failures());
+            found = Some(now);
+            break;
+        }
+        assert_eq!(found, Some(at(20, 5)), "found at the first tick after the period");
+        let (status, verified_end, events) = watermark(&context);
+        assert_eq!((status.as_str(), verified_end), ("BLOCKED", Some(at(12, 0))));
+        assert_eq!(events.last().map(String::as_str), Some("INVALIDATE"), "{events:?}");
+        let counts: (serde_json::Value, serde_json::Value) = context
+            .backend_sql()
+            .query_one(
+                "SELECT r.source_value, r.target_value FROM public.dd_run_results r \
+                   JOIN public.dd_run_attempts a USING (run_id) \
+                  WHERE a.scheduled_for = $1 AND a.attempt = 2 AND r.check_type = 'row_count'",
+                &[&at(13, 0)],
+            )
+            .map(|row| (row.get(0), row.get(1)))
+            .unwrap();
+        assert_eq!(counts, (serde_json::json!("2"), serde_json::json!("3")));
     });
 }
