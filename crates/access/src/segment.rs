@@ -1387,6 +1387,46 @@ mod tests {
         assert_eq!(successor(""), None);
     }
 
+    proptest::proptest! {
+        /// The attack on the key range: whatever the keys (any characters but NUL, control
+        /// bytes and multi-byte ones included, sharing a prefix that may end inside a
+        /// character) and whatever segment, a key whose position lies in the segment lies
+        /// inside its range. A key the range dropped would be hashed in no segment on either
+        /// side, and a difference in it would PASS.
+        #[test]
+        fn a_key_range_never_drops_a_key_of_its_segment(
+            shared in "[a\u{1}\u{7f}\u{e9}\u{ff}\u{800}\u{1F600}-]{0,6}",
+            tails in proptest::collection::vec("[^\u{0}]{0,12}", 1..12),
+            cuts in proptest::collection::vec((0i64..1 << 60, 0i64..1 << 40), 1..8),
+        ) {
+            let keys: Vec<String> = tails.iter().map(|tail| format!("{shared}{tail}")).collect();
+            let lowest = keys.iter().map(String::as_bytes).min().unwrap();
+            let highest = keys.iter().map(String::as_bytes).max().unwrap();
+            let prefix = common_prefix(lowest, highest);
+            let mut segments: Vec<Segment> = cuts
+                .iter()
+                .map(|&(first, width)| Segment { first, last: (first + width).min(POSITION_END - 1) })
+                .collect();
+            for key in &keys {
+                let at = text_position_of(key.as_bytes(), prefix.len());
+                segments.push(Segment { first: at, last: at });
+                segments.push(Segment { first: (at - 1).max(0), last: at });
+            }
+            for segment in segments {
+                let (low, below) = text_key_range(prefix, segment);
+                for key in &keys {
+                    let at = text_position_of(key.as_bytes(), prefix.len());
+                    if (segment.first..=segment.last).contains(&at) {
+                        proptest::prop_assert!(key.as_bytes() >= low.as_bytes(), "{segment:?}: {key:?} below {low:?}");
+                        if let Some(below) = &below {
+                            proptest::prop_assert!(key.as_bytes() < below.as_bytes(), "{segment:?}: {key:?} not below {below:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn text_positions_skip_the_prefix_and_pad_short_keys() {
         assert_eq!(text_position_of(b"", 0), 0);
