@@ -7,7 +7,7 @@
 //! cargo bench --bench e2e -- [--rows 1000000,5000000] [--runs 3] [--link none|100mbit|1gbit]
 //!     [--drift 0,0.03] [--strategies stream,segments,auto] [--reladiff-threads 1,4]
 //!     [--no-reladiff] [--only NAME] [--skip NAME,NAME] [--baseline PATH]
-//!     [--key-types int,uuid,text]
+//!     [--key-types int,uuid,text] [--no-warm-up]
 //! ```
 //!
 //! Without `--rows` it runs one small size (100,000 rows, one run) so that a plain
@@ -15,7 +15,10 @@
 //!
 //! # Options
 //!
-//! * `--rows N,M` — table sizes, one setup each; `--runs R` — measured rounds per size.
+//! * `--rows N,M` — table sizes, one setup each; `--runs R` — measured rounds per size;
+//!   `--no-warm-up` — no unmeasured first round (at 100 M rows a round takes most of an hour).
+//!   Rows are one second apart in `updated_at` up to 10 M rows and closer above, so that
+//!   row_diff's window holds every row at any size.
 //! * `--link RATE` — `none` (the default: the host's loopback, unshaped) or a rate such as
 //!   `100mbit` or `1gbit` (`<N>mbit`, `<N>gbit`). With a rate, the program re-executes itself
 //!   under `unshare -n` (root is needed): inside a private network namespace it brings `lo`
@@ -51,8 +54,10 @@
 //!   one with reladiff's default (1 thread per database).
 //! * `--no-reladiff`; `--only NAME` — only the aggregate checks, audit and reladiff
 //!   contenders whose name contains NAME (the floors and row_diff always run, as before);
-//!   `--skip NAME,NAME` — leave out every contender whose name contains one of them (one
-//!   COPY floor at least must remain), e.g. `--skip aggregate` on a slow link.
+//!   `--skip NAME,NAME` — leave out every contender whose name contains one of them, or
+//!   whose `<tables>: <name>` does (`--skip "drift: reladiff"`: reladiff on the identical
+//!   tables only), e.g. `--skip aggregate` on a slow link, `--skip floor` where streaming
+//!   the table once would take longer than the rest (the `× floor` column is then empty).
 //! * `--baseline PATH` — a `datadiff` binary built from another commit (`cargo build
 //!   --release --bin datadiff` in a worktree of it), to measure a regression in one run: each
 //!   datadiff contender that goes through the binary runs twice per round, once with this
@@ -222,6 +227,8 @@ fn strategy_arguments(strategy: &str) -> Result<StrategyArguments, Failure> {
 struct Options {
     rows: Vec<i64>,
     runs: usize,
+    /// `--no-warm-up`: measure from the first round (for sizes where a round takes an hour).
+    warm_up: bool,
     reladiff: bool,
     /// Only the contenders whose name contains this (the floors and row_diff always run).
     only: Option<String>,
@@ -245,6 +252,7 @@ impl Options {
         let mut options = Options {
             rows: vec![100_000],
             runs: 1,
+            warm_up: true,
             reladiff: true,
             only: None,
             skip: Vec::new(),
@@ -269,6 +277,7 @@ impl Options {
                         .collect::<Result<_, _>>()?;
                 }
                 "--runs" => options.runs = args.next().ok_or("--runs needs a value")?.parse()?,
+                "--no-warm-up" => options.warm_up = false,
                 "--no-reladiff" => options.reladiff = false,
                 "--only" => options.only = Some(args.next().ok_or("--only needs a value")?.clone()),
                 "--skip" => options.skip.extend(list(args.next(), "--skip")?),
@@ -325,9 +334,6 @@ impl Options {
         if options.tables.is_empty() || options.rows.is_empty() {
             return Err("--rows and --drift need at least one value".into());
         }
-        if FLOORS.iter().all(|floor| options.skipped(floor)) {
-            return Err("--skip leaves no COPY floor: keep one at least".into());
-        }
         Ok(options)
     }
 
@@ -339,6 +345,13 @@ impl Options {
     fn wanted(&self, name: &str, only_applies: bool) -> bool {
         let selected = !only_applies || self.only.as_deref().is_none_or(|only| name.contains(only));
         selected && !self.skipped(name)
+    }
+
+    /// [`Options::wanted`] for a contender on `tables`: `--skip` also matches
+    /// `"<tables label>: <name>"`, e.g. `--skip "drift: reladiff"` leaves reladiff out on the
+    /// drifted tables only.
+    fn wanted_on(&self, tables: Tables, name: &str, only_applies: bool) -> bool {
+        self.wanted(name, only_applies) && !self.skipped(&format!("{}: {name}", tables.label()))
     }
 
     /// The datadiff strategies to run: `None` for the default, as before.
@@ -613,13 +626,21 @@ fn table_sql(rows: i64, table: &str, content: Content, key_type: KeyType) -> Str
     };
     let quoted = quote_ident(table);
     let (key_type, key) = key_type.column();
+    let step = row_spacing_micros(rows);
     format!(
         "CREATE UNLOGGED TABLE public.{quoted} (id {key_type} PRIMARY KEY, updated_at timestamptz NOT NULL, \
          account integer NOT NULL, amount numeric(12,2) NOT NULL, kind text NOT NULL, note varchar(80)); \
-         INSERT INTO public.{quoted} SELECT {key}, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', \
+         INSERT INTO public.{quoted} SELECT {key}, timestamptz '2026-01-01 00:00:00+00' + g * interval '{step} microseconds', \
          g % 1000, (g % 100000) / 100.0, 'kind-' || (g % 7), {note} \
          FROM generate_series(1, {rows}) g WHERE g % 10000 <> {skip}"
     )
+}
+
+/// The time between two consecutive rows' `updated_at`, in microseconds: one second up to
+/// 10 M rows, closer above so that every row stays inside row_diff's 200-day window (the first
+/// row is at 2026-01-01 00:00:01, the slot's window ends on 2026-06-01: 151 days).
+fn row_spacing_micros(rows: i64) -> i64 {
+    (10_000_000_000_000 / rows.max(1)).min(1_000_000)
 }
 
 /// Keys `g` in `1..=rows` with `g % 10000 == residue`.
@@ -1213,7 +1234,8 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
         }
         let spec = setup.spec();
         let mut results = Results::default();
-        for round in 0..=options.runs {
+        let first_round = if options.warm_up { 0 } else { 1 };
+        for round in first_round..=options.runs {
             let warm_up = round == 0;
             let mut floors = Vec::new();
             for (name, child) in FLOORS.iter().zip(FLOOR_CHILDREN) {
@@ -1232,7 +1254,7 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                 floors.push(results.record(rows, round, floor_tables, FLOORS[3], measured, f64::NAN).seconds);
             }
             let floor = floors.iter().copied().fold(f64::INFINITY, f64::min);
-            if !warm_up {
+            if !warm_up && floor.is_finite() {
                 results.round_floors.push(floor);
             }
             for &tables in &options.tables {
@@ -1240,7 +1262,7 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                 let expected_some = (Some(expected.0), Some(expected.1), Some(expected.2));
                 for strategy in options.strategies() {
                     let name = with_strategy("row_diff (attempt)", strategy);
-                    if !options.wanted(&name, false) {
+                    if !options.wanted_on(tables, &name, false) {
                         continue;
                     }
                     let command = this_program("row-diff", &tap_id(ROW_DIFF_TAP, tables, strategy), &spec)?;
@@ -1291,7 +1313,7 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                     };
                     for (binary, suffix) in builds(&binary, options.baseline.as_deref(), round)? {
                         let name = format!("{}{suffix}{}", with_strategy("datadiff audit", strategy), key_type.label());
-                        if !options.wanted(&name, true) {
+                        if !options.wanted_on(tables, &name, true) {
                             continue;
                         }
                         let command = audit(binary, &setup, tables, key_type, &extra);
@@ -1312,7 +1334,7 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                     ("digest scan alone: source", setup.source_url(), "events"),
                     ("digest scan alone: replica", setup.replica_url(), tables.replica_table()),
                 ] {
-                    if options.wanted(name, true) {
+                    if options.wanted_on(tables, name, true) {
                         let measured = measure(meter, vec![digest_scan(&url, table)], &[0])?;
                         results.record(rows, round, tables, name, measured, floor);
                     }
@@ -1335,7 +1357,7 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                     for threads in threads {
                         let name = threads
                             .map_or_else(|| "reladiff hashdiff".to_owned(), |n| format!("reladiff hashdiff -j{n}"));
-                        if !options.wanted(&name, true) {
+                        if !options.wanted_on(tables, &name, true) {
                             continue;
                         }
                         let measured = measure(meter, vec![reladiff(&setup, tables, threads)], &[0])?;
@@ -1353,10 +1375,13 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
             }
         }
         let floor_median = median(&mut results.round_floors.clone());
-        table.push(format!(
-            "| {rows} | {} | **COPY floor** (fastest client per round) | {floor_median:.2} s | 1.00 | | | | the reference |",
-            floor_tables.label()
-        ));
+        table.push(match floor_median.is_finite() {
+            true => format!(
+                "| {rows} | {} | **COPY floor** (fastest client per round) | {floor_median:.2} s | 1.00 | | | | the reference |",
+                floor_tables.label()
+            ),
+            false => format!("| {rows} | {} | **COPY floor** | not run (`--skip`) | | | | | |", floor_tables.label()),
+        });
         for key in &results.order {
             let runs = &results.runs[key];
             let (tables, name) = key;
@@ -1413,10 +1438,13 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                     median(&mut ratios)
                 ));
             }
+            let times_floor = match floor_median.is_finite() {
+                true => format!("{:.2}", wall / floor_median),
+                false => "—".to_owned(),
+            };
             table.push(format!(
-                "| {rows} | {} | {name} | {wall:.2} s | {:.2} | {moved} | {} | {cpu} | {note} |",
+                "| {rows} | {} | {name} | {wall:.2} s | {times_floor} | {moved} | {} | {cpu} | {note} |",
                 tables.label(),
-                wall / floor_median,
                 rss.map_or("n/a".to_owned(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0)),
             ));
         }
