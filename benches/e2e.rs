@@ -138,6 +138,9 @@
 //! * **digest scan alone: source / replica**: one side's whole-table digest, the segment
 //!   overview's `SELECT` for these tables written out (`digest_scan`), by `psql` — the
 //!   servers' own hashing, the floor of a segment comparison of identical tables.
+//! * **digest scans, both sides at once**: the two run concurrently, as a segment comparison
+//!   runs them (on one machine whose two servers share its cores, the floor that comparison
+//!   can meet).
 
 #![allow(clippy::print_stdout, reason = "a benchmark program prints its figures")]
 
@@ -1338,6 +1341,17 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
                         let measured = measure(meter, vec![digest_scan(&url, table)], &[0])?;
                         results.record(rows, round, tables, name, measured, floor);
                     }
+                }
+                // Both sides' digest scans at once, as a segment comparison runs them: on a
+                // machine whose two servers share its cores, the floor the comparison meets.
+                let both = "digest scans, both sides at once";
+                if options.wanted_on(tables, both, true) {
+                    let commands = vec![
+                        digest_scan(&setup.source_url(), "events"),
+                        digest_scan(&setup.replica_url(), tables.replica_table()),
+                    ];
+                    let measured = measure(meter, commands, &[0])?;
+                    results.record(rows, round, tables, both, measured, floor);
                 }
                 let aggregates = tap_id(AGGREGATE_TAP, tables, None);
                 for (name, child) in [
