@@ -868,6 +868,9 @@ impl Case {
             leaf_rows: 1 + random.below(8) as u64,
             first_level_rows: 2 + random.below(40) as u64,
             max_fanout: 2 + random.below(6) as u64,
+            // Row digests from 0 (never) to 23 rows: both the streamed and the row-digest
+            // leaves.
+            digest_rows: random.below(24) as u64,
             ..SearchSettings::default()
         };
         let empty_string_as_null = random.chance(25);
