@@ -585,6 +585,11 @@ struct Frame {
     /// How this side writes a key range its index serves (text keys); `None`: none does,
     /// and segments are selected by the position expression alone.
     range: Option<KeyRange>,
+    /// Whether an integer or uuid key of one column has a unique index (the overview was
+    /// told not to look for duplicates), or a text key one that orders by bytes ([`KeyRange`]):
+    /// a level of several splits then reads each split's rows through it
+    /// ([`SegmentQuery::indexed_level_sql`]).
+    indexed: bool,
 }
 
 /// How a text key range is written so that the side's btree index serves it (see
@@ -876,6 +881,13 @@ impl SegmentQuery {
             frame.range = range;
             frame.prefix.clear();
             frame.keys = None;
+            frame.indexed = !check_duplicates
+                && self.other_keys.is_empty()
+                && match self.position {
+                    Position::Integer | Position::Uuid => true,
+                    Position::Text => frame.range.is_some(),
+                    Position::PaddedText => false,
+                };
         }
         let row = client
             .query_one(self.overview_sql(check_duplicates).as_str(), &[])
@@ -948,6 +960,78 @@ impl SegmentQuery {
         ))
     }
 
+    /// A level's `SELECT` over several splits of an integer or uuid key with a unique index,
+    /// bound as [`SegmentQuery::level_sql`]'s `$1`–`$4`: each split's rows are read through
+    /// the index (`key BETWEEN` its lowest and highest key, one index range scan per split),
+    /// so a level costs the rows of its splits, not a pass over the whole table. (Without
+    /// such an index the server would scan the table once per split: [`level_sql`] is used
+    /// instead.)
+    ///
+    /// [`level_sql`]: SegmentQuery::level_sql
+    ///
+    /// A text key's splits are bound as key ranges (`$3` lowest keys, `$4` the keys they stay
+    /// below: [`text_key_range`]) with `$5` their last positions: each split's rows are read
+    /// through the index by its range and kept by their positions.
+    pub fn indexed_level_sql(&self) -> String {
+        if self.text_positioned() {
+            let range = match self.key_range() {
+                Some(KeyRange::Collated(collation)) => format!(
+                    "{key} COLLATE {collation} >= segment_splits.split_low \
+                     AND {key} COLLATE {collation} < segment_splits.split_high",
+                    key = self.key
+                ),
+                _ => format!(
+                    "{key} ~>=~ segment_splits.split_low AND {key} ~<~ segment_splits.split_high",
+                    key = self.key
+                ),
+            };
+            let rows = self.positioned_rows(
+                "row_position",
+                Some(&range),
+                "row_position BETWEEN segment_splits.split_first AND segment_splits.split_last",
+            );
+            return packed(&format!(
+                "SELECT segment_splits.split_index - 1, (row_position - segment_splits.split_first) / \
+                 segment_splits.split_width, count(*), sum({ROW_DIGEST}) \
+                 FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::bigint[]), \
+                 pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::text[]), pg_catalog.unnest($5::bigint[])) \
+                 WITH ORDINALITY AS segment_splits (split_first, split_width, split_low, split_high, split_last, \
+                 split_index) CROSS JOIN LATERAL {rows} GROUP BY 1, 2"
+            ));
+        }
+        let key_type = self.position.ranged_type();
+        let rows = self.rows(
+            &format!("{position} AS row_position", position = self.position_sql()),
+            Some(&format!("{key} BETWEEN segment_splits.split_low AND segment_splits.split_high", key = self.key)),
+        );
+        packed(&format!(
+            "SELECT segment_splits.split_index - 1, (row_position - segment_splits.split_first) / \
+             segment_splits.split_width, count(*), sum({ROW_DIGEST}) \
+             FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::bigint[]), \
+             pg_catalog.unnest($3::text[]::{key_type}[]), pg_catalog.unnest($4::text[]::{key_type}[])) \
+             WITH ORDINALITY AS segment_splits (split_first, split_width, split_low, split_high, split_index) \
+             CROSS JOIN LATERAL {rows} GROUP BY 1, 2"
+        ))
+    }
+
+    /// The key ranges of `splits` (lowest keys, keys they stay below) when a text key's level
+    /// reads each split through its index ([`SegmentQuery::indexed_level_sql`]); `None` when
+    /// it does not, or when a split has no upper bound (its positions reach the last one).
+    fn indexed_text_ranges(&self, splits: &[Split]) -> Option<(Vec<String>, Vec<String>)> {
+        let frame = self.frame();
+        if !frame.indexed || self.position != Position::Text {
+            return None;
+        }
+        splits
+            .iter()
+            .map(|split| {
+                let (low, below) = text_key_range(&frame.prefix, split.segment);
+                below.map(|below| (low, below))
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(|ranges| ranges.into_iter().unzip())
+    }
+
     /// Whether the key is text: its position is an expression, computed once per row in a
     /// subquery of its own ([`SegmentQuery::positioned_rows`]).
     fn text_positioned(&self) -> bool {
@@ -1012,9 +1096,19 @@ impl SegmentQuery {
                 let (Some(first), Some(last)) = (splits.first(), splits.last()) else {
                     return Ok(Vec::new());
                 };
-                let range = self.range_sql(Segment { first: first.segment.first, last: last.segment.last });
-                let sql = self.level_sql_within(range.as_deref());
-                client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs, lowest, highest])
+                let text_ranges = self.indexed_text_ranges(splits);
+                if let Some((lows, highs)) = text_ranges {
+                    let lasts: Vec<i64> = splits.iter().map(|split| split.segment.last).collect();
+                    let sql = self.indexed_level_sql();
+                    client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs, &lasts])
+                } else if self.frame().indexed && !self.text_positioned() {
+                    let sql = self.indexed_level_sql();
+                    client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs])
+                } else {
+                    let range = self.range_sql(Segment { first: first.segment.first, last: last.segment.last });
+                    let sql = self.level_sql_within(range.as_deref());
+                    client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs, lowest, highest])
+                }
             }
         }
         .map_err(Error::query(&self.role, "segment hashes"))?;
@@ -1080,7 +1174,7 @@ fn packed(children: &str) -> String {
 /// whole number of children. The hash is written as 16 hex digits (compared only with the
 /// other side's answer to the same level).
 pub fn unpack_children(bytes: &[u8]) -> Option<Vec<ChildDigest>> {
-    if bytes.len() % PACKED_CHILD_BYTES != 0 {
+    if !bytes.len().is_multiple_of(PACKED_CHILD_BYTES) {
         return None;
     }
     let int = |bytes: &[u8]| -> i64 { bytes.iter().fold(0i64, |value, byte| (value << 8) | i64::from(*byte)) };

@@ -38,9 +38,14 @@
 //!
 //! **Dense drift.** When more than half of the first level's non-empty children differ (three
 //! in four of a later level's; at least [`DENSE_CHILDREN`]) and they are already small (at most
-//! [`SearchSettings::first_level_rows`] rows each, on average), splitting further would cost
-//! more scans than it saves: every differing child of that level becomes a leaf at once (a
-//! table that differs everywhere is streamed, as the stream strategy would).
+//! [`SearchSettings::digest_rows`] × [`SearchSettings::max_fanout`] rows each, on average: 128
+//! by default), splitting further would cost more scans than it saves: every differing child
+//! of that level becomes a leaf at once (a table that differs everywhere is streamed, as the
+//! stream strategy would, after a few levels that cost about a byte per row). Larger children
+//! that mostly differ are split on: each holds at least one difference, and locating one
+//! costs a few dozen digests, far less than streaming a child of thousands of rows (scattered
+//! drift, such as random uuid keys with 0.03 % of rows differing, makes nearly half of the
+//! first level's children differ).
 //!
 //! **Sparse keys.** Children are of equal width in positions, and keys may fill few of them
 //! (text keys use a few byte values of each byte: the digits of `customer-000123`). A
@@ -332,8 +337,8 @@ impl Search {
             }
         }
         self.matched += matched;
-        // Dense drift: most children differ, and they are already small (at most the first
-        // level's rows each, on average). Children that differ but still hold many rows —
+        // Dense drift: most children differ, and they are already small (at most a split's
+        // worth of row digests each, on average). Children that differ but still hold many rows —
         // keys that fill few of the positions, such as text keys of a few characters — are
         // split again instead.
         // Later levels split each differing child into a few children, where a region of a
@@ -344,9 +349,10 @@ impl Search {
             1 => differing.len() * 2 > children.len(),
             _ => differing.len() * 4 > children.len() * 3,
         };
+        let small = self.settings.digest_rows.max(1).saturating_mul(self.settings.max_fanout.max(2));
         let dense = most
             && differing.len() >= DENSE_CHILDREN
-            && differing_rows <= (differing.len() as u64).saturating_mul(self.settings.first_level_rows.max(1));
+            && differing_rows <= (differing.len() as u64).saturating_mul(small);
         let last_level = self.level >= self.settings.max_levels;
         let sparseness = |split: usize| {
             let children = self.splits[split].children();
@@ -606,10 +612,11 @@ mod tests {
         // 100,000 rows over a span of 2^50 positions, as text keys of digits fill it: the
         // first level's ~196 children hold them in 10, and every one of those differs.
         let side = |hash: &str| Some(Overview { first: 0, last: (1 << 50) - 1, rows: 100_000, hash: hash.into() });
-        // Leaves of 64 rows, no row digests, 512 rows a first-level child, 64 a later split.
+        // Leaves of 64 rows, no row digests (fanouts aim at 8 rows), 512 rows a first-level
+        // child, 64 a later split.
         let settings = SearchSettings {
             leaf_rows: 64,
-            digest_rows: 0,
+            digest_rows: 8,
             first_level_rows: 512,
             max_fanout: 64,
             ..SearchSettings::default()
@@ -622,10 +629,10 @@ mod tests {
         search.record(&answer(10, stride, 10_000, "s"), &answer(10, stride, 10_000, "t")).unwrap();
         let Step::Hash(splits) = search.step() else { panic!("large differing children are split again") };
         assert_eq!(splits.len(), 10);
-        // 10,000 rows: 22 children a level (three levels of at most 64 reach single rows),
-        // times 19 (the parent's keys filled 1 child in ~19): about 400 children each, only
-        // the non-empty ones answered.
-        assert!(splits.iter().all(|split| split.children() > 400), "{:?}", splits[0]);
+        // 10,000 rows: 36 children a level (two levels of at most 64 reach 8 rows), times 19
+        // (the parent's keys filled 1 child in ~19): about 680 children each, only the
+        // non-empty ones answered.
+        assert!(splits.iter().all(|split| split.children() > 600), "{:?}", splits[0]);
         // Small children that mostly differ are still dense drift: streamed at once.
         let side = |hash: &str| Some(Overview { first: 0, last: 99_999, rows: 100_000, hash: hash.into() });
         let mut search = Search::new(settings, side("a"), side("b"));

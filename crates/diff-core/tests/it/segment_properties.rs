@@ -227,12 +227,31 @@ fn identical_tables_need_only_the_overview() {
 }
 
 #[test]
-fn a_replica_changed_everywhere_is_streamed_after_one_level() {
+fn a_replica_changed_everywhere_is_streamed_after_a_few_levels() {
     let source: Table = (1..=100_000).map(|key| (key, 1)).collect();
     let target: Table = (1..=100_000).map(|key| (key, 2)).collect();
     let mut search = Search::new(SearchSettings::default(), overview(&source), overview(&target));
-    let Step::Hash(splits) = search.step() else { panic!("a first level") };
-    let splits = splits.to_vec();
-    search.record(&digests(&source, &splits), &digests(&target, &splits)).unwrap();
+    // Levels of 2,048, then 341, then 68 rows a child: children that small all differing
+    // are dense drift, streamed at once.
+    while let Step::Hash(splits) = search.step() {
+        let splits = splits.to_vec();
+        search.record(&digests(&source, &splits), &digests(&target, &splits)).unwrap();
+    }
+    assert_eq!(search.level(), 3);
     assert_eq!(search.step(), Step::Stream(&[Segment { first: 1, last: 100_000 }]));
+}
+
+#[test]
+fn scattered_drift_in_most_first_level_children_is_located_not_streamed() {
+    // One changed row in nearly every first-level child (as random uuid keys scatter drift):
+    // most children differ, but each holds about 2,048 rows, so each is searched and only
+    // the changed rows are streamed.
+    let source: Table = (0..100_000).map(|key| (key, 1)).collect();
+    let mut target = source.clone();
+    for key in (1_000..100_000).step_by(2_048) {
+        target.insert(key, 2);
+    }
+    let (summary, streamed, _) = segmented_counting(&source, &target, 20, SearchSettings::default());
+    assert_eq!(summary.changed, 49);
+    assert_eq!(streamed, 49);
 }
