@@ -190,6 +190,15 @@ pub enum Error {
         /// Which connection.
         role: String,
     },
+    /// A server's answer was not in the form its statement writes (a packed segment answer
+    /// of a wrong length).
+    #[error("{what}: the {role} database answered in an unexpected form")]
+    Protocol {
+        /// Which connection.
+        role: String,
+        /// Which answer.
+        what: &'static str,
+    },
     /// The merge stopped for a reason not listed above.
     #[error("the merge stopped: {message}")]
     Merge {

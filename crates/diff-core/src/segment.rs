@@ -11,8 +11,12 @@
 //!    side answers a [`ChildDigest`] per non-empty child. Children with equal digests are
 //!    proven equal (their rows count as matched); each differing child is split again while
 //!    it holds more than [`SearchSettings::leaf_rows`] rows and is wider than one key.
-//! 3. **Leaves.** What is left — small differing children — is streamed through the merge
-//!    core, in key order, like a full stream restricted to those keys.
+//!    A differing child of at most [`SearchSettings::digest_rows`] rows is split into
+//!    children of one position each ([`Split::row_digests`]): each side answers one digest
+//!    per position holding rows, so only the positions whose rows differ remain.
+//! 3. **Leaves.** What is left — small differing children, single differing positions — is
+//!    streamed through the merge core, in key order, like a full stream restricted to those
+//!    keys.
 //!
 //! Because a difference can only sit in a differing child, and every differing child ends as
 //! a leaf, the leaves hold every difference, in the order a full stream meets them: the merge
@@ -21,11 +25,27 @@
 //! same matched count. The one assumption is that two different sets of rows do not have
 //! equal counts and equal hash totals (a 64-bit hash per row: about 2⁻⁶⁴ per comparison).
 //!
-//! **Dense drift.** When more than half of a level's non-empty children differ and they are
-//! already small (at most [`SearchSettings::first_level_rows`] rows each, on average),
-//! splitting further would cost more scans than it saves: every differing child of that level
-//! becomes a leaf at once (a table that differs everywhere is streamed, as the stream
-//! strategy would).
+//! A row digest is a segment digest like any other (a count and a hash total, of the rows at
+//! one position: one row for an integer key, maybe a few for a uuid's or a text's 60-bit
+//! prefix), so the argument above covers it: equal digests prove that position's rows equal,
+//! and every differing position is streamed.
+//!
+//! **Bytes.** Over a slow link the search is sized by the differences: a level's digest is a
+//! few bytes per non-empty child, a streamed row its whole image. A region of sparse drift
+//! costs a few narrow levels ([`SearchSettings::max_fanout`] children each) and one level of
+//! row digests, then only its differing rows' images; the first level costs a digest per
+//! [`SearchSettings::first_level_rows`] rows of the table.
+//!
+//! **Dense drift.** When more than half of the first level's non-empty children differ (three
+//! in four of a later level's; at least [`DENSE_CHILDREN`]) and they are already small (at most
+//! [`SearchSettings::digest_rows`] × [`SearchSettings::max_fanout`] rows each, on average: 128
+//! by default), splitting further would cost more scans than it saves: every differing child
+//! of that level becomes a leaf at once (a table that differs everywhere is streamed, as the
+//! stream strategy would, after a few levels that cost about a byte per row). Larger children
+//! that mostly differ are split on: each holds at least one difference, and locating one
+//! costs a few dozen digests, far less than streaming a child of thousands of rows (scattered
+//! drift, such as random uuid keys with 0.03 % of rows differing, makes nearly half of the
+//! first level's children differ).
 //!
 //! **Sparse keys.** Children are of equal width in positions, and keys may fill few of them
 //! (text keys use a few byte values of each byte: the digits of `customer-000123`). A
@@ -87,6 +107,13 @@ impl Split {
         Split { segment, width }
     }
 
+    /// A split of `segment` into children of one position each: each side answers one digest
+    /// per position that holds rows (the rows' **row digests**), and only the positions whose
+    /// digests differ are streamed.
+    pub fn row_digests(segment: Segment) -> Split {
+        Split { segment, width: 1 }
+    }
+
     /// How many children it has.
     pub fn children(&self) -> u64 {
         self.segment.positions().div_ceil(self.width)
@@ -142,12 +169,22 @@ pub struct ChildDigest {
 /// [`Search::record`]).
 pub const MAX_SPARSE_FANOUT: u64 = 1 << 20;
 
+/// The fewest differing children that make a level's drift dense (see the module docs): two
+/// of a small table's three first-level children differing is not drift everywhere.
+pub const DENSE_CHILDREN: usize = 8;
+
 /// The search's tuning (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SearchSettings {
     /// A differing child with at most this many rows (on the larger side) is streamed, not
     /// split again.
     pub leaf_rows: u64,
+    /// A differing child with more than [`SearchSettings::leaf_rows`] rows but at most this
+    /// many is split into children of one position each (**row digests**): each side answers
+    /// a digest per non-empty position, and only the positions whose digests differ are
+    /// streamed. A larger child is split into at most [`SearchSettings::max_fanout`] children
+    /// of about this many rows.
+    pub digest_rows: u64,
     /// The first level aims at this many rows per child.
     pub first_level_rows: u64,
     /// The most children of the first split.
@@ -159,14 +196,23 @@ pub struct SearchSettings {
 }
 
 impl Default for SearchSettings {
-    /// 64-row leaves, about 512 rows per first-level child (at most 65,536 children), at
-    /// most 64 children per later split, 16 levels.
+    /// Children of one row streamed, of up to 16 rows answered by row digests, about 2,048
+    /// rows per first-level child (at most 65,536 children), at most 8 children per later
+    /// split, 16 levels.
+    ///
+    /// Tuned for bytes over a slow link with sparse drift: a level's digest costs 28 bytes
+    /// per non-empty child and side, a streamed row its whole image (about 100 bytes in the
+    /// benchmarks), so a differing region costs about three narrow levels (5–6 children:
+    /// [`balanced_fanout`]) and a row-digest level of at most 16 rows — under 2 KB, whatever
+    /// the table's size — and the first level 28 bytes per 2,048 rows of the table
+    /// (BENCHMARKS.md).
     fn default() -> Self {
         SearchSettings {
-            leaf_rows: 64,
-            first_level_rows: 512,
+            leaf_rows: 1,
+            digest_rows: 16,
+            first_level_rows: 2_048,
             max_first_fanout: 65_536,
-            max_fanout: 64,
+            max_fanout: 8,
             max_levels: 16,
         }
     }
@@ -219,15 +265,20 @@ impl Search {
                 search.matched = source.rows;
                 (None, 0)
             }
-            (Some(one), None) | (None, Some(one)) => (Some(Segment { first: one.first, last: one.last }), one.rows),
+            // Every row of a side facing none differs: streamed at once.
+            (Some(one), None) | (None, Some(one)) => {
+                search.leaves.push(Segment { first: one.first, last: one.last });
+                (None, 0)
+            }
             (Some(source), Some(target)) => (
                 Some(Segment { first: source.first.min(target.first), last: source.last.max(target.last) }),
                 source.rows.max(target.rows),
             ),
         };
         match span {
-            None => search.finished = true,
+            None => search.finished = search.leaves.is_empty(),
             Some(span) if rows <= settings.leaf_rows || span.positions() == 1 => search.leaves.push(span),
+            Some(span) if rows <= settings.digest_rows => search.splits.push(Split::row_digests(span)),
             Some(span) => {
                 let fanout = rows.div_ceil(settings.first_level_rows.max(1)).clamp(2, settings.max_first_fanout.max(2));
                 search.splits.push(Split::new(span, fanout));
@@ -274,6 +325,10 @@ impl Search {
             *filled.entry(split).or_default() += 1;
             match (source, target) {
                 (Some(source), Some(target)) if source == target => matched += source.rows,
+                (Some(_), None) | (None, Some(_)) => {
+                    // Rows on one side only: every one of them differs, streamed at once.
+                    self.leaves.push(self.splits[split].child(child).unwrap_or(self.splits[split].segment));
+                }
                 _ => {
                     let rows = source.map_or(0, |digest| digest.rows).max(target.map_or(0, |digest| digest.rows));
                     let segment = self.splits[split].child(child).unwrap_or(self.splits[split].segment);
@@ -282,13 +337,22 @@ impl Search {
             }
         }
         self.matched += matched;
-        // Dense drift: most children differ, and they are already small (at most the first
-        // level's rows each, on average). Children that differ but still hold many rows —
+        // Dense drift: most children differ, and they are already small (at most a split's
+        // worth of row digests each, on average). Children that differ but still hold many rows —
         // keys that fill few of the positions, such as text keys of a few characters — are
         // split again instead.
+        // Later levels split each differing child into a few children, where a region of a
+        // few differing rows often spans half of them: only most of them differing (three in
+        // four) is dense there.
         let differing_rows: u64 = differing.iter().map(|(_, _, rows)| rows).sum();
-        let dense = differing.len() * 2 > children.len()
-            && differing_rows <= (differing.len() as u64).saturating_mul(self.settings.first_level_rows.max(1));
+        let most = match self.level {
+            1 => differing.len() * 2 > children.len(),
+            _ => differing.len() * 4 > children.len() * 3,
+        };
+        let small = self.settings.digest_rows.max(1).saturating_mul(self.settings.max_fanout.max(2));
+        let dense = most
+            && differing.len() >= DENSE_CHILDREN
+            && differing_rows <= (differing.len() as u64).saturating_mul(small);
         let last_level = self.level >= self.settings.max_levels;
         let sparseness = |split: usize| {
             let children = self.splits[split].children();
@@ -298,10 +362,13 @@ impl Search {
         for (split, segment, rows) in differing {
             if dense || last_level || rows <= self.settings.leaf_rows || segment.positions() == 1 {
                 self.leaves.push(segment);
+            } else if rows <= self.settings.digest_rows {
+                next.push(Split::row_digests(segment));
             } else {
-                // As many children as leaves the rows would fill, times how sparsely the
-                // split's keys filled its children: only non-empty children are answered.
-                let fanout = rows.div_ceil(self.settings.leaf_rows.max(1)).clamp(2, self.settings.max_fanout.max(2));
+                // As few children as reach row digests in the fewest levels, times how
+                // sparsely the split's keys filled its children: only non-empty children are
+                // answered.
+                let fanout = balanced_fanout(rows.div_ceil(self.settings.digest_rows.max(1)), self.settings.max_fanout);
                 let fanout = fanout.saturating_mul(sparseness(split)).min(MAX_SPARSE_FANOUT.max(fanout));
                 next.push(Split::new(segment, fanout));
             }
@@ -456,6 +523,20 @@ impl std::fmt::Display for Link {
     }
 }
 
+/// The fanout that divides a child into `pieces` in the fewest levels of at most `max_fanout`
+/// children each, with the fewest children per level: the smallest `f` (at least 2) with
+/// `f^levels ≥ pieces`. 128 pieces with at most 8 children a level take three levels of 6
+/// (then 5, then 5), not 8, 8 and 2.
+pub fn balanced_fanout(pieces: u64, max_fanout: u64) -> u64 {
+    let max_fanout = max_fanout.max(2);
+    let (mut levels, mut reach) = (1u32, max_fanout);
+    while reach < pieces {
+        reach = reach.saturating_mul(max_fanout);
+        levels += 1;
+    }
+    (2..max_fanout).find(|fanout| fanout.saturating_pow(levels) >= pieces).unwrap_or(max_fanout)
+}
+
 /// Sorted segments with touching neighbours joined.
 fn join_adjacent(sorted: Vec<Segment>) -> Vec<Segment> {
     let mut joined: Vec<Segment> = Vec::with_capacity(sorted.len());
@@ -497,6 +578,17 @@ mod tests {
     }
 
     #[test]
+    fn fanouts_reach_row_digests_in_the_fewest_levels_with_the_fewest_children() {
+        assert_eq!(balanced_fanout(128, 8), 6);
+        assert_eq!(balanced_fanout(22, 8), 5);
+        assert_eq!(balanced_fanout(5, 8), 5);
+        assert_eq!(balanced_fanout(64, 8), 8);
+        assert_eq!(balanced_fanout(1, 8), 2);
+        assert_eq!(balanced_fanout(u64::MAX, 8), 8);
+        assert_eq!(balanced_fanout(10, 0), 2);
+    }
+
+    #[test]
     fn the_whole_i64_range_splits_without_overflow() {
         let split = Split::new(Segment { first: i64::MIN, last: i64::MAX }, 4);
         assert_eq!(split.child(3).map(|child| child.last), Some(i64::MAX));
@@ -520,7 +612,16 @@ mod tests {
         // 100,000 rows over a span of 2^50 positions, as text keys of digits fill it: the
         // first level's ~196 children hold them in 10, and every one of those differs.
         let side = |hash: &str| Some(Overview { first: 0, last: (1 << 50) - 1, rows: 100_000, hash: hash.into() });
-        let mut search = Search::new(SearchSettings::default(), side("a"), side("b"));
+        // Leaves of 64 rows, no row digests (fanouts aim at 8 rows), 512 rows a first-level
+        // child, 64 a later split.
+        let settings = SearchSettings {
+            leaf_rows: 64,
+            digest_rows: 8,
+            first_level_rows: 512,
+            max_fanout: 64,
+            ..SearchSettings::default()
+        };
+        let mut search = Search::new(settings, side("a"), side("b"));
         let Step::Hash([first]) = search.step() else { panic!("one split first") };
         let children = first.children();
         assert!(children > 150, "{children}");
@@ -528,12 +629,13 @@ mod tests {
         search.record(&answer(10, stride, 10_000, "s"), &answer(10, stride, 10_000, "t")).unwrap();
         let Step::Hash(splits) = search.step() else { panic!("large differing children are split again") };
         assert_eq!(splits.len(), 10);
-        // 10,000 rows: the most children of a split (64), times 19 (the parent's keys filled
-        // 1 child in ~19): about 1,200 children each, only the non-empty ones answered.
-        assert!(splits.iter().all(|split| split.children() > 1_000), "{:?}", splits[0]);
+        // 10,000 rows: 36 children a level (two levels of at most 64 reach 8 rows), times 19
+        // (the parent's keys filled 1 child in ~19): about 680 children each, only the
+        // non-empty ones answered.
+        assert!(splits.iter().all(|split| split.children() > 600), "{:?}", splits[0]);
         // Small children that mostly differ are still dense drift: streamed at once.
         let side = |hash: &str| Some(Overview { first: 0, last: 99_999, rows: 100_000, hash: hash.into() });
-        let mut search = Search::new(SearchSettings::default(), side("a"), side("b"));
+        let mut search = Search::new(settings, side("a"), side("b"));
         let Step::Hash([first]) = search.step() else { panic!("one split first") };
         let children = first.children();
         search.record(&answer(children, 1, 512, "s"), &answer(children, 1, 512, "t")).unwrap();

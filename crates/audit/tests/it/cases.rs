@@ -657,6 +657,10 @@ pub(crate) struct Case {
     pub(crate) empty_string_as_null: bool,
     pub(crate) max_examples: i64,
     pub(crate) settings: SearchSettings,
+    /// Whether the key is the table's primary key (else the table has no index: the
+    /// segment levels then read the table in one pass instead of through the key's index,
+    /// and the overview looks for duplicate keys).
+    pub(crate) primary_key: bool,
     /// What the case holds, for a failure's message.
     pub(crate) plan: String,
 }
@@ -868,6 +872,9 @@ impl Case {
             leaf_rows: 1 + random.below(8) as u64,
             first_level_rows: 2 + random.below(40) as u64,
             max_fanout: 2 + random.below(6) as u64,
+            // Row digests from 0 (never) to 23 rows: both the streamed and the row-digest
+            // leaves.
+            digest_rows: random.below(24) as u64,
             ..SearchSettings::default()
         };
         let empty_string_as_null = random.chance(25);
@@ -880,7 +887,10 @@ impl Case {
             source.len(),
             columns_text.join(", ")
         );
-        Case { pairs, key, source, replica, empty_string_as_null, max_examples, settings, plan }
+        // Drawn last: the cases of a seed keep what they held before.
+        let primary_key = !random.chance(25);
+        let plan = format!("primary key {primary_key}, {plan}");
+        Case { pairs, key, source, replica, empty_string_as_null, max_examples, settings, primary_key, plan }
     }
 
     /// The table `public.cases` of one side, with `extra` columns (`name type default`, the
@@ -893,7 +903,9 @@ impl Case {
             let _ = write!(sql, "{separator}{name} {}", if replica { replica_type } else { source });
         }
         let key_names: Vec<&str> = key_columns.iter().map(|(name, _, _)| *name).collect();
-        let _ = write!(sql, ", PRIMARY KEY ({})", key_names.join(", "));
+        if self.primary_key {
+            let _ = write!(sql, ", PRIMARY KEY ({})", key_names.join(", "));
+        }
         for (column, &pair) in self.pairs.iter().enumerate() {
             let pair = &PAIRS[pair];
             let _ = write!(sql, ", c{column} {}", if replica { pair.replica } else { pair.source });

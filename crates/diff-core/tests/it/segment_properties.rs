@@ -71,8 +71,20 @@ fn full_stream(source: &Table, target: &Table, examples: usize) -> Summary<Key> 
 
 /// The segment strategy over the model databases; also returns the rows it streamed.
 fn segmented(source: &Table, target: &Table, examples: usize, settings: SearchSettings) -> (Summary<Key>, usize) {
+    let (summary, streamed, _) = segmented_counting(source, target, examples, settings);
+    (summary, streamed)
+}
+
+/// [`segmented`], also counting the child digests both sides answered (the levels' bytes).
+fn segmented_counting(
+    source: &Table,
+    target: &Table,
+    examples: usize,
+    settings: SearchSettings,
+) -> (Summary<Key>, usize, usize) {
     let mut search = Search::new(settings, overview(source), overview(target));
     let mut levels = 0;
+    let mut answered = 0;
     loop {
         match search.step() {
             Step::Hash(splits) => {
@@ -81,7 +93,9 @@ fn segmented(source: &Table, target: &Table, examples: usize, settings: SearchSe
                     splits.windows(2).all(|pair| pair[0].segment.last < pair[1].segment.first),
                     "splits ascend and are disjoint (SQL finds a row's split by binary search)"
                 );
-                search.record(&digests(source, &splits), &digests(target, &splits)).unwrap();
+                let (source_digests, target_digests) = (digests(source, &splits), digests(target, &splits));
+                answered += source_digests.len() + target_digests.len();
+                search.record(&source_digests, &target_digests).unwrap();
                 levels += 1;
                 assert!(levels <= 64, "the search must end");
             }
@@ -100,12 +114,12 @@ fn segmented(source: &Table, target: &Table, examples: usize, settings: SearchSe
                     streamed += 1;
                 }
                 summary.matched += search.matched();
-                return (summary, streamed);
+                return (summary, streamed, answered);
             }
             Step::Done => {
                 let mut summary = Summary::new(examples, vec!["value".to_owned()]);
                 summary.matched = search.matched();
-                return (summary, 0);
+                return (summary, 0, answered);
             }
         }
     }
@@ -137,9 +151,10 @@ fn tables() -> impl Strategy<Value = (Table, Table)> {
 }
 
 fn settings() -> impl Strategy<Value = SearchSettings> {
-    (1u64..20, 1u64..200, 2u64..64, 2u64..8, 1u32..6).prop_map(
-        |(leaf_rows, first_level_rows, first, fanout, levels)| SearchSettings {
+    (1u64..20, 0u64..24, 1u64..200, 2u64..64, 2u64..8, 1u32..6).prop_map(
+        |(leaf_rows, digest_rows, first_level_rows, first, fanout, levels)| SearchSettings {
             leaf_rows,
+            digest_rows,
             first_level_rows,
             max_first_fanout: first,
             max_fanout: fanout,
@@ -171,9 +186,35 @@ proptest! {
             let key = (step as i64 * 7_919) % keys;
             target.insert(key, (source[&key] + 1) % 4);
         }
-        let (summary, streamed) = segmented(&source, &target, 20, SearchSettings::default());
+        let (summary, streamed, answered) = segmented_counting(&source, &target, 20, SearchSettings::default());
         prop_assert_eq!(summary.changed, drifted as u64);
-        prop_assert!(streamed <= drifted * 64, "streamed {} rows for {} changes", streamed, drifted);
+        // Row digests leave only the changed keys to stream …
+        prop_assert!(streamed <= drifted, "streamed {} rows for {} changes", streamed, drifted);
+        // … and the levels answer a digest per 2,048 rows of the table, then a few dozen per
+        // change (three levels of at most 8 children, one of at most 16 row digests, on
+        // each side): sized by the differences, not by the table.
+        let first_level = (keys as usize).div_ceil(2_048) + 1;
+        prop_assert!(
+            answered <= 2 * (first_level + drifted * (3 * 8 + 16)),
+            "{} digests answered for {} changes in {} rows", answered, drifted, keys
+        );
+    }
+
+    #[test]
+    fn a_difference_is_never_hashed_away_by_row_digests(
+        (source, target) in tables(),
+        digest_rows in 1u64..64,
+        examples in 1usize..30,
+    ) {
+        // Row digests at every size (one-row leaves): each differing region ends in a level
+        // of one-position children.
+        let settings = SearchSettings { leaf_rows: 1, digest_rows, ..SearchSettings::default() };
+        let full = full_stream(&source, &target, examples);
+        let (segments, streamed) = segmented(&source, &target, examples, settings);
+        let differing = (full.missing + full.extra + full.changed) as usize;
+        prop_assert_eq!(segments, full);
+        // Every streamed row not a difference is a row of a leaf that dense drift streamed.
+        prop_assert!(differing <= streamed);
     }
 }
 
@@ -186,12 +227,31 @@ fn identical_tables_need_only_the_overview() {
 }
 
 #[test]
-fn a_replica_changed_everywhere_is_streamed_after_one_level() {
-    let source: Table = (1..=10_000).map(|key| (key, 1)).collect();
-    let target: Table = (1..=10_000).map(|key| (key, 2)).collect();
+fn a_replica_changed_everywhere_is_streamed_after_a_few_levels() {
+    let source: Table = (1..=100_000).map(|key| (key, 1)).collect();
+    let target: Table = (1..=100_000).map(|key| (key, 2)).collect();
     let mut search = Search::new(SearchSettings::default(), overview(&source), overview(&target));
-    let Step::Hash(splits) = search.step() else { panic!("a first level") };
-    let splits = splits.to_vec();
-    search.record(&digests(&source, &splits), &digests(&target, &splits)).unwrap();
-    assert_eq!(search.step(), Step::Stream(&[Segment { first: 1, last: 10_000 }]));
+    // Levels of 2,048, then 341, then 68 rows a child: children that small all differing
+    // are dense drift, streamed at once.
+    while let Step::Hash(splits) = search.step() {
+        let splits = splits.to_vec();
+        search.record(&digests(&source, &splits), &digests(&target, &splits)).unwrap();
+    }
+    assert_eq!(search.level(), 3);
+    assert_eq!(search.step(), Step::Stream(&[Segment { first: 1, last: 100_000 }]));
+}
+
+#[test]
+fn scattered_drift_in_most_first_level_children_is_located_not_streamed() {
+    // One changed row in nearly every first-level child (as random uuid keys scatter drift):
+    // most children differ, but each holds about 2,048 rows, so each is searched and only
+    // the changed rows are streamed.
+    let source: Table = (0..100_000).map(|key| (key, 1)).collect();
+    let mut target = source.clone();
+    for key in (1_000..100_000).step_by(2_048) {
+        target.insert(key, 2);
+    }
+    let (summary, streamed, _) = segmented_counting(&source, &target, 20, SearchSettings::default());
+    assert_eq!(summary.changed, 49);
+    assert_eq!(streamed, 49);
 }
