@@ -31,6 +31,7 @@ impl ScanProgress {
         match progress {
             AuditProgress::Inventory { source_rows, replica_rows } => bar.set_length(source_rows.max(replica_rows)),
             AuditProgress::Hashing { level } => bar.set_message(format!("hashing segments, level {level}  ")),
+            AuditProgress::Parts { done, total } => bar.set_message(format!("{done}/{total} parts  ")),
             AuditProgress::Scanned { source_rows, replica_rows } => {
                 bar.set_message("");
                 bar.set_position(source_rows.max(replica_rows));
