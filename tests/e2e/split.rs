@@ -99,3 +99,59 @@ fn audit_jobs_gives_the_report_of_one_job_for_integer_text_and_composite_keys() 
     // Out of range: a usage error naming the flag.
     audit("id", "stream", "0").expect(2).stderr_has("--jobs must be between 1 and 64");
 }
+
+/// The stored `row_diff` result (values and error) and evidence of the newest attempt.
+fn stored_row_diff(fixture: &Fixture) -> (Json, Option<String>, Vec<(i32, String, Json)>) {
+    let run_id = fixture.newest_run_id();
+    let mut backend = fixture.backend_sql();
+    let result = backend
+        .query_one(
+            "SELECT target_value::text, error FROM public.dd_run_results WHERE run_id = $1::text::uuid \
+             AND check_type = 'row_diff'",
+            &[&run_id],
+        )
+        .unwrap();
+    let value: String = result.get(0);
+    let error: Option<String> = result.get(1);
+    let evidence = backend
+        .query(
+            "SELECT ordinal, kind, key FROM public.datadiff_run_differences WHERE run_id = $1::text::uuid ORDER BY ordinal",
+            &[&run_id],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    let error = error.map(|error| error.split(" (datadiff report").next().unwrap_or_default().to_owned());
+    (serde_json::from_str(&value).unwrap(), error, evidence)
+}
+
+/// `run --jobs 4` with one check gives its window four threads and four key ranges, and
+/// `--row-diff-parts 7` seven: the stored result and evidence are the undivided window's.
+#[test]
+fn run_jobs_left_over_divide_a_window_and_store_what_the_undivided_window_stores() {
+    let mut answers = Vec::new();
+    for args in [&["--jobs", "1"][..], &["--jobs", "4"], &["--jobs", "2", "--row-diff-parts", "7"]] {
+        let fixture = Fixture::new();
+        let mut files = fixture.files();
+        files.datadiff = Some(format!("checks:\n  {}:\n    row_diff: {{max_examples: 10}}\n", crate::support::CHECK));
+        fixture.write(&files);
+        fixture.import();
+        fixture.replica_sql(
+            "UPDATE payments.transfers SET note = 'drifted' WHERE id IN (0, 12, 13, 25, 37, 49);
+             DELETE FROM payments.transfers WHERE id IN (1, 24, 48);
+             INSERT INTO payments.transfers (id, updated_at, status, note)
+                 VALUES (-1, '2026-07-22 12:30:30+00', 'extra', 'extra'), (100, '2026-07-22 12:30:30+00', 'extra', 'extra');",
+        );
+        let run = fixture.run(&[&["run", "--all", "--at", crate::support::RUN_AT, "-v"][..], args].concat());
+        run.expect(1);
+        let divided = run.stderr.contains("row_diff divides the window into key ranges");
+        assert_eq!(divided, args != ["--jobs", "1"], "{args:?}:\n{}", run.stderr);
+        answers.push(stored_row_diff(&fixture));
+    }
+    let (value, error, evidence) = &answers[0];
+    assert_eq!(error.as_deref(), Some("row_diff FAIL: 3 missing, 2 extra, 6 changed"), "{value}");
+    assert_eq!(evidence.len(), 10, "max_examples: {evidence:?}");
+    assert_eq!(answers[1], answers[0], "--jobs 4");
+    assert_eq!(answers[2], answers[0], "--jobs 2 --row-diff-parts 7");
+}

@@ -501,7 +501,8 @@ impl<'a> AttemptRun<'a> {
         };
         let registration = &self.registration;
         let progress = self.options.progress.as_ref().map(|meter| meter.start_stream(rows.expected));
-        match plan.run(route, [start, end], max_examples, rows.counted, &|| registration.interrupted(), progress) {
+        let (split, interrupted) = (self.options.row_diff_split, || registration.interrupted());
+        match plan.run(route, [start, end], max_examples, rows.counted, &interrupted, progress, split) {
             Ok(found) => {
                 let mut result = found.result();
                 if let Some(error) = &mut result.error {
