@@ -22,7 +22,7 @@
 //! with text are not split: such a comparison stays one unit.
 //!
 //! The bounds are the source's key quantiles in the compared rows
-//! (`percentile_disc(…) WITHIN GROUP (ORDER BY key)`, [`bounds_sql`]), read over a
+//! (`percentile_disc(…) WITHIN GROUP (ORDER BY key)`, [`BoundsQuery`]), read over a
 //! `TABLESAMPLE SYSTEM` sample when the rows are many ([`sample_percent`]): any bounds give
 //! a correct split (the ranges cover every key); the quantiles only balance the parts. Equal
 //! quantiles (more parts than rows) are merged, so a split never has an empty bound range
@@ -170,68 +170,71 @@ pub fn sample_percent(expected_rows: Option<u64>) -> Option<f64> {
     Some((100.0 * BOUND_SAMPLE_ROWS as f64 / rows as f64).clamp(0.01, 100.0))
 }
 
-/// The statement reading the `parts - 1` quantiles of `key` (the first key column) among the
-/// rows of `table` that `filter` keeps, as text, in key order (`COLLATE "C"` for text), over
-/// a `sample` percent of the pages when given (repeatably: the same pages each time).
-pub fn bounds_sql(
-    table: &TableName,
-    key: &str,
-    split: SplitKey,
-    filter: Option<&str>,
-    parts: usize,
-    sample: Option<f64>,
-) -> String {
-    let parts = parts.clamp(2, MAX_PARTS);
-    let fractions: Vec<String> = (1..parts).map(|index| format!("{}", index as f64 / parts as f64)).collect();
-    let column = quoted_ident(key);
-    let order = match split {
-        SplitKey::Text => format!("{column} COLLATE \"C\""),
-        SplitKey::Int | SplitKey::Uuid => column.clone(),
-    };
-    // The bytes of a text bound, so that no client encoding stands between them and the bound.
-    let value = match split {
-        SplitKey::Text => "encode(convert_to(q, 'UTF8'), 'hex')",
-        SplitKey::Int | SplitKey::Uuid => "q::text",
-    };
-    let sampled = match sample {
-        Some(percent) => format!(" TABLESAMPLE SYSTEM ({percent}) REPEATABLE (0)"),
-        None => String::new(),
-    };
-    let filter = filter.map(|filter| format!(" AND ({filter})")).unwrap_or_default();
-    // The quantiles are computed on the key itself (its order); each is then read as text.
-    format!(
-        "SELECT {value} FROM pg_catalog.unnest((SELECT percentile_disc(ARRAY[{}]::float8[]) WITHIN GROUP \
-         (ORDER BY {order}) FROM {}{sampled} WHERE {column} IS NOT NULL{filter})) AS q",
-        fractions.join(", "),
-        table.quoted(),
-    )
+/// What [`read_bounds`] reads: the `parts - 1` quantiles of `key` (the first key column)
+/// among the rows of `table` that `filter` keeps, over a `sample` percent of the pages when
+/// given ([`sample_percent`]).
+#[derive(Debug, Clone, Copy)]
+pub struct BoundsQuery<'a> {
+    /// The table.
+    pub table: &'a TableName,
+    /// The first key column's name.
+    pub key: &'a str,
+    /// How it is split.
+    pub split: SplitKey,
+    /// The compared rows' condition, when not every row is compared.
+    pub filter: Option<&'a str>,
+    /// The parts wanted (at most [`MAX_PARTS`]).
+    pub parts: usize,
+    /// The share of the pages sampled (repeatably: the same pages each time).
+    pub sample: Option<f64>,
 }
 
-/// Reads the bounds dividing the rows `filter` keeps in `table` into about `parts` parts
-/// (fewer when they have fewer distinct keys; none for one part or no rows): ascending,
-/// distinct, as keys of `split`'s kind.
-#[allow(clippy::too_many_arguments)]
-pub fn read_bounds(
-    client: &mut Client,
-    role: &str,
-    table: &TableName,
-    key: &str,
-    split: SplitKey,
-    filter: Option<&str>,
-    parts: usize,
-    sample: Option<f64>,
-) -> Result<Vec<Key>, Error> {
-    if parts < 2 {
+impl BoundsQuery<'_> {
+    /// The statement: the quantiles as text, in key order (`COLLATE "C"` for text).
+    pub fn sql(&self) -> String {
+        let parts = self.parts.clamp(2, MAX_PARTS);
+        let fractions: Vec<String> = (1..parts).map(|index| format!("{}", index as f64 / parts as f64)).collect();
+        let column = quoted_ident(self.key);
+        let order = match self.split {
+            SplitKey::Text => format!("{column} COLLATE \"C\""),
+            SplitKey::Int | SplitKey::Uuid => column.clone(),
+        };
+        // The bytes of a text bound, so that no client encoding stands between them and the bound.
+        let value = match self.split {
+            SplitKey::Text => "encode(convert_to(q, 'UTF8'), 'hex')",
+            SplitKey::Int | SplitKey::Uuid => "q::text",
+        };
+        let sampled = match self.sample {
+            Some(percent) => format!(" TABLESAMPLE SYSTEM ({percent}) REPEATABLE (0)"),
+            None => String::new(),
+        };
+        let filter = self.filter.map(|filter| format!(" AND ({filter})")).unwrap_or_default();
+        // The quantiles are computed on the key itself (its order); each is then read as text.
+        format!(
+            "SELECT {value} FROM pg_catalog.unnest((SELECT percentile_disc(ARRAY[{}]::float8[]) WITHIN GROUP \
+             (ORDER BY {order}) FROM {}{sampled} WHERE {column} IS NOT NULL{filter})) AS q",
+            fractions.join(", "),
+            self.table.quoted(),
+        )
+    }
+}
+
+/// Reads the bounds dividing the rows `query` names into about `query.parts` parts (fewer
+/// when they have fewer distinct keys; none for one part or no rows): ascending, distinct, as
+/// keys of the split's kind. `role` names the side in errors.
+pub fn read_bounds(client: &mut Client, role: &str, query: &BoundsQuery<'_>) -> Result<Vec<Key>, Error> {
+    if query.parts < 2 {
         return Ok(Vec::new());
     }
-    let sql = bounds_sql(table, key, split, filter, parts, sample);
-    let rows =
-        client.query(sql.as_str(), &[]).map_err(Error::query(role, format!("reading the split points of {table}")))?;
+    let table = query.table;
+    let rows = client
+        .query(query.sql().as_str(), &[])
+        .map_err(Error::query(role, format!("reading the split points of {table}")))?;
     let mut bounds: Vec<Key> = Vec::with_capacity(rows.len());
     for row in rows {
         let text: Option<String> = row.try_get(0).map_err(Error::query(role, "reading a split point"))?;
         let Some(text) = text else { continue };
-        let bound = decode_bound(split, &text)
+        let bound = decode_bound(query.split, &text)
             .ok_or_else(|| Error::SplitPoint { role: role.to_owned(), table: table.to_string() })?;
         if bounds.last().is_none_or(|last| *last < bound) {
             bounds.push(bound);
@@ -240,7 +243,7 @@ pub fn read_bounds(
     Ok(bounds)
 }
 
-/// A bound read as text ([`bounds_sql`]) as a key.
+/// A bound read as text ([`BoundsQuery::sql`]) as a key.
 fn decode_bound(split: SplitKey, text: &str) -> Option<Key> {
     match split {
         SplitKey::Int => text.parse().ok().map(Key::Int),

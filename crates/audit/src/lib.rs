@@ -731,16 +731,15 @@ fn split_plan(
             return Ok(None);
         }
     };
-    let bounds = split::read_bounds(
-        source.client(),
-        "source",
-        &options.table,
-        &plan.source_key_names[0],
-        key,
-        None,
+    let query = split::BoundsQuery {
+        table: &options.table,
+        key: &plan.source_key_names[0],
+        split: key,
+        filter: None,
         parts,
-        split::sample_percent(Some(inventory_rows)),
-    )?;
+        sample: split::sample_percent(Some(inventory_rows)),
+    };
+    let bounds = split::read_bounds(source.client(), "source", &query)?;
     Ok((!bounds.is_empty()).then_some((key, bounds)))
 }
 

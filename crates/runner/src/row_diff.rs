@@ -119,7 +119,7 @@ use datadiff_access::compare::{
     self, Cancel, CompareError, CompareSide, Compared, Comparison, Found, HashFacts, Hooks, RowMeter, RowSet,
 };
 use datadiff_access::segment::{self, HashSide, KeysNotUsable, Phase, SegmentQuery, SideHashing, Unhashable};
-use datadiff_access::split::{self, NotSplittable, Part, SplitKey};
+use datadiff_access::split::{self, BoundsQuery, NotSplittable, Part, SplitKey};
 use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, MySqlColumnType, MySqlRowQuery, RowQuery, RowStream, StreamOptions,
 };
@@ -238,6 +238,8 @@ pub(crate) struct RowDiffPlan {
     field_names: Vec<String>,
     /// How the rows are read (see [`datadiff_access::segment`]).
     strategy: Strategy,
+    /// How the window is divided into key ranges (one unit by default).
+    split: RowDiffSplit,
 }
 
 impl RowDiffPlan {
@@ -404,12 +406,18 @@ impl RowDiffPlan {
             key_names,
             field_names,
             strategy: definition.extensions.row_diff.map(|settings| settings.strategy()).unwrap_or_default(),
+            split: RowDiffSplit { parts: 1, jobs: 1 },
         })
     }
 
     /// This plan reading its rows with `strategy` instead of the definition's.
     pub(crate) fn with_strategy(self, strategy: Strategy) -> RowDiffPlan {
         RowDiffPlan { strategy, ..self }
+    }
+
+    /// This plan dividing its window as `split` says.
+    pub(crate) fn with_split(self, split: RowDiffSplit) -> RowDiffPlan {
+        RowDiffPlan { split, ..self }
     }
 
     /// The text the source preflight fingerprints when `row_diff` is the only data check:
@@ -445,8 +453,8 @@ impl RowDiffPlan {
         counted_rows: Option<u64>,
         interrupted: &(dyn Fn() -> bool + Sync),
         progress: Option<StreamProgress<'_>>,
-        split: RowDiffSplit,
     ) -> Result<RowDiffOutcome, RowDiffError> {
+        let split = self.split;
         let mut comparison = Comparison::new(max_examples, self.field_names.clone());
         comparison.strategy = self.strategy;
         comparison.counted_rows = counted_rows;
@@ -461,16 +469,7 @@ impl RowDiffPlan {
                 };
                 if let Some((key, parts)) = self.split_points(route, side, window, split, counted_rows)? {
                     let hashing = (source_hashing, target_hashing);
-                    return self.run_parts(
-                        route,
-                        side,
-                        hashing,
-                        window,
-                        (key, parts),
-                        split.jobs,
-                        &comparison,
-                        progress,
-                    );
+                    return self.run_parts(route, (side, hashing), window, (key, parts), &comparison, progress);
                 }
                 let mut source = AttemptSide::new(&route.source, route, side, window, source_hashing, None)?;
                 let mut target = AttemptSide::new(&route.target, route, &self.target, window, target_hashing, None)?;
@@ -537,7 +536,9 @@ impl RowDiffPlan {
         let (table, column, filter) = (side.table.clone(), side.keys[0].0.clone(), side.window_filter(start, end));
         let sample = split::sample_percent(counted_rows);
         let read = session.with_client("split points", move |client| {
-            split::read_bounds(client, "source", &table, &column, key, Some(&filter), wanted, sample)
+            let query =
+                BoundsQuery { table: &table, key: &column, split: key, filter: Some(&filter), parts: wanted, sample };
+            split::read_bounds(client, "source", &query)
         });
         session.close();
         let bounds = read
@@ -550,20 +551,17 @@ impl RowDiffPlan {
     /// own, and combines them in key order into the window's outcome (see
     /// [`datadiff_access::split`]). The first failing part in key order decides a failure;
     /// once a part failed no other starts.
-    #[allow(clippy::too_many_arguments)]
     fn run_parts(
         &self,
         route: &Route,
-        side: &SidePlan,
-        (source_hashing, target_hashing): (Option<&SideHashing>, Option<&SideHashing>),
+        (side, (source_hashing, target_hashing)): (&SidePlan, (Option<&SideHashing>, Option<&SideHashing>)),
         window: [DateTime<Utc>; 2],
         (key, parts): (SplitKey, Vec<Part>),
-        jobs: usize,
         comparison: &Comparison<'_>,
         progress: Option<StreamProgress<'_>>,
     ) -> Result<RowDiffOutcome, RowDiffError> {
         let started = std::time::Instant::now();
-        let jobs = jobs.clamp(1, parts.len());
+        let jobs = self.split.jobs.clamp(1, parts.len());
         tracing::info!(parts = parts.len(), jobs, "row_diff divides the window into key ranges");
         if let Some(progress) = &progress {
             progress.divided(parts.len());
