@@ -33,5 +33,6 @@ mod secrecy;
 mod services;
 mod shared_backend;
 mod signals;
+mod split;
 mod support;
 mod tables;

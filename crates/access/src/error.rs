@@ -205,6 +205,15 @@ pub enum Error {
         /// The merge's message (keys and sides only).
         message: String,
     },
+    /// A split point read from a side is not a key of the split's kind (see
+    /// [`crate::split`]).
+    #[error("the {role} database returned a split point of {table} that is not a key")]
+    SplitPoint {
+        /// Which connection.
+        role: String,
+        /// The table split.
+        table: String,
+    },
 }
 
 impl Error {

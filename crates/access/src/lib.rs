@@ -64,6 +64,7 @@ pub mod segment;
 mod session;
 mod side;
 mod side_error;
+pub mod split;
 pub mod stream;
 mod table;
 

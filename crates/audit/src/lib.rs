@@ -79,6 +79,7 @@ mod columns;
 mod error;
 mod live;
 mod metrics;
+mod parts;
 mod refusal;
 mod report;
 mod scan;
@@ -190,6 +191,14 @@ pub struct AuditOptions {
     /// The segment search's tuning (leaf size, fan-outs); the defaults suit tables of any
     /// size, smaller values exercise the search on small tables.
     pub segment_settings: SearchSettings,
+    /// Pairs of sessions scanning the table's parts at once (`--jobs`, 1..=64; default 1:
+    /// one scan on the audit's own sessions). See [`AuditOptions::parts`].
+    pub jobs: usize,
+    /// Key sub-ranges the scan is divided into (the `parts` module, `parts.rs`): `0` (the
+    /// default) for as many as [`AuditOptions::jobs`]; at most
+    /// [`datadiff_access::split::MAX_PARTS`]. With one part (and one job) the scan is one
+    /// unit, as before. The report is the same whatever the parts.
+    pub parts: usize,
 }
 
 impl std::fmt::Debug for AuditOptions {
@@ -214,6 +223,8 @@ impl std::fmt::Debug for AuditOptions {
             .field("empty_string_as_null", &self.empty_string_as_null)
             .field("strategy", &self.strategy)
             .field("segment_settings", &self.segment_settings)
+            .field("jobs", &self.jobs)
+            .field("parts", &self.parts)
             .finish()
     }
 }
@@ -243,6 +254,16 @@ impl AuditOptions {
             empty_string_as_null: false,
             strategy: Strategy::Auto,
             segment_settings: SearchSettings::default(),
+            jobs: 1,
+            parts: 0,
+        }
+    }
+
+    /// The parts the scan is divided into: [`AuditOptions::parts`], or as many as the jobs.
+    pub fn part_count(&self) -> usize {
+        match self.parts {
+            0 => self.jobs.max(1),
+            parts => parts,
         }
     }
 
@@ -254,6 +275,12 @@ impl AuditOptions {
         }
         if !(1..=MAX_ROWS_LIMIT).contains(&self.max_rows) {
             return Err(Refusal::MaxRowsOutOfRange { max_rows: self.max_rows });
+        }
+        if !(1..=MAX_JOBS).contains(&self.jobs) {
+            return Err(Refusal::JobsOutOfRange { jobs: self.jobs });
+        }
+        if self.parts > datadiff_access::split::MAX_PARTS {
+            return Err(Refusal::PartsOutOfRange { parts: self.parts });
         }
         if !(1..=MAX_EXAMPLES_LIMIT).contains(&self.max_examples) {
             return Err(Refusal::MaxExamplesOutOfRange { max_examples: self.max_examples });
@@ -323,6 +350,13 @@ pub enum AuditProgress {
         /// The level being hashed.
         level: u32,
     },
+    /// The scan in parts (`--jobs`): `done` of `total` parts compared.
+    Parts {
+        /// Parts compared.
+        done: u64,
+        /// Parts in all.
+        total: u64,
+    },
     /// Rows read so far by the scan (with segments: rows proven equal by their hashes
     /// included).
     Scanned {
@@ -332,6 +366,9 @@ pub enum AuditProgress {
         replica_rows: u64,
     },
 }
+
+/// The most pairs of sessions an audit scans with (`--jobs`).
+pub const MAX_JOBS: usize = 64;
 
 /// How often (in merged keys) the scan reports progress.
 const PROGRESS_EVERY: u64 = 16_384;
@@ -556,19 +593,47 @@ fn audit_watched(
     comparison.counted_rows = Some(inventory_rows);
     comparison.unhashable = plan.hashes.as_ref().err().map(ToString::to_string);
     comparison.settings = options.segment_settings;
-    let compared = {
+    let split = match options.part_count() {
+        1 => None,
+        parts => split_plan(&mut source, options, &plan, parts, inventory_rows)?,
+    };
+    let compared = if let Some((split, bounds)) = split {
+        let scan = parts::PartScan {
+            settings,
+            comparison: comparison.clone(),
+            split,
+            parts: datadiff_access::split::parts(bounds),
+            jobs: options.jobs,
+            max_rows: options.max_rows,
+        };
+        tracing::info!(parts = scan.parts.len(), jobs = options.jobs, "the scan is divided into key ranges");
+        let source_snapshot = parts::export_snapshot(&mut source)?;
+        let replica_snapshot = parts::export_snapshot(&mut replica)?;
+        let source_side =
+            parts::PartSide { dsn: &links.0, rows: source_rows, hashing: source_hashing, snapshot: source_snapshot };
+        let replica_side =
+            parts::PartSide { dsn: &links.1, rows: replica_rows, hashing: replica_hashing, snapshot: replica_snapshot };
+        parts::scan(scan, source_side, replica_side, &mut *progress).map_err(|error| match error {
+            CompareError::NoAnswer(sides) => {
+                let roles: Vec<Role> = sides
+                    .iter()
+                    .map(|side| match side {
+                        Side::Source => Role::Source,
+                        Side::Target => Role::Replica,
+                    })
+                    .collect();
+                watch::no_answer(&roles, "scanning", options.statement_timeout)
+            }
+            other => scan_error(other, options),
+        })
+    } else {
         let mut source_side = SnapshotSide::new(&mut source, Side::Source, &links.0, source_rows, source_hashing);
         let mut replica_side = SnapshotSide::new(&mut replica, Side::Target, &links.1, replica_rows, replica_hashing);
         let mut hooks = ScanHooks::new(watch, &mut *progress, options.max_rows);
         compare(&mut source_side, &mut replica_side, &comparison, &mut hooks)
+            .map_err(|error| scan_error(error, options))
     };
-    let Compared { summary, strategy, .. } = compared.map_err(|error| match error {
-        CompareError::Side(error) => Error::Access(error),
-        CompareError::Merge(error) => Error::from(merge_error(error, options)),
-        CompareError::Stopped(refusal) => Error::Refused(refusal),
-        // The audit watches its own deadline (see the `watch` module) and is never interrupted.
-        CompareError::NoAnswer(_) | CompareError::Interrupted => Error::Thread("stopped unexpectedly"),
-    })?;
+    let Compared { summary, strategy, .. } = compared?;
     progress(AuditProgress::Scanned { source_rows: summary.source_rows(), replica_rows: summary.target_rows() });
     let ending = watch.busy("ending the snapshots", &BOTH);
     source.finish()?;
@@ -645,6 +710,37 @@ fn audit_watched(
         "audit finished"
     );
     Ok(report)
+}
+
+/// How the scan is divided: the first key column's split and the bounds read in the source's
+/// snapshot; `None` when it stays one unit (a key that cannot be split, said in the log, or
+/// too few distinct keys).
+fn split_plan(
+    source: &mut Session,
+    options: &AuditOptions,
+    plan: &Plan,
+    parts: usize,
+    inventory_rows: u64,
+) -> Result<Option<(datadiff_access::split::SplitKey, Vec<datadiff_diff_core::merge::Key>)>, Error> {
+    use datadiff_access::split::{self, SplitKey};
+    let (source_key, replica_key) = plan.key_decoders[0];
+    let key = match SplitKey::of(source_key, replica_key) {
+        Ok(key) => key,
+        Err(why) => {
+            tracing::info!(reason = %why, "the scan stays one unit");
+            return Ok(None);
+        }
+    };
+    let query = split::BoundsQuery {
+        table: &options.table,
+        key: &plan.source_key_names[0],
+        split: key,
+        filter: None,
+        parts,
+        sample: split::sample_percent(Some(inventory_rows)),
+    };
+    let bounds = split::read_bounds(source.client(), "source", &query)?;
+    Ok((!bounds.is_empty()).then_some((key, bounds)))
 }
 
 /// The key and compared columns with the decoders of each side, and the deleted marker.
@@ -846,6 +942,17 @@ fn inventory(
         let (replica_rows, tombstones, invalid_metadata) = replica?;
         Ok(Inventory { source_rows, replica_rows, tombstones, invalid_metadata })
     })
+}
+
+/// The audit's error for a scan that stopped.
+fn scan_error(error: CompareError<AccessError, Refusal>, options: &AuditOptions) -> Error {
+    match error {
+        CompareError::Side(error) => Error::Access(error),
+        CompareError::Merge(error) => Error::from(merge_error(error, options)),
+        CompareError::Stopped(refusal) => Error::Refused(refusal),
+        // The audit watches its own deadline (see the `watch` module) and is never interrupted.
+        CompareError::NoAnswer(_) | CompareError::Interrupted => Error::Thread("stopped unexpectedly"),
+    }
 }
 
 fn merge_error(error: MergeError<Box<AccessError>>, options: &AuditOptions) -> AccessError {

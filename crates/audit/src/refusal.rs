@@ -103,6 +103,16 @@ pub enum Refusal {
         /// The limit.
         max_rows: i64,
     },
+    /// `--jobs` is out of range.
+    JobsOutOfRange {
+        /// The value given.
+        jobs: usize,
+    },
+    /// The parts asked for are too many.
+    PartsOutOfRange {
+        /// The value given.
+        parts: usize,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -186,6 +196,14 @@ impl fmt::Display for Refusal {
                 f,
                 "invalid replica CDC metadata: inside the scan's snapshot {table} has rows with a NULL or negative \
                  LSN or an invalid deleted flag (is CDC still writing? drain it first)"
+            ),
+            Refusal::JobsOutOfRange { jobs } => {
+                write!(f, "{PRECONDITIONS}: --jobs must be between 1 and {}, got {jobs}", crate::MAX_JOBS)
+            }
+            Refusal::PartsOutOfRange { parts } => write!(
+                f,
+                "{PRECONDITIONS}: the parts must be at most {}, got {parts}",
+                datadiff_access::split::MAX_PARTS
             ),
             Refusal::RowLimitDuringScan { role, max_rows } => write!(
                 f,

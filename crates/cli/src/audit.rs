@@ -79,6 +79,12 @@ pub(crate) struct AuditArgs {
     /// hashes otherwise. The answer is the same.
     #[arg(long, value_name = "STRATEGY", default_value = "auto", value_parser = strategy)]
     strategy: datadiff_diff_core::segment::Strategy,
+    /// Divide the table into N consecutive key ranges and compare them on N pairs of sessions
+    /// at once (1 to 64), every pair in the audit's own two snapshots; the report is the same
+    /// as with 1. Integer, uuid and text keys (a composite key by its first column) are
+    /// divided; a char(n) key, or a uuid compared with text, is scanned as one unit.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    jobs: usize,
     /// Write the JSON report to FILE instead of stdout: a regular file or a new path (a
     /// symbolic link is followed; a device, FIFO, socket or directory is refused). A report an
     /// earlier run left there is removed when the audit starts, so an audit that ends without
@@ -206,6 +212,7 @@ impl AuditArgs {
         options.statement_timeout = self.statement_timeout;
         options.empty_string_as_null = self.empty_string_as_null;
         options.strategy = self.strategy;
+        options.jobs = self.jobs;
         Ok(options)
     }
 }

@@ -31,6 +31,7 @@ impl ScanProgress {
         match progress {
             AuditProgress::Inventory { source_rows, replica_rows } => bar.set_length(source_rows.max(replica_rows)),
             AuditProgress::Hashing { level } => bar.set_message(format!("hashing segments, level {level}  ")),
+            AuditProgress::Parts { done, total } => bar.set_message(format!("{done}/{total} parts  ")),
             AuditProgress::Scanned { source_rows, replica_rows } => {
                 bar.set_message("");
                 bar.set_position(source_rows.max(replica_rows));
@@ -112,10 +113,15 @@ impl TickProgress {
 fn frame(now: ProgressSnapshot) -> (Option<(u64, u64)>, String) {
     let counting = now.rows_expected > 0 || now.rows_streamed > 0;
     let bar = counting.then(|| (now.rows_expected.max(now.rows_streamed), now.rows_streamed));
-    let message = match now.streams_hashing {
+    let mut message = match now.streams_hashing {
         0 => attempts_done(now.attempts_finished),
         _ => format!("hashing segments · {}", attempts_done(now.attempts_finished)),
     };
+    // A window divided into key ranges: its parts are a unit the segment strategy's hashing
+    // moves too (rows proven equal by a part's hashes count when the part's search ends).
+    if now.parts_total > 0 {
+        message = format!("{}/{} parts · {message}", now.parts_done, now.parts_total);
+    }
     (bar, message)
 }
 
@@ -148,5 +154,15 @@ mod tests {
         assert_eq!(frame(unestimated).0, Some((7, 7)));
         let hashing = ProgressSnapshot { streams_running: 1, streams_hashing: 1, ..ProgressSnapshot::default() };
         assert_eq!(frame(hashing).1, "hashing segments · 0 checks done");
+        let divided = ProgressSnapshot {
+            streams_running: 1,
+            streams_hashing: 2,
+            parts_total: 8,
+            parts_done: 3,
+            rows_expected: 1000,
+            rows_streamed: 375,
+            ..ProgressSnapshot::default()
+        };
+        assert_eq!(frame(divided), (Some((1000, 375)), "3/8 parts · hashing segments · 0 checks done".to_owned()));
     }
 }

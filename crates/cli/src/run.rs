@@ -50,9 +50,16 @@ pub(crate) struct RunArgs {
     /// follow it (RFC 3339 with Z or an offset).
     #[arg(long, value_name = "TIME", value_parser = timestamp::parse_recording_at)]
     at: Option<DateTime<Utc>>,
-    /// Work on N checks at a time (never two attempts of one check).
+    /// Work on N checks at a time (never two attempts of one check). With fewer checks to
+    /// run than N, the jobs left over take parts of each row_diff window: N / checks
+    /// threads per window, each comparing a key range on connections of its own.
     #[arg(long, value_name = "N", default_value = "1")]
     jobs: NonZeroUsize,
+    /// Divide every row_diff window into N key ranges (1 to 4096), compared on the threads
+    /// --jobs leaves over; the results and evidence are those of the undivided window.
+    /// Default: as many ranges as threads (one range, the whole window, with --jobs 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    row_diff_parts: Option<u16>,
     /// How every row_diff of this run reads its rows, instead of each check's
     /// `row_diff: {strategy: …}`: `stream`, `segments` (hash key segments in both databases,
     /// stream only those that differ) or `auto`. The answer is the same.
@@ -119,6 +126,7 @@ pub(crate) fn run(args: &RunArgs, console: &mut Console) -> anyhow::Result<Exit>
         .with_jobs(args.jobs)
         .with_clock(clock)
         .with_row_diff_strategy(args.strategy)
+        .with_row_diff_parts(args.row_diff_parts.map_or(0, usize::from))
         .with_signal_handling(true);
     let meter = ProgressMeter::new();
     let context = if console.stderr_is_terminal() { context.with_progress(meter.clone()) } else { context };

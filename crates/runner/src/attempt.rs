@@ -309,8 +309,9 @@ impl<'a> AttemptRun<'a> {
                 let target_catalog = row_diff::catalog(target, &definition.target_schema, &definition.target_table)
                     .map_err(Stop::failed)?;
                 let planned =
-                    RowDiffPlan::new(definition, &plan, SourceCatalog::MySql(&source_columns), &target_catalog)
-                        .map(|planned| planned.with_strategy(settings.strategy()));
+                    RowDiffPlan::new(definition, &plan, SourceCatalog::MySql(&source_columns), &target_catalog).map(
+                        |planned| planned.with_strategy(settings.strategy()).with_split(self.options.row_diff_split),
+                    );
                 Some((settings, planned))
             }
             Some(settings) => {
@@ -326,8 +327,9 @@ impl<'a> AttemptRun<'a> {
                 })
                 .map_err(Stop::failed)?;
                 let planned =
-                    RowDiffPlan::new(definition, &plan, SourceCatalog::Postgres(&source_catalog), &target_catalog)
-                        .map(|planned| planned.with_strategy(settings.strategy()));
+                    RowDiffPlan::new(definition, &plan, SourceCatalog::Postgres(&source_catalog), &target_catalog).map(
+                        |planned| planned.with_strategy(settings.strategy()).with_split(self.options.row_diff_split),
+                    );
                 Some((settings, planned))
             }
         };

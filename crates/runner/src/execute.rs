@@ -13,6 +13,7 @@ use crate::connections::Connections;
 use crate::error::Error;
 use crate::in_flight::{InFlight, InFlightAttempt};
 use crate::progress::ProgressMeter;
+use crate::row_diff::RowDiffSplit;
 
 /// How attempts are executed.
 #[derive(Debug, Clone)]
@@ -32,6 +33,9 @@ pub struct ExecutionOptions {
     /// How every `row_diff` of these attempts reads its rows, instead of each definition's
     /// `strategy` (`run --strategy`); `None` keeps the definitions'.
     pub row_diff_strategy: Option<Strategy>,
+    /// How each `row_diff` window is divided into key ranges (`run --row-diff-parts`, and the
+    /// `--jobs` a tick leaves over: see [`crate::tick`]); one unit by default.
+    pub row_diff_split: RowDiffSplit,
 }
 
 impl Default for ExecutionOptions {
@@ -42,6 +46,7 @@ impl Default for ExecutionOptions {
             in_flight: None,
             progress: None,
             row_diff_strategy: None,
+            row_diff_split: RowDiffSplit::default(),
         }
     }
 }

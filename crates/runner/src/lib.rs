@@ -192,7 +192,7 @@ pub use import::{Deactivation, ImportReport, changed_since_import, import_defini
 pub use in_flight::{InFlight, InFlightAttempt};
 pub use progress::{FLUSH_EVERY, ProgressMeter, ProgressSnapshot};
 pub use remediation::{RemediationReport, remediate};
-pub use row_diff::row_diff_select;
+pub use row_diff::{RowDiffSplit, row_diff_select};
 pub use row_diff_error::RowDiffError;
 pub use selection::{Selection, project_taps};
 pub use tick::{TickContext, TickReport, tick};

@@ -32,6 +32,8 @@ struct Counters {
     rows_expected: AtomicU64,
     streams_running: AtomicU64,
     streams_hashing: AtomicU64,
+    parts_total: AtomicU64,
+    parts_done: AtomicU64,
 }
 
 /// What a [`ProgressMeter`] has counted so far.
@@ -49,7 +51,13 @@ pub struct ProgressSnapshot {
     pub streams_running: u64,
     /// Of those, the ones hashing key segments in the databases (the segment strategy)
     /// before they stream what differs; rows their hashes prove equal count as compared.
+    /// A window divided into parts counts each part hashing.
     pub streams_hashing: u64,
+    /// Parts of windows divided into key ranges (`run --row-diff-parts`, `--jobs`) so far:
+    /// each a measurable unit even while the segment strategy hashes.
+    pub parts_total: u64,
+    /// Of those, the parts compared.
+    pub parts_done: u64,
 }
 
 impl ProgressMeter {
@@ -67,6 +75,8 @@ impl ProgressMeter {
             rows_expected: counters.rows_expected.load(Ordering::Relaxed),
             streams_running: counters.streams_running.load(Ordering::Relaxed),
             streams_hashing: counters.streams_hashing.load(Ordering::Relaxed),
+            parts_total: counters.parts_total.load(Ordering::Relaxed),
+            parts_done: counters.parts_done.load(Ordering::Relaxed),
         }
     }
 
@@ -79,7 +89,14 @@ impl ProgressMeter {
         self.counters.streams_running.fetch_add(1, Ordering::Relaxed);
         let expected = expected.unwrap_or(0);
         self.counters.rows_expected.fetch_add(expected, Ordering::Relaxed);
-        StreamProgress { meter: self, expected, counted: 0, pending: 0, hashing: false }
+        StreamProgress {
+            meter: self,
+            expected,
+            counted: 0,
+            pending: 0,
+            hashing: false,
+            parts_counted: AtomicU64::new(0),
+        }
     }
 }
 
@@ -91,9 +108,22 @@ pub(crate) struct StreamProgress<'m> {
     counted: u64,
     pending: u64,
     hashing: bool,
+    /// Rows the stream's parts counted (a window divided into key ranges).
+    parts_counted: AtomicU64,
 }
 
-impl StreamProgress<'_> {
+impl<'m> StreamProgress<'m> {
+    /// The stream is divided into `parts` parts.
+    pub(crate) fn divided(&self, parts: usize) {
+        self.meter.counters.parts_total.fetch_add(parts as u64, Ordering::Relaxed);
+    }
+
+    /// The meter of one of the stream's parts, counting into this stream (its rows, its
+    /// hashing); the part counts as done when it is dropped.
+    pub(crate) fn part(&self) -> PartProgress<'_> {
+        PartProgress { meter: self.meter, counted: &self.parts_counted, pending: 0, hashing: false }
+    }
+
     /// One more source row.
     #[inline]
     pub(crate) fn row(&mut self) {
@@ -131,11 +161,64 @@ impl Drop for StreamProgress<'_> {
     fn drop(&mut self) {
         self.hashing(false);
         self.flush();
+        self.counted += self.parts_counted.load(Ordering::Relaxed);
         let counters = &self.meter.counters;
         // The expectation becomes what the stream really had.
         counters.rows_expected.fetch_add(self.counted, Ordering::Relaxed);
         counters.rows_expected.fetch_sub(self.expected, Ordering::Relaxed);
         counters.streams_running.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One part's count in its window's stream ([`StreamProgress::part`]); the part is done when
+/// dropped.
+#[derive(Debug)]
+pub(crate) struct PartProgress<'s> {
+    meter: &'s ProgressMeter,
+    counted: &'s AtomicU64,
+    pending: u64,
+    hashing: bool,
+}
+
+impl PartProgress<'_> {
+    /// One more source row.
+    #[inline]
+    pub(crate) fn row(&mut self) {
+        self.pending += 1;
+        if self.pending == FLUSH_EVERY {
+            self.flush();
+        }
+    }
+
+    /// The part hashes key segments (`true`) or has stopped hashing (`false`).
+    pub(crate) fn hashing(&mut self, on: bool) {
+        if on != self.hashing {
+            self.hashing = on;
+            match on {
+                true => self.meter.counters.streams_hashing.fetch_add(1, Ordering::Relaxed),
+                false => self.meter.counters.streams_hashing.fetch_sub(1, Ordering::Relaxed),
+            };
+        }
+    }
+
+    /// `rows` source rows proven equal by their hashes.
+    pub(crate) fn proven(&mut self, rows: u64) {
+        self.pending += rows;
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        self.meter.counters.rows_streamed.fetch_add(self.pending, Ordering::Relaxed);
+        self.counted.fetch_add(self.pending, Ordering::Relaxed);
+        self.pending = 0;
+    }
+}
+
+impl Drop for PartProgress<'_> {
+    fn drop(&mut self) {
+        self.hashing(false);
+        self.flush();
+        self.meter.counters.parts_done.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -169,6 +252,35 @@ mod tests {
         }
         let after = meter.snapshot();
         assert_eq!((after.streams_hashing, after.rows_streamed, after.rows_expected), (0, 1_000, 1_000));
+    }
+
+    #[test]
+    fn a_divided_stream_counts_its_parts_rows_and_parts_once() {
+        let meter = ProgressMeter::new();
+        {
+            let stream = meter.start_stream(Some(100));
+            stream.divided(2);
+            std::thread::scope(|threads| {
+                threads.spawn(|| {
+                    let mut part = stream.part();
+                    part.hashing(true);
+                    part.proven(30);
+                    part.hashing(false);
+                });
+                threads.spawn(|| {
+                    let mut part = stream.part();
+                    for _ in 0..50 {
+                        part.row();
+                    }
+                });
+            });
+            let running = meter.snapshot();
+            assert_eq!((running.parts_total, running.parts_done, running.rows_streamed), (2, 2, 80));
+            assert_eq!(running.rows_expected, 100, "the window's expectation stands while it runs");
+        }
+        let after = meter.snapshot();
+        assert_eq!((after.rows_streamed, after.rows_expected, after.streams_running), (80, 80, 0));
+        assert_eq!(after.streams_hashing, 0);
     }
 
     #[test]

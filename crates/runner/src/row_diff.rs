@@ -95,6 +95,8 @@
 //!   preflight fingerprints the source streaming `SELECT` with `%s` in place of the two
 //!   window bounds, the form upstream fingerprints its own queries in.
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::Scope;
 use std::time::Duration;
 
@@ -111,12 +113,13 @@ use datadiff_diff_core::{
 use serde_json::{Map, Value as Json};
 
 use crate::connections::Route;
-use crate::progress::StreamProgress;
+use crate::progress::{PartProgress, StreamProgress};
 use crate::row_diff_error::RowDiffError;
 use datadiff_access::compare::{
-    self, Cancel, CompareError, CompareSide, Comparison, Found, HashFacts, Hooks, RowMeter, RowSet,
+    self, Cancel, CompareError, CompareSide, Compared, Comparison, Found, HashFacts, Hooks, RowMeter, RowSet,
 };
 use datadiff_access::segment::{self, HashSide, KeysNotUsable, Phase, SegmentQuery, SideHashing, Unhashable};
+use datadiff_access::split::{self, BoundsQuery, NotSplittable, Part, SplitKey};
 use datadiff_access::stream::{
     self, ColumnType, Decoder, Endpoint, KeyDecoder, MySqlColumnType, MySqlRowQuery, RowQuery, RowStream, StreamOptions,
 };
@@ -235,6 +238,8 @@ pub(crate) struct RowDiffPlan {
     field_names: Vec<String>,
     /// How the rows are read (see [`datadiff_access::segment`]).
     strategy: Strategy,
+    /// How the window is divided into key ranges (one unit by default).
+    split: RowDiffSplit,
 }
 
 impl RowDiffPlan {
@@ -401,12 +406,18 @@ impl RowDiffPlan {
             key_names,
             field_names,
             strategy: definition.extensions.row_diff.map(|settings| settings.strategy()).unwrap_or_default(),
+            split: RowDiffSplit { parts: 1, jobs: 1 },
         })
     }
 
     /// This plan reading its rows with `strategy` instead of the definition's.
     pub(crate) fn with_strategy(self, strategy: Strategy) -> RowDiffPlan {
         RowDiffPlan { strategy, ..self }
+    }
+
+    /// This plan dividing its window as `split` says.
+    pub(crate) fn with_split(self, split: RowDiffSplit) -> RowDiffPlan {
+        RowDiffPlan { split, ..self }
     }
 
     /// The text the source preflight fingerprints when `row_diff` is the only data check:
@@ -443,6 +454,7 @@ impl RowDiffPlan {
         interrupted: &(dyn Fn() -> bool + Sync),
         progress: Option<StreamProgress<'_>>,
     ) -> Result<RowDiffOutcome, RowDiffError> {
+        let split = self.split;
         let mut comparison = Comparison::new(max_examples, self.field_names.clone());
         comparison.strategy = self.strategy;
         comparison.counted_rows = counted_rows;
@@ -455,44 +467,179 @@ impl RowDiffPlan {
                     Ok((source, target)) => (Some(source), Some(target)),
                     Err(_) => (None, None),
                 };
-                let mut source = AttemptSide::new(&route.source, route, side, window, source_hashing)?;
-                let mut target = AttemptSide::new(&route.target, route, &self.target, window, target_hashing)?;
+                if let Some((key, parts)) = self.split_points(route, side, window, split, counted_rows)? {
+                    let hashing = (source_hashing, target_hashing);
+                    return self.run_parts(route, (side, hashing), window, (key, parts), &comparison, progress);
+                }
+                let mut source = AttemptSide::new(&route.source, route, side, window, source_hashing, None)?;
+                let mut target = AttemptSide::new(&route.target, route, &self.target, window, target_hashing, None)?;
                 let hooks = RowDiffHooks { progress, mysql_source: false, strategy: self.strategy };
-                self.compare(route, &mut source, &mut target, &comparison, hooks)
+                let compared = self.compare(route, &mut source, &mut target, &comparison, hooks)?;
+                Ok(self.worded(compared))
             }
             SourcePlan::MySql(query) => {
                 let config = route.mysql_source.clone().ok_or(RowDiffError::NoMySqlSettings)?;
                 let mut source =
                     MySqlSource { config, statement_timeout: route.statement_timeout, query: query.clone(), window };
-                let mut target = AttemptSide::new(&route.target, route, &self.target, window, None)?;
+                if split.part_count() > 1 {
+                    tracing::info!(reason = %NotSplittable::MySqlSource, "row_diff compares the window as one unit");
+                }
+                let mut target = AttemptSide::new(&route.target, route, &self.target, window, None, None)?;
                 let hooks = RowDiffHooks { progress, mysql_source: true, strategy: self.strategy };
-                self.compare(route, &mut source, &mut target, &comparison, hooks)
+                let compared = self.compare(route, &mut source, &mut target, &comparison, hooks)?;
+                Ok(self.worded(compared))
             }
         }
     }
 
-    /// Runs the pipeline over `source` and `target`, and words its outcome.
-    fn compare<S: CompareSide<Error = RowDiffError>>(
+    /// Runs the pipeline over `source` and `target`.
+    fn compare<S: CompareSide<Error = RowDiffError>, H: Hooks<Stop = std::convert::Infallible>>(
         &self,
         route: &Route,
         source: &mut S,
         target: &mut AttemptSide,
         comparison: &Comparison<'_>,
-        mut hooks: RowDiffHooks<'_>,
-    ) -> Result<RowDiffOutcome, RowDiffError> {
-        let compared = compare::compare(source, target, comparison, &mut hooks).map_err(|error| match error {
+        mut hooks: H,
+    ) -> Result<Compared, RowDiffError> {
+        compare::compare(source, target, comparison, &mut hooks).map_err(|error| match error {
             CompareError::Side(reason) => reason,
             CompareError::Merge(error) => self.merge_failure(error, route),
             CompareError::NoAnswer(sides) => no_answer(&sides, route),
             CompareError::Interrupted => RowDiffError::Interrupted,
             CompareError::Stopped(never) => match never {},
-        })?;
+        })
+    }
+
+    /// The split points of the window when `split` asks for parts and the key can be split
+    /// ([`SplitKey`]): the source's key quantiles over the window, read on a session of its
+    /// own. `None`: the window is one unit (said in the log when the key is the reason).
+    fn split_points(
+        &self,
+        route: &Route,
+        side: &SidePlan,
+        [start, end]: [DateTime<Utc>; 2],
+        split: RowDiffSplit,
+        counted_rows: Option<u64>,
+    ) -> Result<Option<(SplitKey, Vec<Part>)>, RowDiffError> {
+        let wanted = split.part_count();
+        if wanted < 2 {
+            return Ok(None);
+        }
+        let key = match SplitKey::of(side.keys[0].1, self.target.keys[0].1) {
+            Ok(key) => key,
+            Err(why) => {
+                tracing::info!(reason = %why, "row_diff compares the window as one unit");
+                return Ok(None);
+            }
+        };
+        let mut session = SideSession::open(&route.source, route.statement_timeout)?;
+        let (table, column, filter) = (side.table.clone(), side.keys[0].0.clone(), side.window_filter(start, end));
+        let sample = split::sample_percent(counted_rows);
+        let read = session.with_client("split points", move |client| {
+            let query =
+                BoundsQuery { table: &table, key: &column, split: key, filter: Some(&filter), parts: wanted, sample };
+            split::read_bounds(client, "source", &query)
+        });
+        session.close();
+        let bounds = read
+            .map_err(|error| RowDiffError::SplitPoints(error.to_string()))?
+            .map_err(|error| RowDiffError::SplitPoints(described("source", &error)))?;
+        Ok((!bounds.is_empty()).then(|| (key, split::parts(bounds))))
+    }
+
+    /// Compares the window's `parts` on up to `jobs` threads, each part on connections of its
+    /// own, and combines them in key order into the window's outcome (see
+    /// [`datadiff_access::split`]). The first failing part in key order decides a failure;
+    /// once a part failed no other starts.
+    fn run_parts(
+        &self,
+        route: &Route,
+        (side, (source_hashing, target_hashing)): (&SidePlan, (Option<&SideHashing>, Option<&SideHashing>)),
+        window: [DateTime<Utc>; 2],
+        (key, parts): (SplitKey, Vec<Part>),
+        comparison: &Comparison<'_>,
+        progress: Option<StreamProgress<'_>>,
+    ) -> Result<RowDiffOutcome, RowDiffError> {
+        let started = std::time::Instant::now();
+        let jobs = self.split.jobs.clamp(1, parts.len());
+        tracing::info!(parts = parts.len(), jobs, "row_diff divides the window into key ranges");
+        if let Some(progress) = &progress {
+            progress.divided(parts.len());
+        }
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let outcomes: Vec<Mutex<Option<Result<Compared, RowDiffError>>>> =
+            parts.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|threads| {
+            for _ in 0..jobs {
+                let (next, failed, outcomes, parts, progress) = (&next, &failed, &outcomes, &parts, &progress);
+                let dispatch = tracing::dispatcher::get_default(Clone::clone);
+                threads.spawn(move || {
+                    tracing::dispatcher::with_default(&dispatch, || {
+                        loop {
+                            let index = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(part) = parts.get(index) else { return };
+                            if failed.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            let hooks =
+                                PartHooks { part: index, progress: progress.as_ref().map(StreamProgress::part) };
+                            let outcome =
+                                AttemptSide::new(&route.source, route, side, window, source_hashing, Some((part, key)))
+                                    .and_then(|mut source| {
+                                        let mut target = AttemptSide::new(
+                                            &route.target,
+                                            route,
+                                            &self.target,
+                                            window,
+                                            target_hashing,
+                                            Some((part, key)),
+                                        )?;
+                                        self.compare(route, &mut source, &mut target, comparison, hooks)
+                                    });
+                            if outcome.is_err() {
+                                failed.store(true, Ordering::Relaxed);
+                            }
+                            if let Ok(mut slot) = outcomes[index].lock() {
+                                *slot = Some(outcome);
+                            }
+                        }
+                    });
+                });
+            }
+        });
+        drop(progress);
+        let mut summaries = Vec::with_capacity(parts.len());
+        let mut strategies = Vec::with_capacity(parts.len());
+        for slot in outcomes {
+            match slot.into_inner().ok().flatten() {
+                Some(outcome) => {
+                    let compared = outcome?;
+                    strategies.push(compared.strategy);
+                    summaries.push(compared.summary);
+                }
+                // Not started: a part before or beside it failed, met in key order below.
+                None => continue,
+            }
+        }
+        if summaries.len() != parts.len() {
+            return Err(RowDiffError::Stream("a part of the window was not compared".to_owned()));
+        }
+        let summary = split::combine(summaries, comparison.max_examples, comparison.field_names.clone());
+        let strategy = split::combined_strategy(&strategies).unwrap_or_else(|| StrategyUsed::stream("no part"));
+        // Each side's time is the whole divided comparison's, its parts running at once.
+        let seconds = started.elapsed().as_secs_f64();
+        Ok(outcome(&self.key_names, summary, seconds, seconds, strategy))
+    }
+
+    /// The outcome of one whole comparison.
+    fn worded(&self, compared: Compared) -> RowDiffOutcome {
         let [source_streamed, target_streamed] = compared.streamed;
         let hashed = compared.before_streams;
         // Durations added, then converted once: seconds with at most nine decimals, as stored.
         let (source_seconds, target_seconds) =
             ((hashed + source_streamed).as_secs_f64(), (hashed + target_streamed).as_secs_f64());
-        Ok(outcome(&self.key_names, compared.summary, source_seconds, target_seconds, compared.strategy))
+        outcome(&self.key_names, compared.summary, source_seconds, target_seconds, compared.strategy)
     }
 
     /// The one-line reason of a merge that stopped.
@@ -546,9 +693,16 @@ impl AttemptSide {
         plan: &SidePlan,
         [start, end]: [DateTime<Utc>; 2],
         hashing: Option<&SideHashing>,
+        part: Option<(&Part, SplitKey)>,
     ) -> Result<AttemptSide, RowDiffError> {
         let endpoint = endpoint(config, route, plan.encrypted)?;
-        let window_filter = plan.window_filter(start, end);
+        // A part's key range joins the window's filter: both strategies restrict by it.
+        let window_filter = match part {
+            Some((part, key)) => {
+                format!("{} AND {}", plan.window_filter(start, end), part.filter(&plan.keys[0].0, key))
+            }
+            None => plan.window_filter(start, end),
+        };
         let role = config.side.to_string();
         let segments = hashing.map(|hashing| {
             SegmentQuery::with_keys(
@@ -794,6 +948,81 @@ impl<'m> Hooks for RowDiffHooks<'m> {
     }
 
     fn source_meter(&mut self) -> Option<StreamProgress<'m>> {
+        self.progress.take()
+    }
+}
+
+/// How a scheduled `row_diff` window is divided into key ranges (see
+/// [`datadiff_access::split`]): `parts` ranges (`0`: as many as `jobs`) compared on up to
+/// `jobs` threads of the attempt, each with its own connections. One part (the default) is
+/// one unit: the window compared as before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowDiffSplit {
+    /// Key ranges per window; `0`: as many as [`RowDiffSplit::jobs`].
+    pub parts: usize,
+    /// Threads working on one window's parts at once (at least 1).
+    pub jobs: usize,
+}
+
+impl Default for RowDiffSplit {
+    fn default() -> RowDiffSplit {
+        RowDiffSplit { parts: 0, jobs: 1 }
+    }
+}
+
+impl RowDiffSplit {
+    /// The parts a window is divided into.
+    pub fn part_count(self) -> usize {
+        match self.parts {
+            0 => self.jobs.max(1),
+            parts => parts.min(split::MAX_PARTS),
+        }
+    }
+}
+
+/// What one part of a divided window says along the way: its rows and hashing on the
+/// window's meter, its log lines.
+struct PartHooks<'p> {
+    part: usize,
+    progress: Option<PartProgress<'p>>,
+}
+
+impl RowMeter for PartProgress<'_> {
+    #[inline]
+    fn row(&mut self) {
+        PartProgress::row(self);
+    }
+}
+
+impl<'p> Hooks for PartHooks<'p> {
+    type Stop = std::convert::Infallible;
+    type Meter = PartProgress<'p>;
+
+    fn hashing(&mut self, phase: Phase) {
+        if let (Phase::Overview, Some(progress)) = (phase, self.progress.as_mut()) {
+            progress.hashing(true);
+        }
+    }
+
+    fn searched(&mut self, strategy: &StrategyUsed, found: Option<&Found>) {
+        if let Some(progress) = self.progress.as_mut() {
+            if let Some(found) = found {
+                progress.proven(found.matched);
+            }
+            progress.hashing(false);
+        }
+        if let Some(found) = found {
+            tracing::debug!(
+                part = self.part,
+                reason = %strategy.reason,
+                matched = found.matched,
+                segments = found.segments,
+                "row_diff hashed the key segments of a part"
+            );
+        }
+    }
+
+    fn source_meter(&mut self) -> Option<PartProgress<'p>> {
         self.progress.take()
     }
 }

@@ -66,6 +66,9 @@ pub enum RowDiffError {
     /// A stream failed, or the merge stopped (a duplicate key, rows out of key order).
     #[error("row_diff: {0}")]
     Stream(String),
+    /// The split points of a window divided into key ranges could not be read.
+    #[error("row_diff: {0}")]
+    SplitPoints(String),
     /// The streams did not answer within their deadline.
     #[error(
         "row_diff: no answer from {databases} within {waited} s (statement_timeout {timeout} s + {grace} s grace); \

@@ -144,6 +144,14 @@ impl TickContext {
         self
     }
 
+    /// Divide every `row_diff` window into `parts` key ranges (`run --row-diff-parts`; `0`,
+    /// the default: as many as the threads the window gets, see [`tick`]). The results are
+    /// those of the undivided window.
+    pub fn with_row_diff_parts(mut self, parts: usize) -> TickContext {
+        self.options.row_diff_split.parts = parts;
+        self
+    }
+
     /// Count finished attempts and `row_diff` rows on `meter` while ticks run, for a
     /// progress display (see [`ProgressMeter`](crate::ProgressMeter)).
     pub fn with_progress(mut self, meter: crate::ProgressMeter) -> TickContext {
@@ -286,7 +294,11 @@ impl TickReport {
 ///
 /// **`--jobs N`.** Definitions are worked on by N threads, each definition wholly by one
 /// (its slots stay sequential, two attempts of one definition never overlap); summaries come
-/// back in definition order, then slot order, whatever N.
+/// back in definition order, then slot order, whatever N. With fewer runnable definitions
+/// than jobs, the jobs left over take parts of the windows: each `row_diff` window is
+/// compared on `N / definitions` threads (at least one), divided into as many key ranges
+/// unless [`TickContext::with_row_diff_parts`] says how many (see
+/// [`crate::RowDiffSplit`]); results and evidence are those of the undivided window.
 ///
 /// **Signals** (when [`TickContext::with_signal_handling`]): see
 /// [`signals`](crate::signals). Once a signal arrived no further attempt starts; the
@@ -373,6 +385,11 @@ fn run(context: &TickContext, now: DateTime<Utc>, interruption: &Interruption) -
         })
         .map_err(backend("reading the schedule overview"))?;
 
+    // `--jobs` left over by the definitions take parts of their windows: with fewer
+    // definitions to run than jobs, each `row_diff` window gets `jobs / definitions` threads.
+    let mut options = context.options().clone();
+    options.row_diff_split.jobs = (context.jobs.get() / runnable.len().max(1)).max(1);
+    let options = &options;
     let lost = Mutex::new(None);
     let ticks = Workers::new(context.jobs).map(&items, |item| {
         let mut check = CheckTick::default();
@@ -387,8 +404,15 @@ fn run(context: &TickContext, now: DateTime<Utc>, interruption: &Interruption) -
             }
             Plan::Run { schedule, current, overview } => match overviews.get(*overview) {
                 Some(overview) => {
-                    let mut work =
-                        CheckWork { context, definition: item.definition, now, interruption, lost: &lost, tick: check };
+                    let mut work = CheckWork {
+                        context,
+                        options,
+                        definition: item.definition,
+                        now,
+                        interruption,
+                        lost: &lost,
+                        tick: check,
+                    };
                     work.run(schedule, *current, overview);
                     check = work.tick;
                 }
@@ -416,6 +440,8 @@ enum Next {
 
 struct CheckWork<'a> {
     context: &'a TickContext,
+    /// The context's execution options, with this tick's `row_diff` jobs.
+    options: &'a ExecutionOptions,
     definition: &'a StoredDefinition,
     now: DateTime<Utc>,
     interruption: &'a Interruption,
@@ -547,7 +573,7 @@ impl CheckWork<'_> {
             return Next::Stop;
         }
         let context = self.context;
-        match execute(&context.store, &context.connections, self.definition, slot, kind, context.options()) {
+        match execute(&context.store, &context.connections, self.definition, slot, kind, self.options) {
             Ok(summary) => {
                 self.tick.summaries.push(summary);
                 Next::Continue

@@ -12,7 +12,7 @@ use datadiff_diff_core::{
     attempt::{RunId, StartKind},
     definition::{CheckDefinition, CheckType, Extensions, SourceType, TargetType},
 };
-use datadiff_runner::{Clock, Connections, ExecutionOptions, RunSummary, execute};
+use datadiff_runner::{Clock, Connections, ExecutionOptions, ProgressMeter, RowDiffSplit, RunSummary, execute};
 use datadiff_testkit::{Cluster, Database, SUPERUSER, shared_cluster};
 use serde_json::Value as Json;
 
@@ -209,6 +209,26 @@ impl Context {
     pub(crate) fn run(&self, definition: &CheckDefinition) -> RunSummary {
         let stored = self.import(definition);
         execute(&self.store, &self.connections, &stored, slot(), scheduled(), &Context::options()).unwrap()
+    }
+
+    /// Imports `definition` and executes the fixtures' slot with its `row_diff` window divided
+    /// as `split` says (`force`: a MANUAL attempt of a slot already attempted).
+    pub(crate) fn run_split(&self, definition: &CheckDefinition, split: RowDiffSplit, force: bool) -> RunSummary {
+        let stored = self.import(definition);
+        let options = ExecutionOptions { row_diff_split: split, ..Context::options() };
+        execute(&self.store, &self.connections, &stored, slot(), StartKind::Scheduled { force }, &options).unwrap()
+    }
+
+    /// [`Context::run_split`] of the fixtures' slot (scheduled) counting on `meter`.
+    pub(crate) fn run_split_metered(
+        &self,
+        definition: &CheckDefinition,
+        split: RowDiffSplit,
+        meter: ProgressMeter,
+    ) -> RunSummary {
+        let stored = self.import(definition);
+        let options = ExecutionOptions { row_diff_split: split, progress: Some(meter), ..Context::options() };
+        execute(&self.store, &self.connections, &stored, slot(), scheduled(), &options).unwrap()
     }
 
     /// A superuser session on the backend.

@@ -6,6 +6,7 @@
 
 use datadiff_diff_core::definition::RowDiffSettings;
 use datadiff_diff_core::segment::Strategy;
+use datadiff_runner::RowDiffSplit;
 use serde_json::{Value as Json, json};
 
 use crate::cases::{Case, Expected, KeyKind, Kind, OracleKey, run_plan};
@@ -193,6 +194,93 @@ fn row_diff_segments_stream_and_the_oracle_agree_on_keys_sharing_a_long_prefix_a
                  DATADIFF_DIFFERENTIAL_SEED={seed:#x} DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
                 case.plan
             );
+        }
+    }
+}
+
+/// Split cases per key shape, per run in CI.
+const SPLIT_CASES: u64 = 3;
+
+/// One case's attempt with its window divided as `split` says: the stored counts and
+/// evidence (a MANUAL attempt: the slot was attempted before).
+fn stored_split(context: &Context, case: &Case, strategy: Strategy, split: RowDiffSplit) -> Result<Stored, String> {
+    let mut definition = items_definition(context);
+    definition.source_table = "cases".into();
+    definition.target_table = "cases".into();
+    definition.source_key_column = "id".into();
+    definition.target_key_column = "id".into();
+    let columns: Vec<String> = (0..case.pairs.len()).map(|column| format!("c{column}")).collect();
+    definition.source_compare_columns = columns.clone();
+    definition.target_compare_columns = columns;
+    let key_columns = case.key.columns();
+    if key_columns.len() > 1 {
+        definition.extensions.key_columns = key_columns.iter().map(|(name, _, _)| (*name).to_owned()).collect();
+    }
+    let settings = RowDiffSettings::new(case.max_examples as u32)
+        .ok_or("max_examples out of range")?
+        .with_empty_string_as_null(case.empty_string_as_null)
+        .with_strategy(strategy);
+    definition.extensions.row_diff = Some(settings);
+    let run_id = context.run_split(&definition, split, true).run_id.ok_or("no attempt")?;
+    let rows = context.result_rows(run_id);
+    let row_diff = result(&rows, "row_diff");
+    if let Some(error) = row_diff.error.as_ref().filter(|_| row_diff.status == "ERROR") {
+        return Err(format!("row_diff ERROR: {error}"));
+    }
+    Ok((counts(&row_diff.target_value), differences(context, run_id)))
+}
+
+/// A case divided into 2 and 3 parts and into more parts than rows, on one to three threads,
+/// with both strategies: every stored answer is the oracle's (as the undivided window's is,
+/// by the tests above).
+fn check_split(context: &Context, case: &Case) -> Result<(), String> {
+    let source = case.create_sql(false, &[UPDATED_AT]);
+    let replica = case.create_sql(true, &[UPDATED_AT]);
+    context.source.client().unwrap().batch_execute(&source).map_err(|error| format!("source: {error}"))?;
+    context.replica.client().unwrap().batch_execute(&replica).map_err(|error| format!("replica: {error}"))?;
+    let expected = stored_of(&case.expected());
+    let more_than_rows = case.source.len() + 5;
+    for (parts, jobs, strategy) in [
+        (2, 1, Strategy::Segments),
+        (3, 3, Strategy::Stream),
+        (more_than_rows, 2, Strategy::Segments),
+        (more_than_rows, 3, Strategy::Stream),
+    ] {
+        let answer = stored_split(context, case, strategy, RowDiffSplit { parts, jobs })?;
+        if answer != expected {
+            return Err(format!(
+                "{parts} parts on {jobs} threads ({strategy}) disagree with the oracle:\n split  {answer:?}\n oracle {expected:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The divided window (`run --jobs`, `--row-diff-parts`) over every key shape of the
+/// harness — integer, text, composite, keys sharing a long prefix and uuids — split on the
+/// source's own keys (planted differences on the first and last keys of parts) and into more
+/// parts than rows: the stored counts and evidence rows equal the oracle's, as the undivided
+/// window's do.
+#[test]
+fn row_diff_split_windows_and_the_oracle_agree_on_every_key_shape() {
+    let (seed, numbers) = run_plan(SPLIT_CASES);
+    let context = Context::new("SELECT 1", "SELECT 1");
+    for index in numbers {
+        let cases = [
+            ("integer", crate::cases::case(seed, index)),
+            ("text", crate::cases::text_case(seed, index, &KeyKind::SINGLE_TEXT)),
+            ("composite", crate::cases::composite_case(seed, index)),
+            ("shared prefix or uuid", crate::cases::text_case(seed, index, &KeyKind::SHARED_PREFIX)),
+        ];
+        for (shape, case) in cases {
+            if let Err(disagreement) = check_split(&context, &case) {
+                panic!(
+                    "the split harness found a disagreement over a {shape} key: rerun \
+                     row_diff_split_windows_and_the_oracle_agree_on_every_key_shape with \
+                     DATADIFF_DIFFERENTIAL_SEED={seed:#x} DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
+                    case.plan
+                );
+            }
         }
     }
 }

@@ -16,6 +16,7 @@ mod row_diff;
 mod row_diff_mysql;
 mod row_diff_progress;
 mod row_diff_segments;
+mod row_diff_split;
 mod row_diff_values;
 mod tick;
 mod tick_horizon;

@@ -33,7 +33,9 @@ fn a_finished_row_diff_counts_its_source_rows_against_the_row_count() {
             rows_streamed: 3,
             rows_expected: 3,
             streams_running: 0,
-            streams_hashing: 0
+            streams_hashing: 0,
+            parts_total: 0,
+            parts_done: 0,
         }
     );
 }
