@@ -28,7 +28,9 @@
 //!
 //! A level of several splits reads each split's rows through the key's index where one
 //! serves ([`SegmentQuery::indexed_level_sql`]: an integer or uuid key with a unique index, a
-//! text key whose index orders by bytes): later levels then cost the rows of their splits,
+//! text key whose index orders by bytes) and the rows lie in about the key's order
+//! (`pg_stats.correlation`, [`MIN_KEY_CORRELATION`]; random uuids do not, and their splits'
+//! rows would cost a heap page each): later levels then cost the rows of their splits,
 //! not a pass over the table. Elsewhere one pass finds each row's split by binary search
 //! ([`SegmentQuery::level_sql`]).
 //!
@@ -131,6 +133,11 @@ pub const HASH_SEED: i64 = 0x6464;
 /// the hash of the low half. (`hashint8extended` alone would fold the 64 bits into 32.) A
 /// different set of rows then sums alike only by a 64-bit coincidence.
 pub const ROW_DIGEST: &str = "pg_catalog.hashint8extended(h & 4294967295, pg_catalog.hashint8extended(h >> 32, 25700))";
+
+/// The least `pg_stats.correlation` (in magnitude) between a key column and its rows' heap
+/// order for which a level reads its splits through the key's index: below it rows of one
+/// split are scattered over the table, and one pass costs less than a heap page per row.
+pub const MIN_KEY_CORRELATION: f32 = 0.5;
 
 /// The oldest server with `hash_record_extended` (PostgreSQL 14).
 pub const MIN_SERVER_VERSION: i32 = 140_000;
@@ -677,6 +684,29 @@ impl SegmentQuery {
         self.frame.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Whether the last overview found that a level of several splits reads each split
+    /// through the key's index ([`SegmentQuery::indexed_level_sql`]), rather than one pass.
+    pub fn levels_read_through_index(&self) -> bool {
+        self.frame().indexed
+    }
+
+    /// Whether the table's rows lie in about the key's order (`pg_stats.correlation` of the
+    /// key column at least [`MIN_KEY_CORRELATION`] in magnitude), or no statistics say
+    /// otherwise (never analyzed, a view). Reading a split through the index costs a heap page
+    /// per row when they do not: random uuids, say, where one pass over the table is cheaper.
+    fn heap_ordered_by_key(&self, client: &mut Client) -> Result<bool, Error> {
+        let row = client
+            .query_one(
+                "SELECT max(abs(correlation)) FROM pg_catalog.pg_stats \
+                 WHERE schemaname = $1 AND tablename = $2 AND attname = $3",
+                &[&self.table.schema, &self.table.name, &self.key_name],
+            )
+            .map_err(Error::query(&self.role, "reading the key's statistics"))?;
+        let correlation: Option<f32> =
+            row.try_get(0).map_err(Error::query(&self.role, "reading the key's statistics"))?;
+        Ok(correlation.is_none_or(|correlation| correlation >= MIN_KEY_CORRELATION))
+    }
+
     /// The lowest and highest key's UTF-8 bytes its last overview found (text positions only).
     pub fn key_bytes(&self) -> Option<[Vec<u8>; 2]> {
         self.frame().keys.clone()
@@ -881,6 +911,7 @@ impl SegmentQuery {
         check_duplicates: bool,
     ) -> Result<Result<Option<Overview>, KeysNotUsable>, Error> {
         let range = self.find_key_range(client)?;
+        let heap_ordered = self.heap_ordered_by_key(client)?;
         {
             // A new search: nothing skipped until both sides' keys are known.
             let mut frame = self.frame();
@@ -888,6 +919,7 @@ impl SegmentQuery {
             frame.prefix.clear();
             frame.keys = None;
             frame.indexed = !check_duplicates
+                && heap_ordered
                 && self.other_keys.is_empty()
                 && match self.position {
                     Position::Integer | Position::Uuid => true,

@@ -257,3 +257,38 @@ fn a_key_range_selects_exactly_the_rows_of_the_position_predicate_with_or_withou
         }
     }
 }
+
+/// Levels read each split through the key's index only where the rows lie in the key's
+/// order: random uuids scattered over the heap are read in one pass instead (an index read
+/// would cost a heap page per row); the same keys inserted in order, an integer key, and a
+/// table without statistics keep the index.
+#[test]
+fn levels_read_through_the_index_only_where_the_rows_lie_in_key_order() {
+    use datadiff_access::TableName;
+    use datadiff_access::segment::SegmentQuery;
+    let database = shared_cluster().fresh_database().unwrap();
+    let mut client = database.client().unwrap();
+    client
+        .batch_execute(
+            "CREATE TABLE scattered (id uuid PRIMARY KEY); \
+             INSERT INTO scattered SELECT md5('event-' || g)::uuid FROM generate_series(1, 20000) g; \
+             CREATE TABLE ordered (id uuid PRIMARY KEY); \
+             INSERT INTO ordered SELECT id FROM scattered ORDER BY id; \
+             CREATE TABLE numbers (id bigint PRIMARY KEY); \
+             INSERT INTO numbers SELECT g FROM generate_series(1, 20000) g; \
+             CREATE TABLE fresh (id uuid PRIMARY KEY) WITH (autovacuum_enabled = false); \
+             INSERT INTO fresh SELECT id FROM scattered; \
+             ANALYZE scattered; ANALYZE ordered; ANALYZE numbers",
+        )
+        .unwrap();
+    for (table, position, through_index) in [
+        ("scattered", Position::Uuid, false),
+        ("ordered", Position::Uuid, true),
+        ("numbers", Position::Integer, true),
+        ("fresh", Position::Uuid, true),
+    ] {
+        let query = SegmentQuery::new("source", &TableName::new("public", table), "id", position, &[], None);
+        query.overview(&mut client, false).unwrap().unwrap().unwrap();
+        assert_eq!(query.levels_read_through_index(), through_index, "{table}");
+    }
+}
