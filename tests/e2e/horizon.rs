@@ -129,6 +129,8 @@ fn doctor_run_and_metrics_follow_the_replicas_horizon() {
     world.write_project("subscription:hz_sub");
     let replication = LogicalReplication::start(&world.source, &world.replica, "hz_sub", &["public.orders"]).unwrap();
     replication.wait_caught_up().unwrap();
+    // The horizon is read only from a table in state ready, which follows the copy's end.
+    replication.wait_ready().unwrap();
     world.run(&["import_config", "--at", IMPORT_AT]).expect(0);
 
     let (status, detail) = world.doctor_horizon(0);

@@ -108,6 +108,26 @@ impl<'s, 'r> LogicalReplication<'s, 'r> {
         })
     }
 
+    /// Waits until every table of the subscription is ready (`pg_subscription_rel` state
+    /// `r`): its initial copy done *and* the apply worker past the copy's end, the state a
+    /// replica position is read in (a table still `s`, synchronised, is not yet).
+    pub fn wait_ready(&self) -> Result<(), Error> {
+        let mut client = self.replica.client()?;
+        wait_until(&format!("every table of subscription {} to be ready", self.name), || {
+            let row = client
+                .query_one(
+                    "SELECT count(*) FILTER (WHERE r.srsubstate <> 'r'), count(*) \
+                       FROM pg_catalog.pg_subscription s \
+                       JOIN pg_catalog.pg_subscription_rel r ON r.srsubid = s.oid \
+                      WHERE s.subname = $1",
+                    &[&self.name],
+                )
+                .map_err(Error::pg("reading the subscription's table states"))?;
+            let (not_ready, tables): (i64, i64) = (row.get(0), row.get(1));
+            Ok(tables > 0 && not_ready == 0)
+        })
+    }
+
     /// Waits until the replica has applied every change the source had written when this was
     /// called: the subscription's WAL sender reports a replay position at or past the source's
     /// current WAL position (how PostgreSQL's own tests wait for a logical subscriber).
