@@ -182,8 +182,10 @@ proptest! {
         // A dense table with a few changed rows: the leaves hold a small share of it.
         let source: Table = (0..keys).map(|key| (key, (key % 4) as u8)).collect();
         let mut target = source.clone();
-        for step in 0..drifted {
-            let key = (step as i64 * 7_919) % keys;
+        // Distinct keys (7,919 steps wrap around: 15,838 keys put the third on the first).
+        let planted: std::collections::BTreeSet<i64> = (0..drifted).map(|step| (step as i64 * 7_919) % keys).collect();
+        let drifted = planted.len();
+        for key in planted {
             target.insert(key, (source[&key] + 1) % 4);
         }
         let (summary, streamed, answered) = segmented_counting(&source, &target, 20, SearchSettings::default());
