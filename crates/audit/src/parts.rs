@@ -22,7 +22,7 @@ use datadiff_diff_core::merge::{Key, Summary};
 use datadiff_diff_core::segment::StrategyUsed;
 
 use crate::refusal::Refusal;
-use crate::scan::{SideRows, SnapshotSide};
+use crate::scan::{SideRows, SnapshotSide, within_row_limit};
 use crate::{AuditProgress, PROGRESS_EVERY};
 
 /// How often the scan's thread reports the parts' progress.
@@ -268,13 +268,7 @@ impl Hooks for PartHooks<'_> {
     }
 
     fn recorded(&mut self, summary: &Summary<Key>) -> Result<(), Refusal> {
-        let (limit, max_rows) = self.max_rows;
-        if summary.source_rows() > max_rows {
-            return Err(Refusal::RowLimitDuringScan { role: "source".to_owned(), max_rows: limit });
-        }
-        if summary.target_rows() > max_rows {
-            return Err(Refusal::RowLimitDuringScan { role: "replica".to_owned(), max_rows: limit });
-        }
+        within_row_limit(summary, self.max_rows)?;
         self.merged += 1;
         if self.merged.is_multiple_of(PROGRESS_EVERY) {
             self.report(summary.source_rows(), summary.target_rows());

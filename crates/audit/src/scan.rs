@@ -197,13 +197,7 @@ impl Hooks for ScanHooks<'_> {
     }
 
     fn recorded(&mut self, summary: &Summary<Key>) -> Result<(), Refusal> {
-        let (limit, max_rows) = self.max_rows;
-        if summary.source_rows() > max_rows {
-            return Err(Refusal::RowLimitDuringScan { role: "source".to_owned(), max_rows: limit });
-        }
-        if summary.target_rows() > max_rows {
-            return Err(Refusal::RowLimitDuringScan { role: "replica".to_owned(), max_rows: limit });
-        }
+        within_row_limit(summary, self.max_rows)?;
         self.merged += 1;
         if self.merged.is_multiple_of(PROGRESS_EVERY) {
             (self.progress)(AuditProgress::Scanned {
@@ -217,4 +211,15 @@ impl Hooks for ScanHooks<'_> {
     fn streams_ended(&mut self) {
         self.busy = None;
     }
+}
+
+/// Refuses once either side's merged rows pass the audit's `max_rows` (`(as given, as u64)`),
+/// naming the side.
+pub(crate) fn within_row_limit(summary: &Summary<Key>, (limit, max_rows): (i64, u64)) -> Result<(), Refusal> {
+    for (role, rows) in [("source", summary.source_rows()), ("replica", summary.target_rows())] {
+        if rows > max_rows {
+            return Err(Refusal::RowLimitDuringScan { role: role.to_owned(), max_rows: limit });
+        }
+    }
+    Ok(())
 }
