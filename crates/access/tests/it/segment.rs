@@ -292,3 +292,132 @@ fn levels_read_through_the_index_only_where_the_rows_lie_in_key_order() {
         assert_eq!(query.levels_read_through_index(), through_index, "{table}");
     }
 }
+
+/// A small deterministic generator (splitmix64), so that the leaves are the same on every run.
+struct Draws(u64);
+
+impl Draws {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound.max(1)
+    }
+}
+
+/// `count` ascending, disjoint, non-adjacent leaves across `positions` (sorted): each starts at
+/// a row's position (or just beside one); one in `wide_one_in` is up to `wide` positions wide,
+/// the others one position.
+fn drawn_leaves(
+    draws: &mut Draws,
+    positions: &[i64],
+    (count, wide, wide_one_in): (usize, i64, u64),
+) -> Vec<datadiff_diff_core::segment::Segment> {
+    use datadiff_diff_core::segment::Segment;
+    let mut starts: Vec<i64> = (0..count * 2)
+        .map(|_| positions[draws.below(positions.len() as u64) as usize] + draws.below(3) as i64 - 1)
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    let mut leaves: Vec<Segment> = Vec::new();
+    for first in starts {
+        let width = if draws.below(wide_one_in) == 0 { 1 + draws.below(wide as u64) as i64 } else { 1 };
+        if leaves.last().is_some_and(|last| last.last + 1 >= first) {
+            continue;
+        }
+        leaves.push(Segment { first: first.max(0), last: first.max(0) + width - 1 });
+        if leaves.len() == count {
+            break;
+        }
+    }
+    leaves
+}
+
+/// The keys whose position lies in one of `leaves`, in byte order.
+fn in_leaves(rows: &[(String, i64)], leaves: &[datadiff_diff_core::segment::Segment]) -> Vec<String> {
+    let mut kept: Vec<String> = rows
+        .iter()
+        .filter(|(_, position)| {
+            let at = leaves.partition_point(|leaf| leaf.last < *position);
+            leaves.get(at).is_some_and(|leaf| leaf.first <= *position)
+        })
+        .map(|(key, _)| key.clone())
+        .collect();
+    kept.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    kept
+}
+
+#[test]
+fn thousands_of_leaves_select_exactly_their_rows_for_every_key_kind_with_or_without_an_index() {
+    use datadiff_access::TableName;
+    use datadiff_access::segment::{LISTED_POSITIONS, OR_LEAVES, SegmentQuery, text_position_of};
+    let database = shared_cluster().fresh_database().unwrap();
+    let mut client = database.client().unwrap();
+    const ROWS: i64 = 12_000;
+    // (table, DDL, key values, position, unique index)
+    let tables = [
+        ("ints", "CREATE TABLE ints (k bigint PRIMARY KEY)", "i * 97", Position::Integer, true),
+        ("bare_ints", "CREATE TABLE bare_ints (k integer NOT NULL)", "i * 97 - 70000", Position::Integer, false),
+        ("uuids", "CREATE TABLE uuids (k uuid PRIMARY KEY)", "md5(i::text)::uuid", Position::Uuid, true),
+        ("bare_uuids", "CREATE TABLE bare_uuids (k uuid NOT NULL)", "md5(i::text)::uuid", Position::Uuid, false),
+        ("texts", "CREATE TABLE texts (k text COLLATE \"C\" PRIMARY KEY)", "md5(i::text)", Position::Text, true),
+        ("bare_texts", "CREATE TABLE bare_texts (k text NOT NULL)", "md5(i::text)", Position::Text, false),
+    ];
+    let mut draws = Draws(31);
+    for (table, ddl, key, position, unique) in tables {
+        client.batch_execute(ddl).unwrap();
+        client
+            .batch_execute(&format!(
+                "INSERT INTO {table} SELECT {key} FROM pg_catalog.generate_series(1, {ROWS}) AS i; ANALYZE {table}"
+            ))
+            .unwrap();
+        let query = SegmentQuery::new("source", &TableName::new("public", table), "k", position, &[], None);
+        query.overview(&mut client, !unique).unwrap().unwrap().unwrap();
+        let mut rows: Vec<(String, i64)> = client
+            .query(format!("SELECT k::text FROM {table}").as_str(), &[])
+            .unwrap()
+            .iter()
+            .map(|row| {
+                let key: String = row.get(0);
+                let at = match position {
+                    Position::Integer => key.parse().unwrap(),
+                    Position::Uuid => i64::from_str_radix(&key.replace('-', "")[..15], 16).unwrap(),
+                    _ => text_position_of(key.as_bytes(), 0),
+                };
+                (key, at)
+            })
+            .collect();
+        rows.sort_by_key(|(_, at)| *at);
+        let positions: Vec<i64> = rows.iter().map(|(_, at)| *at).collect();
+        let span = positions[positions.len() - 1] - positions[0];
+        // A few leaves (one OR arm each), thousands of mostly one-position leaves, and
+        // thousands of wide ones (integers: most of them wider than the listed keys).
+        let sets = [
+            drawn_leaves(&mut draws, &positions, (40, span / 200, 4)),
+            drawn_leaves(&mut draws, &positions, (3 * OR_LEAVES, 40, 4)),
+            drawn_leaves(&mut draws, &positions, (3 * OR_LEAVES, span / 4_000, 1)),
+        ];
+        for (index, leaves) in sets.iter().enumerate() {
+            assert!(leaves.len() > 30, "{table}: {} leaves drawn", leaves.len());
+            let filter = query.leaves_filter(leaves);
+            let expected = in_leaves(&rows, leaves);
+            assert!(!expected.is_empty() && expected.len() < rows.len(), "{table} set {index}: {}", expected.len());
+            assert_eq!(selected(&mut client, table, &filter), expected, "{table}, leaf set {index}");
+            if leaves.len() > OR_LEAVES {
+                let listed = leaves.iter().filter(|leaf| leaf.positions() <= LISTED_POSITIONS).count();
+                let shape = match position {
+                    Position::Integer if leaves.len() - listed <= OR_LEAVES => "= ANY('{",
+                    Position::Uuid if unique => "CROSS JOIN LATERAL",
+                    _ => "width_bucket",
+                };
+                assert!(filter.contains(shape), "{table}, leaf set {index}: expected {shape}");
+                assert!(filter.matches(" OR ").count() <= OR_LEAVES, "{table}, leaf set {index}: an OR arm per leaf");
+            }
+        }
+    }
+}
