@@ -28,11 +28,12 @@
 //!
 //! A level of several splits reads each split's rows through the key's index where one
 //! serves ([`SegmentQuery::indexed_level_sql`]: an integer or uuid key with a unique index, a
-//! text key whose index orders by bytes) and the rows lie in about the key's order
-//! (`pg_stats.correlation`, [`MIN_KEY_CORRELATION`]; random uuids do not, and their splits'
-//! rows would cost a heap page each): later levels then cost the rows of their splits,
-//! not a pass over the table. Elsewhere one pass finds each row's split by binary search
-//! ([`SegmentQuery::level_sql`]).
+//! text key whose index orders by bytes) and the splits hold few of the table's rows
+//! ([`SegmentQuery::reads_through_index`]): at most half where the rows lie in about the
+//! key's order (`pg_stats.correlation`, [`MIN_KEY_CORRELATION`]), at most a sixteenth where
+//! they do not (random uuids: each row read costs a heap page). Later levels then cost the
+//! rows of their splits, not a pass over the table. Elsewhere one pass finds each row's
+//! split by binary search ([`SegmentQuery::level_sql`]).
 //!
 //! The rows of the leaves the search leaves over are streamed by one query per side
 //! ([`SegmentQuery::leaves_filter`]). With row digests a leaf is often one differing row, so
@@ -142,9 +143,20 @@ pub const HASH_SEED: i64 = 0x6464;
 pub const ROW_DIGEST: &str = "pg_catalog.hashint8extended(h & 4294967295, pg_catalog.hashint8extended(h >> 32, 25700))";
 
 /// The least `pg_stats.correlation` (in magnitude) between a key column and its rows' heap
-/// order for which a level reads its splits through the key's index: below it rows of one
-/// split are scattered over the table, and one pass costs less than a heap page per row.
+/// order for which the rows count as lying in key order: below it rows of one split are
+/// scattered over the table, and a level reads its splits through the key's index only when
+/// they hold few rows ([`SCATTERED_INDEX_SHARE`]).
 pub const MIN_KEY_CORRELATION: f32 = 0.5;
+
+/// A level reads its splits through the key's index when they hold at most
+/// `1 / ORDERED_INDEX_SHARE` of the table's rows, and the rows lie in key order
+/// ([`SegmentQuery::reads_through_index`]): reading nearly every row through the index costs
+/// more than one pass.
+pub const ORDERED_INDEX_SHARE: u64 = 2;
+
+/// As [`ORDERED_INDEX_SHARE`], where the rows are scattered: each row read through the index
+/// then costs a heap page of its own.
+pub const SCATTERED_INDEX_SHARE: u64 = 16;
 
 /// The oldest server with `hash_record_extended` (PostgreSQL 14).
 pub const MIN_SERVER_VERSION: i32 = 140_000;
@@ -613,9 +625,13 @@ struct Frame {
     range: Option<KeyRange>,
     /// Whether an integer or uuid key of one column has a unique index (the overview was
     /// told not to look for duplicates), or a text key one that orders by bytes ([`KeyRange`]):
-    /// a level of several splits then reads each split's rows through it
-    /// ([`SegmentQuery::indexed_level_sql`]).
+    /// a level of several splits over few rows then reads each split's rows through it
+    /// ([`SegmentQuery::reads_through_index`]).
     indexed: bool,
+    /// Whether the rows lie in about the key's order ([`MIN_KEY_CORRELATION`]).
+    heap_ordered: bool,
+    /// This side's rows, from the overview.
+    rows: u64,
     /// Whether the key is one column with a unique index (whatever the rows' order): a
     /// stream of many uuid leaves finds their keys through it ([`SegmentQuery::leaves_filter`]).
     key_indexed: bool,
@@ -700,10 +716,19 @@ impl SegmentQuery {
         self.frame.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Whether the last overview found that a level of several splits reads each split
-    /// through the key's index ([`SegmentQuery::indexed_level_sql`]), rather than one pass.
-    pub fn levels_read_through_index(&self) -> bool {
-        self.frame().indexed
+    /// Whether a level of `splits` reads each split's rows through the key's index
+    /// ([`SegmentQuery::indexed_level_sql`]) rather than in one pass over the table: where an
+    /// index serves the key (see the last overview), and the splits hold few of the table's
+    /// rows — at most half where the rows lie in about the key's order, at most a sixteenth
+    /// where they do not (each row then costs a heap page of its own: random uuids).
+    pub fn reads_through_index(&self, splits: &[Split]) -> bool {
+        let frame = self.frame();
+        if !frame.indexed {
+            return false;
+        }
+        let level_rows = splits.iter().fold(0u64, |sum, split| sum.saturating_add(split.rows));
+        let share = if frame.heap_ordered { ORDERED_INDEX_SHARE } else { SCATTERED_INDEX_SHARE };
+        level_rows.saturating_mul(share) <= frame.rows
     }
 
     /// Whether the table's rows lie in about the key's order (`pg_stats.correlation` of the
@@ -935,8 +960,9 @@ impl SegmentQuery {
             frame.prefix.clear();
             frame.keys = None;
             frame.key_indexed = !check_duplicates && self.other_keys.is_empty();
+            frame.heap_ordered = heap_ordered;
+            frame.rows = 0;
             frame.indexed = !check_duplicates
-                && heap_ordered
                 && self.other_keys.is_empty()
                 && match self.position {
                     Position::Integer | Position::Uuid => true,
@@ -958,6 +984,7 @@ impl SegmentQuery {
         if rows == 0 {
             return Ok(Ok(None));
         }
+        self.frame().rows = u64::try_from(rows).unwrap_or(0);
         let lowest: Option<Vec<u8>> = row.try_get(6).map_err(read)?;
         let highest: Option<Vec<u8>> = row.try_get(7).map_err(read)?;
         let (first, last) = match (lowest, highest) {
@@ -1151,12 +1178,13 @@ impl SegmentQuery {
                 let (Some(first), Some(last)) = (splits.first(), splits.last()) else {
                     return Ok(Vec::new());
                 };
-                let text_ranges = self.indexed_text_ranges(splits);
+                let through_index = self.reads_through_index(splits);
+                let text_ranges = if through_index { self.indexed_text_ranges(splits) } else { None };
                 if let Some((lows, highs)) = text_ranges {
                     let lasts: Vec<i64> = splits.iter().map(|split| split.segment.last).collect();
                     let sql = self.indexed_level_sql();
                     client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs, &lasts])
-                } else if self.frame().indexed && !self.text_positioned() {
+                } else if through_index && !self.text_positioned() {
                     let sql = self.indexed_level_sql();
                     client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs])
                 } else {

@@ -97,6 +97,10 @@ pub struct Split {
     pub segment: Segment,
     /// Positions per child (at least 1).
     pub width: u64,
+    /// The most rows either side held in the segment when the search split it
+    /// ([`u64::MAX`]: not known). A side may read a level's few rows through its index rather
+    /// than pass over the whole table.
+    pub rows: u64,
 }
 
 impl Split {
@@ -104,14 +108,19 @@ impl Split {
     pub fn new(segment: Segment, fanout: u64) -> Split {
         let fanout = fanout.max(1);
         let width = segment.positions().div_ceil(fanout).max(1);
-        Split { segment, width }
+        Split { segment, width, rows: u64::MAX }
+    }
+
+    /// This split, knowing that either side holds at most `rows` rows in its segment.
+    pub fn holding(self, rows: u64) -> Split {
+        Split { rows, ..self }
     }
 
     /// A split of `segment` into children of one position each: each side answers one digest
     /// per position that holds rows (the rows' **row digests**), and only the positions whose
     /// digests differ are streamed.
     pub fn row_digests(segment: Segment) -> Split {
-        Split { segment, width: 1 }
+        Split { segment, width: 1, rows: u64::MAX }
     }
 
     /// How many children it has.
@@ -278,10 +287,10 @@ impl Search {
         match span {
             None => search.finished = search.leaves.is_empty(),
             Some(span) if rows <= settings.leaf_rows || span.positions() == 1 => search.leaves.push(span),
-            Some(span) if rows <= settings.digest_rows => search.splits.push(Split::row_digests(span)),
+            Some(span) if rows <= settings.digest_rows => search.splits.push(Split::row_digests(span).holding(rows)),
             Some(span) => {
                 let fanout = rows.div_ceil(settings.first_level_rows.max(1)).clamp(2, settings.max_first_fanout.max(2));
-                search.splits.push(Split::new(span, fanout));
+                search.splits.push(Split::new(span, fanout).holding(rows));
             }
         }
         search
@@ -363,14 +372,14 @@ impl Search {
             if dense || last_level || rows <= self.settings.leaf_rows || segment.positions() == 1 {
                 self.leaves.push(segment);
             } else if rows <= self.settings.digest_rows {
-                next.push(Split::row_digests(segment));
+                next.push(Split::row_digests(segment).holding(rows));
             } else {
                 // As few children as reach row digests in the fewest levels, times how
                 // sparsely the split's keys filled its children: only non-empty children are
                 // answered.
                 let fanout = balanced_fanout(rows.div_ceil(self.settings.digest_rows.max(1)), self.settings.max_fanout);
                 let fanout = fanout.saturating_mul(sparseness(split)).min(MAX_SPARSE_FANOUT.max(fanout));
-                next.push(Split::new(segment, fanout));
+                next.push(Split::new(segment, fanout).holding(rows));
             }
         }
         self.splits = next;

@@ -259,13 +259,15 @@ fn a_key_range_selects_exactly_the_rows_of_the_position_predicate_with_or_withou
 }
 
 /// Levels read each split through the key's index only where the rows lie in the key's
-/// order: random uuids scattered over the heap are read in one pass instead (an index read
-/// would cost a heap page per row); the same keys inserted in order, an integer key, and a
-/// table without statistics keep the index.
+/// order, or the level's splits hold few rows: random uuids scattered over the heap are read
+/// in one pass unless a level holds at most a sixteenth of the rows (an index read costs a
+/// heap page per row); the same keys inserted in order, an integer key, and a table without
+/// statistics use the index up to half the rows.
 #[test]
-fn levels_read_through_the_index_only_where_the_rows_lie_in_key_order() {
+fn levels_read_through_the_index_where_the_rows_lie_in_key_order_or_are_few() {
     use datadiff_access::TableName;
     use datadiff_access::segment::SegmentQuery;
+    use datadiff_diff_core::segment::{Segment, Split};
     let database = shared_cluster().fresh_database().unwrap();
     let mut client = database.client().unwrap();
     client
@@ -281,16 +283,40 @@ fn levels_read_through_the_index_only_where_the_rows_lie_in_key_order() {
              ANALYZE scattered; ANALYZE ordered; ANALYZE numbers",
         )
         .unwrap();
-    for (table, position, through_index) in [
+    // (table, position, rows in order) — each table holds 20,000 rows.
+    for (table, position, ordered) in [
         ("scattered", Position::Uuid, false),
         ("ordered", Position::Uuid, true),
         ("numbers", Position::Integer, true),
         ("fresh", Position::Uuid, true),
     ] {
         let query = SegmentQuery::new("source", &TableName::new("public", table), "id", position, &[], None);
-        query.overview(&mut client, false).unwrap().unwrap().unwrap();
-        assert_eq!(query.levels_read_through_index(), through_index, "{table}");
+        let overview = query.overview(&mut client, false).unwrap().unwrap().unwrap();
+        let level = |rows: &[u64]| -> Vec<Split> {
+            let width = (overview.last - overview.first) / rows.len() as i64 + 1;
+            rows.iter()
+                .enumerate()
+                .map(|(index, rows)| {
+                    let first = overview.first + index as i64 * width;
+                    Split::new(Segment { first, last: (first + width - 1).min(overview.last) }, 8).holding(*rows)
+                })
+                .collect()
+        };
+        // A few splits of a few hundred rows: through the index, scattered or not.
+        assert!(query.reads_through_index(&level(&[300, 200, 500])), "{table}");
+        // A sixteenth of the rows (1,250): still through the index; more: only in key order.
+        assert!(query.reads_through_index(&level(&[600, 650])), "{table}");
+        assert_eq!(query.reads_through_index(&level(&[700, 700])), ordered, "{table}");
+        assert_eq!(query.reads_through_index(&level(&[5_000, 5_000])), ordered, "{table}");
+        // More than half the table: one pass, whatever the order.
+        assert!(!query.reads_through_index(&level(&[6_000, 5_000])), "{table}");
+        // A split whose rows are not known counts as the whole table.
+        assert!(!query.reads_through_index(&[Split::new(Segment { first: overview.first, last: overview.last }, 8)]));
     }
+    // No unique index (the overview looks for duplicates): always one pass.
+    let query = SegmentQuery::new("source", &TableName::new("public", "numbers"), "id", Position::Integer, &[], None);
+    query.overview(&mut client, true).unwrap().unwrap().unwrap();
+    assert!(!query.reads_through_index(&[Split::new(Segment { first: 1, last: 10 }, 2).holding(10)]));
 }
 
 /// A small deterministic generator (splitmix64), so that the leaves are the same on every run.
