@@ -84,7 +84,7 @@ pub enum RowDiffError {
         /// The sessions' grace in seconds.
         grace: u64,
     },
-    /// A part of a divided window failed (see [`crate::divided`]): its reason as the
+    /// A part of a divided window failed: its reason as the
     /// process comparing it stored it.
     #[error("{0}")]
     Part(String),
