@@ -15,8 +15,9 @@
 //!   rows each side compares), and writes its outcome — counts, strategy, seconds and first
 //!   differences, keys and column names only — with `finished_at` before releasing the
 //!   lock. A finished part is never redone. Once no part is left to claim, a thread waits
-//!   (polling the parts every 100 ms) for the parts others hold: a process killed holding a
-//!   part loses its session, the server releases its lock, and the part is claimed again.
+//!   (looking at the parts again after 10 ms, doubling to 200 ms) for the parts others hold:
+//!   a process killed holding a part loses its session, the server releases its lock, and
+//!   the part is claimed again.
 //! * **Finishing**: when every part is finished, the process holding the owner lock combines
 //!   the stored outcomes in key order ([`datadiff_access::split::combine`]) and finishes the
 //!   attempt exactly as an undivided one (result, evidence, coverage, watermark). A joiner
@@ -42,8 +43,13 @@ use crate::clock::Clock;
 use crate::row_diff::{RowDiffOutcome, outcome_of};
 use crate::row_diff_error::RowDiffError;
 
-/// How often a thread with nothing to claim looks at the parts again.
-const POLL: Duration = Duration::from_millis(100);
+/// How soon a thread with nothing to claim first looks at the parts again: the wait doubles
+/// each time nothing changed, up to [`POLL_MAX`] (a sibling thread's last part usually ends
+/// soon; another process's may take as long as a part takes).
+const POLL_FIRST: Duration = Duration::from_millis(10);
+
+/// The longest wait between two looks at the parts.
+const POLL_MAX: Duration = Duration::from_millis(200);
 
 /// The backend's queue of one divided window, as this process's threads use it.
 #[derive(Debug, Clone)]
@@ -161,6 +167,7 @@ pub(crate) fn work(
     compare: &(dyn Fn(&Part) -> Result<PartOutcome, RowDiffError> + Sync),
 ) -> Result<(), RowDiffError> {
     let mut session = shared.session()?;
+    let mut wait = POLL_FIRST;
     loop {
         if interrupted() || failed.load(Ordering::Relaxed) {
             return Ok(());
@@ -169,6 +176,7 @@ pub(crate) fn work(
             Some(claim) => {
                 let compared = part_of(key, &claim.range).and_then(|part| compare(&part));
                 finish(shared, &mut session, claim, compared, failed)?;
+                wait = POLL_FIRST;
             }
             None => {
                 let parts = session.parts(shared.run_id).map_err(queue_error)?;
@@ -178,7 +186,8 @@ pub(crate) fn work(
                 if !shared.running()? {
                     return Ok(());
                 }
-                std::thread::sleep(POLL);
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(POLL_MAX);
             }
         }
     }
