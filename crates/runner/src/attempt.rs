@@ -867,6 +867,29 @@ pub(crate) fn join(
     run.finish(outcome).map(Some)
 }
 
+/// Why a process does not join a divided window it met.
+#[derive(Debug, thiserror::Error)]
+enum NotJoined {
+    /// The definition's route cannot be resolved.
+    #[error(transparent)]
+    Route(#[from] crate::connections::RouteError),
+    /// A MySQL or MariaDB source (never divided).
+    #[error("a MySQL or MariaDB source is never divided")]
+    MySqlSource,
+    /// A side could not be opened or read.
+    #[error(transparent)]
+    Side(#[from] SideError),
+    /// The aggregate plan failed.
+    #[error(transparent)]
+    Plan(#[from] datadiff_diff_core::plan::PlanError),
+    /// The `row_diff` plan failed.
+    #[error(transparent)]
+    RowDiff(#[from] RowDiffError),
+    /// The division names a strategy this datadiff does not know.
+    #[error(transparent)]
+    Strategy(#[from] datadiff_diff_core::segment::UnknownStrategy),
+}
+
 /// A joiner's plans: the route, the aggregate plan and the `row_diff` plan of `stored`, read
 /// from both catalogs as the owner read them, with the division's strategy.
 fn joined_plan(
@@ -874,23 +897,22 @@ fn joined_plan(
     stored: &StoredDefinition,
     division: &datadiff_backend_store::Division,
     options: &ExecutionOptions,
-) -> Result<(Route, AggregatePlan, RowDiffPlan), String> {
+) -> Result<(Route, AggregatePlan, RowDiffPlan), NotJoined> {
     let definition = &stored.definition;
-    let route = connections.route(definition).map_err(|error| error.to_string())?;
+    let route = connections.route(definition)?;
     if route.mysql_source.is_some() {
-        return Err("a MySQL or MariaDB source is never divided".to_owned());
+        return Err(NotJoined::MySqlSource);
     }
     let timeout = route.statement_timeout;
-    let source = SideSession::open(&route.source, timeout).map(AnySide::Postgres).map_err(String::from)?;
-    let target = SideSession::open(&route.target, timeout).map(AnySide::Postgres).map_err(String::from)?;
+    let source = SideSession::open(&route.source, timeout).map(AnySide::Postgres)?;
+    let target = SideSession::open(&route.target, timeout).map(AnySide::Postgres)?;
     let mut sides = Sides { source, target };
-    let planned = (|| -> Result<(AggregatePlan, RowDiffPlan), String> {
+    let planned = (|| -> Result<(AggregatePlan, RowDiffPlan), NotJoined> {
         let (source_columns, target_columns) = on_both(true, &mut sides, |side| match side.side() {
             Side::Source => side.columns(&definition.source_schema, &definition.source_table),
             Side::Target => side.columns(&definition.target_schema, &definition.target_table),
-        })
-        .map_err(|error| error.to_string())?;
-        let plan = AggregatePlan::new(definition, &source_columns, &target_columns).map_err(|e| e.to_string())?;
+        })?;
+        let plan = AggregatePlan::new(definition, &source_columns, &target_columns)?;
         let (source_catalog, target_catalog) = on_both(true, &mut sides, |side| {
             let which = side.side();
             let Some(side) = side.as_postgres() else {
@@ -900,15 +922,10 @@ fn joined_plan(
                 Side::Source => row_diff::catalog(side, &definition.source_schema, &definition.source_table),
                 Side::Target => row_diff::catalog(side, &definition.target_schema, &definition.target_table),
             }
-        })
-        .map_err(|error| error.to_string())?;
-        let strategy = division
-            .strategy
-            .parse()
-            .map_err(|error: datadiff_diff_core::segment::UnknownStrategy| error.to_string())?;
+        })?;
+        let strategy = division.strategy.parse()?;
         let row_diff_plan =
-            RowDiffPlan::new(definition, &plan, SourceCatalog::Postgres(&source_catalog), &target_catalog)
-                .map_err(|error| error.to_string())?
+            RowDiffPlan::new(definition, &plan, SourceCatalog::Postgres(&source_catalog), &target_catalog)?
                 .with_strategy(strategy)
                 .with_split(options.row_diff_split);
         Ok((plan, row_diff_plan))
