@@ -100,7 +100,7 @@ fn usage_errors_exit_two_with_one_message() {
 #[test]
 fn version_names_the_backend_schema_it_needs() {
     let outcome = datadiff(&["--version"]);
-    outcome.expect(0).stdout_has("backend schema: PipelineWise 004 (+ extensions 2)");
+    outcome.expect(0).stdout_has("backend schema: PipelineWise 004 (+ extensions 3)");
 }
 
 /// A `db_conn.service` naming a service no file has, or a service file with parameters

@@ -132,7 +132,7 @@ fn a_schema_behind_is_refused_with_the_gate_message() {
     fixture.import();
     fixture.run(&["migrate", "--to", "003", "--drop-extensions"]).expect(0);
     let expected = format!(
-        "error: backend schema is at 003, datadiff needs 004 (+ extensions 2): run datadiff import_config --dir {}",
+        "error: backend schema is at 003, datadiff needs 004 (+ extensions 3): run datadiff import_config --dir {}",
         fixture.dir_arg()
     );
     for args in [&["run", "--all"][..], &["list"], &["report", "watermarks"], &["doctor"]] {

@@ -1,6 +1,11 @@
 //! One table's work divided into key ranges: `audit --jobs N` compares the table's parts on N
 //! pairs of sessions and gives the report `--jobs 1` gives, differences planted on the first
-//! and last keys of parts included.
+//! and last keys of parts included; `run --row-diff-parts` stores what the undivided window
+//! stores, with the parts shared by two processes on one backend and either of them killed
+//! mid-way.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use datadiff_testkit::{SUPERUSER, shared_cluster};
 use serde_json::Value as Json;
@@ -154,4 +159,168 @@ fn run_jobs_left_over_divide_a_window_and_store_what_the_undivided_window_stores
     assert_eq!(evidence.len(), 10, "max_examples: {evidence:?}");
     assert_eq!(answers[1], answers[0], "--jobs 4");
     assert_eq!(answers[2], answers[0], "--jobs 2 --row-diff-parts 7");
+}
+
+/// 2,000 rows in the window on both sides (ids 0 to 1,999), `row_diff` the only data check,
+/// and differences planted on the replica at the first and last keys of the table and of
+/// the parts 16 quantile bounds make (every 125th key: the first key of a part, and the key
+/// below it: the last key of the part before), plus extra keys below and above.
+fn shared_window_fixture() -> Fixture {
+    let fixture = Fixture::new();
+    let mut files = fixture.files();
+    files.tap = files.tap.replace(crate::support::ALL_CHECKS, "[schema_compatibility]");
+    files.datadiff = Some(format!("checks:\n  {}:\n    row_diff: {{max_examples: 100}}\n", crate::support::CHECK));
+    fixture.write(&files);
+    fixture.import();
+    let more = |table: &str| {
+        format!(
+            "INSERT INTO {table} (id, updated_at, status, note) SELECT g, timestamptz '2026-07-22 12:00:00+00' + \
+             g * interval '1 second', 'paid ' || g, 'note ' || g FROM generate_series(50, 1999) g;"
+        )
+    };
+    fixture.source.client().unwrap().batch_execute(&more("public.transfers")).unwrap();
+    fixture.replica_sql(&more("payments.transfers"));
+    fixture.replica_sql(
+        "DELETE FROM payments.transfers WHERE id IN (0, 125, 500, 999, 1500, 1999);
+         UPDATE payments.transfers SET note = 'changed' WHERE id IN (1, 124, 250, 749, 1000, 1624, 1998);
+         UPDATE payments.transfers SET status = 'changed' WHERE id IN (375, 874, 1125, 1875);
+         INSERT INTO payments.transfers (id, updated_at, status, note) VALUES
+             (-3, '2026-07-22 12:30:00+00', 'extra', 'extra'), (3000, '2026-07-22 12:30:00+00', 'extra', 'extra'),
+             (5000, '2026-07-22 12:59:59+00', 'extra', 'extra');",
+    );
+    fixture
+}
+
+/// What the attempt stored, its run id written `RUN` and times left out: its status and
+/// error, the results, the evidence rows, the slot state and the watermark state.
+fn stored_attempt(fixture: &Fixture) -> Vec<String> {
+    let run_id = fixture.newest_run_id();
+    let mut backend = fixture.backend_sql();
+    let queries = [
+        "SELECT count(*)::text FROM public.dd_run_attempts",
+        "SELECT status || ' ' || coalesce(error, '') FROM public.dd_run_attempts",
+        "SELECT check_type || ' ' || status || ' ' || source_value::text || ' ' || target_value::text || ' ' || \
+         coalesce(error, '') FROM public.dd_run_results ORDER BY check_type",
+        "SELECT ordinal || ' ' || kind || ' ' || key::text || ' ' || fields::text FROM public.datadiff_run_differences \
+         ORDER BY ordinal",
+        "SELECT status || ' ' || window_start || ' ' || window_end || ' ' || attempt FROM public.dd_run_slot_state",
+        "SELECT (to_jsonb(w) - 'check_id' - 'evaluated_run_id' - 'updated_at')::text FROM public.dd_watermark_state w",
+    ];
+    let mut stored = Vec::new();
+    for query in queries {
+        for row in backend.query(query, &[]).unwrap() {
+            let text: String = row.get(0);
+            stored.push(text.replace(&run_id, "RUN"));
+        }
+    }
+    stored
+}
+
+/// A `datadiff run` of the fixture's project, spawned (not waited for), its stderr kept.
+fn spawn_run(fixture: &Fixture, extra: &[&str]) -> Child {
+    let dir = fixture.dir_arg();
+    Command::new(env!("CARGO_BIN_EXE_datadiff"))
+        .args(["run", "--all", "--at", crate::support::RUN_AT, "--jobs", "1", "-v", "--dir", dir.as_str()])
+        .args(extra)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `sql` (a count on the backend) is at least one: a guard, not a timing
+/// assertion (it fails only after two minutes).
+fn wait_for(fixture: &Fixture, sql: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while fixture.count(sql) == 0 {
+        assert!(Instant::now() < deadline, "{what} never happened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Victim {
+    Owner,
+    Joiner,
+}
+
+/// Two `run` processes share one divided window (`--row-diff-parts 16`) on one backend: the
+/// owner starts the attempt and divides it, the second process joins it; `victim` is killed
+/// (SIGKILL) while it holds a part it has claimed — the replica's table is locked meanwhile,
+/// so every part's comparison waits — and the other finishes the window. The killed
+/// process's part is compared again by the survivor, and what the attempt stored is what an
+/// undivided run of the same tables on another backend stores.
+fn two_processes_share_a_window_and_one_is_killed(victim: Victim) {
+    let undivided = shared_window_fixture();
+    undivided.run(&["run", "--all", "--at", crate::support::RUN_AT, "--jobs", "1", "-v"]).expect(1);
+    let expected = stored_attempt(&undivided);
+    assert!(expected.iter().any(|line| line.starts_with("row_diff FAIL")), "{expected:#?}");
+    assert_eq!(undivided.count("SELECT count(*) FROM public.datadiff_run_parts"), 0, "one unit");
+
+    let fixture = shared_window_fixture();
+    let mut locker = fixture.replica.client().unwrap();
+    let mut lock = locker.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE payments.transfers IN ACCESS EXCLUSIVE MODE").unwrap();
+
+    let owner = spawn_run(&fixture, &["--row-diff-parts", "16"]);
+    let claimed_by = |child: &Child| {
+        format!("SELECT count(*) FROM public.datadiff_run_parts WHERE claimed_by LIKE '%:{}'", child.id())
+    };
+    wait_for(&fixture, &claimed_by(&owner), "the owner's claim");
+    let joiner = spawn_run(&fixture, &[]);
+    wait_for(&fixture, &claimed_by(&joiner), "the joiner's claim");
+    let parts = fixture.count("SELECT count(*) FROM public.datadiff_run_parts");
+    assert!(parts >= 8, "{parts} parts");
+
+    let (mut killed, survivor) = match victim {
+        Victim::Owner => (owner, joiner),
+        Victim::Joiner => (joiner, owner),
+    };
+    let held: i32 = fixture
+        .backend_sql()
+        .query_one(
+            &format!("SELECT part_index FROM public.datadiff_run_parts WHERE claimed_by LIKE '%:{}'", killed.id()),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        fixture.count(&format!(
+            "SELECT count(*) FROM public.datadiff_run_parts WHERE part_index = {held} AND finished_at IS NULL"
+        )),
+        1,
+        "killed mid-way: its part is not finished"
+    );
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    lock.rollback().unwrap();
+
+    let survivor_pid = survivor.id();
+    let output = survivor.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "the survivor reports the FAIL:\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // Every part finished; the killed process's part was compared again by the survivor.
+    assert_eq!(fixture.count("SELECT count(*) FROM public.datadiff_run_parts WHERE finished_at IS NULL"), 0);
+    assert_eq!(
+        fixture.count(&format!(
+            "SELECT count(*) FROM public.datadiff_run_parts WHERE part_index = {held} \
+             AND claimed_by LIKE '%:{survivor_pid}' AND finished_at IS NOT NULL"
+        )),
+        1,
+        "part {held} recomputed by the survivor"
+    );
+    assert_eq!(stored_attempt(&fixture), expected, "{victim:?} killed");
+}
+
+#[test]
+fn two_processes_share_a_window_and_the_joiner_killed_mid_way_loses_only_its_part() {
+    two_processes_share_a_window_and_one_is_killed(Victim::Joiner);
+}
+
+#[test]
+fn two_processes_share_a_window_and_the_owner_killed_mid_way_loses_only_its_part() {
+    two_processes_share_a_window_and_one_is_killed(Victim::Owner);
 }

@@ -70,6 +70,42 @@ pub enum SplitKey {
 }
 
 impl SplitKey {
+    /// The stored spelling (`datadiff_run_divisions.split_key`): `int`, `uuid` or `text`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SplitKey::Int => "int",
+            SplitKey::Uuid => "uuid",
+            SplitKey::Text => "text",
+        }
+    }
+
+    /// The split key [`SplitKey::as_str`] spells as `text`.
+    pub fn parse(text: &str) -> Option<SplitKey> {
+        match text {
+            "int" => Some(SplitKey::Int),
+            "uuid" => Some(SplitKey::Uuid),
+            "text" => Some(SplitKey::Text),
+            _ => None,
+        }
+    }
+
+    /// A bound as stored text (a key value, never a row value): the integer, the uuid's
+    /// hyphenated form, the text itself.
+    pub fn bound_text(self, bound: &Key) -> String {
+        match bound {
+            Key::Text(text) => text.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The bound [`SplitKey::bound_text`] wrote as `text`, when it is one of this kind.
+    pub fn bound_of_text(self, text: &str) -> Option<Key> {
+        match self {
+            SplitKey::Int | SplitKey::Uuid => decode_bound(self, text),
+            SplitKey::Text => Some(Key::Text(text.to_owned())),
+        }
+    }
+
     /// How a first key column decoded by `source` and `target` is split, or why it is not.
     pub fn of(source: KeyDecoder, target: KeyDecoder) -> Result<SplitKey, NotSplittable> {
         match (source, target) {
@@ -265,11 +301,11 @@ fn unhex(digits: &str) -> Option<Vec<u8>> {
 
 /// The summaries of a comparison's parts, in part (key) order, as the summary of one
 /// comparison: the counts summed, the first `max_examples` differences in key order.
-pub fn combine(
-    parts: impl IntoIterator<Item = Summary<Key>>,
+pub fn combine<K: Clone>(
+    parts: impl IntoIterator<Item = Summary<K>>,
     max_examples: usize,
     field_names: Vec<String>,
-) -> Summary<Key> {
+) -> Summary<K> {
     let mut combined = Summary::new(max_examples, field_names);
     for part in parts {
         combined.matched += part.matched;
@@ -340,6 +376,19 @@ mod tests {
         assert_eq!(SplitKey::of(KeyDecoder::PaddedChar, KeyDecoder::Text), Err(NotSplittable::PaddedChar));
         assert_eq!(SplitKey::of(KeyDecoder::Uuid, KeyDecoder::Text), Err(NotSplittable::MixedKey));
         assert_eq!(SplitKey::of(KeyDecoder::Text, KeyDecoder::Text), Ok(SplitKey::Text));
+    }
+
+    #[test]
+    fn stored_bounds_read_back_as_the_same_keys() {
+        let uuid = Key::Uuid([0xab; 16]);
+        for (split, bound) in
+            [(SplitKey::Int, Key::Int(-7)), (SplitKey::Uuid, uuid), (SplitKey::Text, Key::Text("it's é".to_owned()))]
+        {
+            assert_eq!(SplitKey::parse(split.as_str()), Some(split));
+            assert_eq!(split.bound_of_text(&split.bound_text(&bound)), Some(bound));
+        }
+        assert_eq!(SplitKey::Int.bound_of_text("x"), None);
+        assert_eq!(SplitKey::parse("bigint"), None);
     }
 
     #[test]

@@ -197,6 +197,24 @@
 //! the application role may `SELECT, INSERT, UPDATE`, never delete. A backend without it
 //! still ticks: the reading is then not recorded and the metric is absent.
 //!
+//! Extension 3 (`run_parts`) creates the queue of a divided `row_diff` window ([`Division`],
+//! [`RunPart`], [`PartSession`]; see `docs/operator-guide.md`, "Dividing one table's work into
+//! key ranges"). `public.datadiff_run_divisions`: one row per divided attempt — `run_id UUID`
+//! (primary key `datadiff_run_divisions_pkey`, foreign key to `dd_run_attempts`),
+//! `part_count INTEGER` (`> 1`), `split_key TEXT` (`int`, `uuid` or `text`), `strategy TEXT`
+//! (the `row_diff` strategy every part uses), `results JSONB` (the attempt's results computed
+//! before `row_diff`, for whichever process finishes it), `error TEXT NULL` (an aggregate
+//! query's failure), `created_at TIMESTAMPTZ`, `created_by TEXT` (`host:pid`).
+//! `public.datadiff_run_parts`: one row per part — `run_id UUID` (foreign key to the
+//! division), `part_index INTEGER` (`0 ≤ part_index < part_count`; primary key
+//! `datadiff_run_parts_pkey (run_id, part_index)`), `part_count INTEGER`, `lower_bound TEXT
+//! NULL` and `upper_bound TEXT NULL` (the first key column's bounds; key values only),
+//! `claimed_at TIMESTAMPTZ NULL`, `claimed_by TEXT NULL`, `finished_at TIMESTAMPTZ NULL` and
+//! `outcome JSONB NULL`, both set together (`ck_datadiff_run_parts_outcome`): counts,
+//! strategy, seconds and the first differences (keys and column names only), or the part's
+//! failure. The application role may `SELECT, INSERT, UPDATE` both, never delete. Parts are
+//! claimed under datadiff's session advisory locks ([`SessionLock`]).
+//!
 //! `public.datadiff_schema_migrations (version INTEGER PK > 0, name TEXT, checksum
 //! CHAR(64), applied_at TIMESTAMPTZ)` is created by the migrator before the first extension
 //! and is readable, not writable, by the application role. The checksum is the hex SHA-256
@@ -287,6 +305,7 @@ mod horizon;
 mod lock;
 pub mod migrate;
 mod overview;
+mod parts;
 mod pool;
 mod preflight;
 mod report;
@@ -309,11 +328,12 @@ pub use evidence::{RunEvidence, StoredPreflight};
 pub use exposition::metrics_exposition;
 pub use grants::GrantGap;
 pub use horizon::ReplicaHorizon;
-pub use lock::AdvisoryLock;
+pub use lock::{AdvisoryLock, SessionLock};
 pub use migrate::{
     EXTENSIONS, ExtensionMigration, MIGRATION_LOCK, MigrateOptions, MigrationReport, Revision, Step, Target, plan,
 };
 pub use overview::ScheduleOverview;
+pub use parts::{Claim, Division, PartRange, PartSession, RunPart};
 pub use pool::{ConnectionManager, PoolConnectError};
 pub use preflight::NewPreflight;
 pub use report::{

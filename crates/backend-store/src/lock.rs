@@ -4,10 +4,17 @@
 //! the commit or rollback of the transaction that took it. The key texts are upstream's
 //! (runs note §3.6), so a PipelineWise process and datadiff working on one backend exclude
 //! each other: both hash the same text with the same server function.
+//!
+//! Beside upstream's four, datadiff takes two **session-level** locks of its own
+//! ([`SessionLock`]) on a divided `row_diff` window (extension 3): two keys,
+//! `pg_try_advisory_lock(hashtext(<class>), hashtext(<object>))`, so they can never meet
+//! upstream's one-key locks. They are held by a backend session for as long as its process
+//! works on what they name and released by `pg_advisory_unlock` — or by the server when the
+//! session ends, which is how a killed process gives its part back.
 
 use std::fmt;
 
-use datadiff_diff_core::attempt::CheckId;
+use datadiff_diff_core::attempt::{CheckId, RunId};
 use postgres::Transaction;
 use uuid::Uuid;
 
@@ -56,6 +63,53 @@ impl fmt::Display for AdvisoryLock {
     }
 }
 
+/// One of datadiff's two session-level advisory locks on a divided window (see the module
+/// docs): taken with `pg_try_advisory_lock(hashtext(class), hashtext(object))`, never waited
+/// for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionLock {
+    /// The process finishing a divided attempt: class `datadiff.run_owner`, object the run id
+    /// (`<run_id>`). Its starter holds it while it works; whoever takes it once it is free
+    /// finishes the attempt.
+    RunOwner(RunId),
+    /// A process comparing one part of a divided attempt: class `datadiff.run_part`, object
+    /// `<run_id>:<part_index>`.
+    RunPart {
+        /// The attempt.
+        run_id: RunId,
+        /// The part's place in key order, from 0.
+        index: i32,
+    },
+}
+
+impl SessionLock {
+    /// The two texts whose `hashtext` are the lock's keys: class, object.
+    pub fn keys(&self) -> (&'static str, String) {
+        match self {
+            SessionLock::RunOwner(run_id) => ("datadiff.run_owner", run_id.to_string()),
+            SessionLock::RunPart { run_id, index } => ("datadiff.run_part", format!("{run_id}:{index}")),
+        }
+    }
+
+    /// Takes the lock for `client`'s session when no other session holds it: whether it did.
+    pub(crate) fn try_acquire(&self, client: &mut postgres::Client) -> Result<bool, Error> {
+        let (class, object) = self.keys();
+        client
+            .query_one("SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))", &[&class, &object])
+            .and_then(|row| row.try_get(0))
+            .map_err(Error::query("taking a session advisory lock"))
+    }
+
+    /// Releases the lock held by `client`'s session.
+    pub(crate) fn release(&self, client: &mut postgres::Client) -> Result<(), Error> {
+        let (class, object) = self.keys();
+        client
+            .execute("SELECT pg_advisory_unlock(hashtext($1), hashtext($2))", &[&class, &object])
+            .map_err(Error::query("releasing a session advisory lock"))?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +126,15 @@ mod tests {
         assert_eq!(
             AdvisoryLock::IndexWarning(Uuid::from_u128(0xCA948919_A957_5A1D_BE15_76D9FB044875)).key(),
             "pipelinewise.data_diff.index_warning.ca948919-a957-5a1d-be15-76d9fb044875"
+        );
+        let run_id = RunId::new(Uuid::from_u128(0xABCDEF01_2345_6789_ABCD_EF0123456789));
+        assert_eq!(
+            SessionLock::RunOwner(run_id).keys(),
+            ("datadiff.run_owner", "abcdef01-2345-6789-abcd-ef0123456789".to_owned())
+        );
+        assert_eq!(
+            SessionLock::RunPart { run_id, index: 7 }.keys(),
+            ("datadiff.run_part", "abcdef01-2345-6789-abcd-ef0123456789:7".to_owned())
         );
     }
 }

@@ -167,6 +167,12 @@ pub const EXTENSIONS: &[ExtensionMigration] = &[
         sql: include_str!("../migrations/extensions/0002_replica_horizons.sql"),
         teardown: include_str!("../migrations/extensions/0002_replica_horizons.teardown.sql"),
     },
+    ExtensionMigration {
+        version: 3,
+        name: "run_parts",
+        sql: include_str!("../migrations/extensions/0003_run_parts.sql"),
+        teardown: include_str!("../migrations/extensions/0003_run_parts.teardown.sql"),
+    },
 ];
 
 /// The newest extension version this datadiff embeds (the `n` of "004 (+ extensions n)").

@@ -158,7 +158,7 @@ impl SchemaStatus {
 }
 
 impl fmt::Display for SchemaStatus {
-    /// `base`, `003`, `004 (+ extensions 2)`, or an unknown revision as stored.
+    /// `base`, `003`, `004 (+ extensions 3)`, or an unknown revision as stored.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.upstream {
             UpstreamState::At(Revision::R004) => write!(f, "004 (+ extensions {})", self.extension_version()),
@@ -196,7 +196,7 @@ mod tests {
     fn the_current_schema_passes_the_gate() {
         assert!(current().is_current());
         assert!(current().gate(Path::new("/p")).is_ok());
-        assert_eq!(current().to_string(), "004 (+ extensions 2)");
+        assert_eq!(current().to_string(), "004 (+ extensions 3)");
     }
 
     #[test]
@@ -204,7 +204,7 @@ mod tests {
         let status = SchemaStatus { upstream: UpstreamState::Base, extension_table: false, extensions: vec![] };
         assert_eq!(
             gate_message(&status),
-            "backend schema is at base, datadiff needs 004 (+ extensions 2): run datadiff import_config --dir /srv/pipelinewise"
+            "backend schema is at base, datadiff needs 004 (+ extensions 3): run datadiff import_config --dir /srv/pipelinewise"
         );
         assert!(status.gate(Path::new("/p")).unwrap_err().is_schema());
     }
@@ -215,7 +215,7 @@ mod tests {
             SchemaStatus { upstream: UpstreamState::At(Revision::R003), extension_table: false, extensions: vec![] };
         assert_eq!(
             gate_message(&status),
-            "backend schema is at 003, datadiff needs 004 (+ extensions 2): run datadiff import_config --dir /srv/pipelinewise"
+            "backend schema is at 003, datadiff needs 004 (+ extensions 3): run datadiff import_config --dir /srv/pipelinewise"
         );
     }
 
@@ -226,7 +226,7 @@ mod tests {
         assert!(!status.is_current(), "migrate would still apply the extensions");
         assert_eq!(status.to_string(), "004 (+ extensions 0)");
         let missing: Vec<(i32, &str)> = status.missing_extensions().iter().map(|m| (m.version, m.name)).collect();
-        assert_eq!(missing, [(1, "run_differences"), (2, "replica_horizons")]);
+        assert_eq!(missing, [(1, "run_differences"), (2, "replica_horizons"), (3, "run_parts")]);
         assert!(current().missing_extensions().is_empty());
     }
 
@@ -234,7 +234,7 @@ mod tests {
     fn an_unknown_revision_is_refused_with_the_gate_message() {
         let status =
             SchemaStatus { upstream: UpstreamState::Unknown("005".into()), extension_table: false, extensions: vec![] };
-        assert!(gate_message(&status).starts_with("backend schema is at 005, datadiff needs 004 (+ extensions 2)"));
+        assert!(gate_message(&status).starts_with("backend schema is at 005, datadiff needs 004 (+ extensions 3)"));
     }
 
     #[test]

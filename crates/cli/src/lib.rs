@@ -51,7 +51,7 @@
 //! | `demo` | `--keep` | the story on a throwaway cluster: each command and its output, the watermark events; with `--keep`, how to connect | 0; 2 no server binaries (one line saying what to install) or a step that did not end as the story expects |
 //!
 //! `--version` prints the version and the backend schema it needs
-//! (`backend schema: PipelineWise 004 (+ extensions 2)`).
+//! (`backend schema: PipelineWise 004 (+ extensions 3)`).
 //!
 //! # Exit codes
 //!

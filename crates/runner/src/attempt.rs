@@ -67,11 +67,12 @@ use datadiff_preflight::{MetadataOnlyScope, PreflightRecord, QueryFingerprint, R
 use postgres::SimpleQueryMessage;
 
 use crate::connections::{Connections, Route};
+use crate::divided::{self, SharedWindow};
 use crate::error::Error;
 use crate::execute::ExecutionOptions;
 use crate::in_flight::{InFlightAttempt, Registration};
 use crate::progress;
-use crate::row_diff::{self, RowDiffPlan, SourceCatalog};
+use crate::row_diff::{self, RowDiffOutcome, RowDiffPlan, SourceCatalog};
 use crate::row_diff_error::RowDiffError;
 use datadiff_access::{AnySide, MySqlSideSession, SideError, SideErrorKind, SideSession};
 
@@ -201,6 +202,9 @@ pub(crate) struct AttemptRun<'a> {
     registration: Registration,
     preflight: Option<(PreflightId, PreflightFacts)>,
     differences: Vec<Difference>,
+    /// The session holding a divided window's owner lock, kept until the attempt is finished
+    /// (see [`crate::divided`]).
+    owner: Option<datadiff_backend_store::PartSession>,
 }
 
 impl<'a> AttemptRun<'a> {
@@ -216,7 +220,38 @@ impl<'a> AttemptRun<'a> {
             }
             None => Registration::none(attempt.run_id),
         };
-        AttemptRun { store, stored, attempt, options, registration, preflight: None, differences: Vec::new() }
+        AttemptRun {
+            store,
+            stored,
+            attempt,
+            options,
+            registration,
+            preflight: None,
+            differences: Vec::new(),
+            owner: None,
+        }
+    }
+
+    /// The execution of a divided attempt another process started, for a joiner that
+    /// finishes it (see [`join`]): not registered in flight (a signal to the joiner does not
+    /// end the attempt).
+    fn joining(
+        store: &'a Store,
+        stored: &'a StoredDefinition,
+        attempt: Attempt,
+        options: &'a ExecutionOptions,
+    ) -> AttemptRun<'a> {
+        let registration = Registration::none(attempt.run_id);
+        AttemptRun {
+            store,
+            stored,
+            attempt,
+            options,
+            registration,
+            preflight: None,
+            differences: Vec::new(),
+            owner: None,
+        }
     }
 
     /// Executes the attempt to its end and summarises it.
@@ -463,7 +498,8 @@ impl<'a> AttemptRun<'a> {
             if let Some(sides) = opened.take() {
                 sides.close();
             }
-            results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, rows));
+            let before = (divided::results_json(&results), aggregate_failure.clone());
+            results.push(self.row_diff(row_diff_plan, &route, start, bounds.end, max_examples, rows, before));
         }
         match aggregate_failure {
             None => Ok(plan.outcome(results)),
@@ -486,7 +522,10 @@ impl<'a> AttemptRun<'a> {
     }
 
     /// The `row_diff` step over `[start, end)`: its result, and its differences kept for the
-    /// finish (they belong to this same attempt).
+    /// finish (they belong to this same attempt). `before`: the results computed before it
+    /// and an aggregate failure, stored with a divided window for whichever process
+    /// finishes it.
+    #[allow(clippy::too_many_arguments)]
     fn row_diff(
         &mut self,
         plan: &Result<RowDiffPlan, RowDiffError>,
@@ -495,6 +534,7 @@ impl<'a> AttemptRun<'a> {
         end: DateTime<Utc>,
         max_examples: usize,
         rows: RowCounts,
+        before: (serde_json::Value, Option<String>),
     ) -> CheckResult {
         self.differences.clear();
         let plan = match plan {
@@ -503,7 +543,24 @@ impl<'a> AttemptRun<'a> {
         };
         let registration = &self.registration;
         let progress = self.options.progress.as_ref().map(|meter| meter.start_stream(rows.expected));
-        match plan.run(route, [start, end], max_examples, rows.counted, &|| registration.interrupted(), progress) {
+        let mut shared = SharedWindow::new(self.store, self.attempt.run_id, self.options.clock);
+        shared.before = Some(before);
+        let found = plan.run(
+            route,
+            [start, end],
+            max_examples,
+            rows.counted,
+            &|| registration.interrupted(),
+            progress,
+            Some(&mut shared),
+        );
+        self.owner = shared.owner.take();
+        self.row_diff_result(found)
+    }
+
+    /// The `row_diff` result of what it found, its differences kept for the finish.
+    fn row_diff_result(&mut self, found: Result<RowDiffOutcome, RowDiffError>) -> CheckResult {
+        match found {
             Ok(found) => {
                 let mut result = found.result();
                 if let Some(error) = &mut result.error {
@@ -722,4 +779,158 @@ fn estimated_rows(
         SimpleQueryMessage::Row(row) => row.get(0).and_then(progress::plan_rows),
         _ => None,
     })
+}
+
+/// Joins the divided `row_diff` window of `run_id`, a RUNNING attempt of `stored` started by
+/// another process (see [`crate::divided`]): plans the same comparison from the stored
+/// definition and the attempt's window (its strategy the division's), claims and compares
+/// parts on this process's threads, and — when every part is finished and the owner is gone
+/// — finishes the attempt itself with the division's stored results, exactly as its owner
+/// would. `Ok(None)`: nothing to join (not divided, not RUNNING), or the owner finishes it.
+/// A joiner's signal does not end the attempt (it is not in flight here): the process dies
+/// like a killed one, losing only the parts it held.
+pub(crate) fn join(
+    store: &Store,
+    connections: &Connections,
+    stored: &StoredDefinition,
+    run_id: datadiff_diff_core::attempt::RunId,
+    options: &ExecutionOptions,
+) -> Result<Option<RunSummary>, Error> {
+    let backend = |action: &'static str| {
+        move |source| Error::Backend { action: format!("{action} of {}", stored.definition.full_check_name), source }
+    };
+    let Some(division) = store.division(run_id).map_err(backend("reading a divided window"))? else {
+        return Ok(None);
+    };
+    let attempt = store.attempt(run_id).map_err(backend("reading a divided window"))?;
+    let Some(attempt) = attempt.filter(|attempt| attempt.status == RunStatus::Running) else {
+        return Ok(None);
+    };
+    let definition = &stored.definition;
+    let (Some(start), Some(settings)) = (attempt.bounds.start, definition.extensions.row_diff) else {
+        return Ok(None);
+    };
+    let planned = joined_plan(connections, stored, &division, options);
+    let (route, plan, row_diff_plan) = match planned {
+        Ok(planned) => planned,
+        Err(reason) => {
+            tracing::warn!(check = %definition.full_check_name, run_id = %run_id, %reason, "not joining a divided window");
+            return Ok(None);
+        }
+    };
+    let Some(key) = datadiff_access::split::SplitKey::parse(&division.split_key) else {
+        return Ok(None);
+    };
+    let parts = store.run_parts(run_id).map_err(backend("reading a divided window"))?;
+    let parts = match parts.iter().map(|part| divided::part_of(key, &part.range)).collect::<Result<Vec<_>, _>>() {
+        Ok(parts) => parts,
+        Err(reason) => {
+            tracing::warn!(check = %definition.full_check_name, run_id = %run_id, %reason, "not joining a divided window");
+            return Ok(None);
+        }
+    };
+    let Some(before) = divided::results_of(&division.results) else {
+        tracing::warn!(check = %definition.full_check_name, run_id = %run_id, "a division's results are unreadable");
+        return Ok(None);
+    };
+    let mut shared = SharedWindow::new(store, run_id, options.clock);
+    let max_examples = settings.max_examples() as usize;
+    let joined = row_diff_plan.join(
+        &route,
+        [start, attempt.bounds.end],
+        max_examples,
+        counted_rows(&before),
+        (key, parts),
+        &|| false,
+        &mut shared,
+    );
+    let found = match joined {
+        Ok(None) => return Ok(None),
+        Ok(Some(found)) => Ok(found),
+        Err(reason) => match shared.owner {
+            // Only the owner's successor words a failure into the attempt.
+            Some(_) => Err(reason),
+            None => {
+                tracing::warn!(check = %definition.full_check_name, run_id = %run_id, %reason, "left a divided window");
+                return Ok(None);
+            }
+        },
+    };
+    let mut run = AttemptRun::joining(store, stored, attempt, options);
+    run.owner = shared.owner.take();
+    let mut results = before;
+    results.push(run.row_diff_result(found));
+    let outcome = match division.error {
+        None => plan.outcome(results),
+        Some(reason) => aggregate_failed(&plan, reason, results),
+    };
+    run.finish(outcome).map(Some)
+}
+
+/// Why a process does not join a divided window it met.
+#[derive(Debug, thiserror::Error)]
+enum NotJoined {
+    /// The definition's route cannot be resolved.
+    #[error(transparent)]
+    Route(#[from] crate::connections::RouteError),
+    /// A MySQL or MariaDB source (never divided).
+    #[error("a MySQL or MariaDB source is never divided")]
+    MySqlSource,
+    /// A side could not be opened or read.
+    #[error(transparent)]
+    Side(#[from] SideError),
+    /// The aggregate plan failed.
+    #[error(transparent)]
+    Plan(#[from] datadiff_diff_core::plan::PlanError),
+    /// The `row_diff` plan failed.
+    #[error(transparent)]
+    RowDiff(#[from] RowDiffError),
+    /// The division names a strategy this datadiff does not know.
+    #[error(transparent)]
+    Strategy(#[from] datadiff_diff_core::segment::UnknownStrategy),
+}
+
+/// A joiner's plans: the route, the aggregate plan and the `row_diff` plan of `stored`, read
+/// from both catalogs as the owner read them, with the division's strategy.
+fn joined_plan(
+    connections: &Connections,
+    stored: &StoredDefinition,
+    division: &datadiff_backend_store::Division,
+    options: &ExecutionOptions,
+) -> Result<(Route, AggregatePlan, RowDiffPlan), NotJoined> {
+    let definition = &stored.definition;
+    let route = connections.route(definition)?;
+    if route.mysql_source.is_some() {
+        return Err(NotJoined::MySqlSource);
+    }
+    let timeout = route.statement_timeout;
+    let source = SideSession::open(&route.source, timeout).map(AnySide::Postgres)?;
+    let target = SideSession::open(&route.target, timeout).map(AnySide::Postgres)?;
+    let mut sides = Sides { source, target };
+    let planned = (|| -> Result<(AggregatePlan, RowDiffPlan), NotJoined> {
+        let (source_columns, target_columns) = on_both(true, &mut sides, |side| match side.side() {
+            Side::Source => side.columns(&definition.source_schema, &definition.source_table),
+            Side::Target => side.columns(&definition.target_schema, &definition.target_table),
+        })?;
+        let plan = AggregatePlan::new(definition, &source_columns, &target_columns)?;
+        let (source_catalog, target_catalog) = on_both(true, &mut sides, |side| {
+            let which = side.side();
+            let Some(side) = side.as_postgres() else {
+                return Err(RowDiffError::NotPostgres("side"));
+            };
+            match which {
+                Side::Source => row_diff::catalog(side, &definition.source_schema, &definition.source_table),
+                Side::Target => row_diff::catalog(side, &definition.target_schema, &definition.target_table),
+            }
+        })?;
+        let strategy = division.strategy.parse()?;
+        let row_diff_plan =
+            RowDiffPlan::new(definition, &plan, SourceCatalog::Postgres(&source_catalog), &target_catalog)?
+                .with_strategy(strategy)
+                .with_split(options.row_diff_split);
+        Ok((plan, row_diff_plan))
+    })();
+    sides.close();
+    let (plan, row_diff_plan) = planned?;
+    Ok((route, plan, row_diff_plan))
 }

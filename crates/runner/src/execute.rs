@@ -3,7 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use datadiff_backend_store::{Attempt, Completion, NewPreflight, StartOutcome, Store, StoredDefinition};
-use datadiff_diff_core::attempt::{CheckIdentity, Outcome, PreflightStatus, RunSummary, Signal, StartKind};
+use datadiff_diff_core::attempt::{
+    CheckIdentity, Outcome, PreflightStatus, RunSummary, Signal, Skip, SkipReason, StartKind,
+};
 use datadiff_diff_core::segment::Strategy;
 use datadiff_preflight::PreflightRecord;
 
@@ -98,11 +100,33 @@ pub fn execute(
         })?;
     match started {
         StartOutcome::Skipped(skip) => {
+            let summary = skipped_or_joined(store, connections, definition, scheduled_for, &skip, options);
             finished(options);
-            Ok(RunSummary::skipped(CheckIdentity::of(definition), scheduled_for, &skip))
+            summary
         }
         StartOutcome::Started(attempt) => execute_started(store, connections, definition, attempt, options),
     }
+}
+
+/// The summary of a start that was skipped — unless the slot's attempt is RUNNING with a
+/// divided `row_diff` window another process started: this process then joins it, comparing
+/// parts of it, and finishes it when its owner is gone (see [`crate::divided`]), summarised as
+/// stored; SKIPPED when the owner finishes it.
+pub(crate) fn skipped_or_joined(
+    store: &Store,
+    connections: &Connections,
+    definition: &StoredDefinition,
+    scheduled_for: DateTime<Utc>,
+    skip: &Skip,
+    options: &ExecutionOptions,
+) -> Result<RunSummary, Error> {
+    if let (SkipReason::AlreadyRunning, Some(run_id), Some(_)) =
+        (&skip.reason, skip.run_id, definition.definition.extensions.row_diff)
+        && let Some(summary) = crate::attempt::join(store, connections, definition, run_id, options)?
+    {
+        return Ok(summary);
+    }
+    Ok(RunSummary::skipped(CheckIdentity::of(definition), scheduled_for, skip))
 }
 
 /// Executes an attempt already started as RUNNING (a remediation from

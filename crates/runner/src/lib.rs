@@ -163,6 +163,7 @@ mod attempt;
 mod backend;
 mod clock;
 mod connections;
+mod divided;
 pub mod doctor;
 mod error;
 mod execute;

@@ -96,23 +96,24 @@
 //!   window bounds, the form upstream fingerprints its own queries in.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::Scope;
 use std::time::Duration;
 
 use chrono::{DateTime, Datelike, Utc};
-use datadiff_backend_store::Difference;
+use datadiff_backend_store::{Difference, Division};
 use datadiff_diff_core::{
     Side,
     attempt::{CheckResult, ResultStatus, ResultType, RowDiffCounts},
     definition::CheckDefinition,
-    merge::{Key, MergeError, Summary},
+    merge::{Example, Key, MergeError, Summary},
     plan::{AggregatePlan, CatalogColumn, ColumnPair, TableColumns, quoted_ident},
     segment::{ChildDigest, Link, Overview, Split, Strategy, StrategyUsed},
 };
 use serde_json::{Map, Value as Json};
 
 use crate::connections::Route;
+use crate::divided::{self, SharedWindow};
 use crate::progress::{PartProgress, StreamProgress};
 use crate::row_diff_error::RowDiffError;
 use datadiff_access::compare::{
@@ -445,6 +446,7 @@ impl RowDiffPlan {
     /// ([`answer_deadline`]). `counted_rows` (the source window's exact count, when the
     /// attempt has one) lets `auto` stream small windows outright; an estimate never does (a
     /// stale one would make `auto` choose differently from run to run).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run(
         &self,
         route: &Route,
@@ -453,13 +455,10 @@ impl RowDiffPlan {
         counted_rows: Option<u64>,
         interrupted: &(dyn Fn() -> bool + Sync),
         progress: Option<StreamProgress<'_>>,
+        shared: Option<&mut SharedWindow<'_>>,
     ) -> Result<RowDiffOutcome, RowDiffError> {
         let split = self.split;
-        let mut comparison = Comparison::new(max_examples, self.field_names.clone());
-        comparison.strategy = self.strategy;
-        comparison.counted_rows = counted_rows;
-        comparison.deadline = Some(answer_deadline(route));
-        comparison.interrupted = Some(interrupted);
+        let mut comparison = self.comparison(route, max_examples, counted_rows, interrupted);
         match &self.source {
             SourcePlan::Postgres { side, hashing } => {
                 comparison.unhashable = hashing.as_ref().err().map(ToString::to_string);
@@ -467,9 +466,27 @@ impl RowDiffPlan {
                     Ok((source, target)) => (Some(source), Some(target)),
                     Err(_) => (None, None),
                 };
-                if let Some((key, parts)) = self.split_points(route, side, window, split, counted_rows)? {
+                // A divided window needs the backend's part queue (extension 3).
+                let shared = match shared {
+                    Some(shared) if split.part_count() > 1 => {
+                        match shared.queue.store.has_run_parts().map_err(crate::divided::queue_error)? {
+                            true => Some(shared),
+                            false => {
+                                tracing::info!(
+                                    reason = "the backend has no part table (run datadiff migrate)",
+                                    "row_diff compares the window as one unit"
+                                );
+                                None
+                            }
+                        }
+                    }
+                    _ => None,
+                };
+                if let Some(shared) = shared
+                    && let Some((key, parts)) = self.split_points(route, side, window, split, counted_rows)?
+                {
                     let hashing = (source_hashing, target_hashing);
-                    return self.run_parts(route, (side, hashing), window, (key, parts), &comparison, progress);
+                    return self.run_parts(route, (side, hashing), window, (key, parts), &comparison, progress, shared);
                 }
                 let mut source = AttemptSide::new(&route.source, route, side, window, source_hashing, None)?;
                 let mut target = AttemptSide::new(&route.target, route, &self.target, window, target_hashing, None)?;
@@ -547,61 +564,161 @@ impl RowDiffPlan {
         Ok((!bounds.is_empty()).then(|| (key, split::parts(bounds))))
     }
 
-    /// Compares the window's `parts` on up to `jobs` threads, each part on connections of its
-    /// own, and combines them in key order into the window's outcome (see
-    /// [`datadiff_access::split`]). The first failing part in key order decides a failure;
-    /// once a part failed no other starts.
+    /// The comparison settings of this plan for one window (or part of it).
+    fn comparison<'i>(
+        &self,
+        route: &Route,
+        max_examples: usize,
+        counted_rows: Option<u64>,
+        interrupted: &'i (dyn Fn() -> bool + Sync),
+    ) -> Comparison<'i> {
+        let mut comparison = Comparison::new(max_examples, self.field_names.clone());
+        comparison.strategy = self.strategy;
+        comparison.counted_rows = counted_rows;
+        comparison.deadline = Some(answer_deadline(route));
+        comparison.interrupted = Some(interrupted);
+        comparison
+    }
+
+    /// The owner's divided window (see [`crate::divided`]): takes the attempt's owner lock,
+    /// writes the division and its `parts` to the backend, works parts on up to `jobs`
+    /// threads with whichever processes join, and combines the stored outcomes in key order
+    /// into the window's outcome. The owner lock stays held in `shared` until the attempt
+    /// is finished.
+    #[allow(clippy::too_many_arguments)]
     fn run_parts(
         &self,
         route: &Route,
-        (side, (source_hashing, target_hashing)): (&SidePlan, (Option<&SideHashing>, Option<&SideHashing>)),
+        (side, hashing): (&SidePlan, (Option<&SideHashing>, Option<&SideHashing>)),
         window: [DateTime<Utc>; 2],
         (key, parts): (SplitKey, Vec<Part>),
         comparison: &Comparison<'_>,
         progress: Option<StreamProgress<'_>>,
+        shared: &mut SharedWindow<'_>,
     ) -> Result<RowDiffOutcome, RowDiffError> {
         let started = std::time::Instant::now();
-        let jobs = self.split.jobs.clamp(1, parts.len());
-        tracing::info!(parts = parts.len(), jobs, "row_diff divides the window into key ranges");
+        if !shared.own()? {
+            return Err(RowDiffError::Parts("another process owns the attempt".to_owned()));
+        }
+        let (results, error) = shared.before.clone().unwrap_or((Json::Array(Vec::new()), None));
+        let division = Division {
+            run_id: shared.queue.run_id,
+            split_key: key.as_str().to_owned(),
+            strategy: self.strategy.as_str().to_owned(),
+            results,
+            error,
+            created_by: shared.queue.label.clone(),
+        };
+        let ranges = divided::ranges(key, &parts);
+        let queue = &shared.queue;
+        queue.store.divide(&division, &ranges, queue.clock.now()).map_err(divided::queue_error)?;
+        tracing::info!(parts = parts.len(), jobs = self.split.jobs, "row_diff divides the window into key ranges");
         if let Some(progress) = &progress {
             progress.divided(parts.len());
         }
-        let next = AtomicUsize::new(0);
+        self.work_parts(route, (side, hashing), window, key, parts.len(), comparison, progress, queue)?;
+        let stored = queue.store.run_parts(queue.run_id).map_err(divided::queue_error)?;
+        match divided::combined(&stored, comparison.max_examples, &comparison.field_names) {
+            Some(combined) => Ok(combined?.outcome(started.elapsed().as_secs_f64())),
+            None if (comparison.interrupted.is_some_and(|interrupted| interrupted())) => Err(RowDiffError::Interrupted),
+            None => Err(RowDiffError::Stream("a part of the window was not compared".to_owned())),
+        }
+    }
+
+    /// A joiner's share of a divided window another process started (see
+    /// [`crate::divided`]): works the stored `parts` on up to `jobs` threads; once every part
+    /// is finished and the owner lock is free (the owner is gone), takes it and returns the
+    /// window's outcome for this process to finish the attempt with. `None`: the owner
+    /// finishes it (or the attempt ended).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn join(
+        &self,
+        route: &Route,
+        window: [DateTime<Utc>; 2],
+        max_examples: usize,
+        counted_rows: Option<u64>,
+        (key, parts): (SplitKey, Vec<Part>),
+        interrupted: &(dyn Fn() -> bool + Sync),
+        shared: &mut SharedWindow<'_>,
+    ) -> Result<Option<RowDiffOutcome>, RowDiffError> {
+        let started = std::time::Instant::now();
+        let SourcePlan::Postgres { side, hashing } = &self.source else {
+            return Err(RowDiffError::NotPostgres("source"));
+        };
+        let hashing = match hashing {
+            Ok((source, target)) => (Some(source), Some(target)),
+            Err(_) => (None, None),
+        };
+        let mut comparison = self.comparison(route, max_examples, counted_rows, interrupted);
+        comparison.unhashable = self.unhashable();
+        tracing::info!(
+            parts = parts.len(),
+            jobs = self.split.jobs,
+            "row_diff joins a window divided by another process"
+        );
+        self.work_parts(route, (side, hashing), window, key, parts.len(), &comparison, None, &shared.queue)?;
+        let stored = shared.queue.store.run_parts(shared.queue.run_id).map_err(divided::queue_error)?;
+        let Some(combined) = divided::combined(&stored, max_examples, &comparison.field_names) else {
+            return Ok(None);
+        };
+        if !shared.own()? || !shared.queue.running()? {
+            return Ok(None);
+        }
+        tracing::info!("row_diff finishes a divided window whose owner is gone");
+        Ok(Some(combined?.outcome(started.elapsed().as_secs_f64())))
+    }
+
+    /// Why the rows cannot be hashed, when they cannot.
+    fn unhashable(&self) -> Option<String> {
+        match &self.source {
+            SourcePlan::Postgres { hashing: Err(why), .. } => Some(why.to_string()),
+            _ => None,
+        }
+    }
+
+    /// Claims and compares parts of the window on up to `jobs` threads, each thread on a
+    /// backend session of its own and each part on connections of its own, until no part is
+    /// left (see [`divided::work`]).
+    #[allow(clippy::too_many_arguments)]
+    fn work_parts(
+        &self,
+        route: &Route,
+        (side, (source_hashing, target_hashing)): (&SidePlan, (Option<&SideHashing>, Option<&SideHashing>)),
+        window: [DateTime<Utc>; 2],
+        key: SplitKey,
+        part_count: usize,
+        comparison: &Comparison<'_>,
+        progress: Option<StreamProgress<'_>>,
+        shared: &divided::Queue<'_>,
+    ) -> Result<(), RowDiffError> {
+        let jobs = self.split.jobs.clamp(1, part_count.max(1));
         let failed = AtomicBool::new(false);
-        let outcomes: Vec<Mutex<Option<Result<Compared, RowDiffError>>>> =
-            parts.iter().map(|_| Mutex::new(None)).collect();
+        let never = || false;
+        let interrupted = comparison.interrupted.unwrap_or(&never);
+        let compare_part = |part: &Part| -> Result<divided::PartOutcome, RowDiffError> {
+            let started = std::time::Instant::now();
+            let hooks = PartHooks { part: part.index, progress: progress.as_ref().map(StreamProgress::part) };
+            let mut source = AttemptSide::new(&route.source, route, side, window, source_hashing, Some((part, key)))?;
+            let mut target =
+                AttemptSide::new(&route.target, route, &self.target, window, target_hashing, Some((part, key)))?;
+            let compared = self.compare(route, &mut source, &mut target, comparison, hooks)?;
+            Ok(divided::PartOutcome {
+                summary: keyed(&self.key_names, compared.summary),
+                strategy: compared.strategy,
+                seconds: started.elapsed().as_secs_f64(),
+            })
+        };
+        let first_error: Mutex<Option<RowDiffError>> = Mutex::new(None);
         std::thread::scope(|threads| {
             for _ in 0..jobs {
-                let (next, failed, outcomes, parts, progress) = (&next, &failed, &outcomes, &parts, &progress);
+                let (failed, first_error, compare_part) = (&failed, &first_error, &compare_part);
                 let dispatch = tracing::dispatcher::get_default(Clone::clone);
                 threads.spawn(move || {
                     tracing::dispatcher::with_default(&dispatch, || {
-                        loop {
-                            let index = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(part) = parts.get(index) else { return };
-                            if failed.load(Ordering::Relaxed) {
-                                return;
-                            }
-                            let hooks =
-                                PartHooks { part: index, progress: progress.as_ref().map(StreamProgress::part) };
-                            let outcome =
-                                AttemptSide::new(&route.source, route, side, window, source_hashing, Some((part, key)))
-                                    .and_then(|mut source| {
-                                        let mut target = AttemptSide::new(
-                                            &route.target,
-                                            route,
-                                            &self.target,
-                                            window,
-                                            target_hashing,
-                                            Some((part, key)),
-                                        )?;
-                                        self.compare(route, &mut source, &mut target, comparison, hooks)
-                                    });
-                            if outcome.is_err() {
-                                failed.store(true, Ordering::Relaxed);
-                            }
-                            if let Ok(mut slot) = outcomes[index].lock() {
-                                *slot = Some(outcome);
+                        if let Err(error) = divided::work(shared, key, failed, interrupted, compare_part) {
+                            failed.store(true, Ordering::Relaxed);
+                            if let Ok(mut first) = first_error.lock() {
+                                first.get_or_insert(error);
                             }
                         }
                     });
@@ -609,27 +726,10 @@ impl RowDiffPlan {
             }
         });
         drop(progress);
-        let mut summaries = Vec::with_capacity(parts.len());
-        let mut strategies = Vec::with_capacity(parts.len());
-        for slot in outcomes {
-            match slot.into_inner().ok().flatten() {
-                Some(outcome) => {
-                    let compared = outcome?;
-                    strategies.push(compared.strategy);
-                    summaries.push(compared.summary);
-                }
-                // Not started: a part before or beside it failed, met in key order below.
-                None => continue,
-            }
+        match first_error.into_inner().ok().flatten() {
+            Some(error) => Err(error),
+            None => Ok(()),
         }
-        if summaries.len() != parts.len() {
-            return Err(RowDiffError::Stream("a part of the window was not compared".to_owned()));
-        }
-        let summary = split::combine(summaries, comparison.max_examples, comparison.field_names.clone());
-        let strategy = split::combined_strategy(&strategies).unwrap_or_else(|| StrategyUsed::stream("no part"));
-        // Each side's time is the whole divided comparison's, its parts running at once.
-        let seconds = started.elapsed().as_secs_f64();
-        Ok(outcome(&self.key_names, summary, seconds, seconds, strategy))
     }
 
     /// The outcome of one whole comparison.
@@ -1045,18 +1145,16 @@ pub(crate) fn outcome(
     target_seconds: f64,
     strategy: StrategyUsed,
 ) -> RowDiffOutcome {
-    let counts = RowDiffCounts::from_summary(&summary);
-    tracing::info!(
-        source_rows = counts.source_rows,
-        target_rows = counts.target_rows,
-        missing = counts.missing,
-        extra = counts.extra,
-        changed = counts.changed,
-        source_seconds,
-        target_seconds,
-        "row_diff compared the window"
-    );
-    let differences = summary
+    outcome_of(keyed(key_names, summary), source_seconds, target_seconds, strategy)
+}
+
+/// `summary` with each example's key as its evidence key: `{"<key column>": "<key>"}` by the
+/// logical `key_names` (one per key column, in key order).
+pub(crate) fn keyed(key_names: &[String], summary: Summary<Key>) -> Summary<Json> {
+    let mut keyed = Summary::new(summary.examples.len(), summary.field_names().to_vec());
+    (keyed.matched, keyed.missing, keyed.extra, keyed.changed) =
+        (summary.matched, summary.missing, summary.extra, summary.changed);
+    keyed.examples = summary
         .examples
         .into_iter()
         .map(|example| {
@@ -1071,14 +1169,31 @@ pub(crate) fn outcome(
                     }
                 }
             }
-            Difference {
-                check_type: ResultType::RowDiff,
-                kind: example.kind,
-                key: Json::Object(key),
-                fields: example.fields,
-            }
+            Example { kind: example.kind, key: Json::Object(key), fields: example.fields }
         })
         .collect();
+    keyed
+}
+
+/// The outcome of a comparison summarised in `summary` (keys already evidence keys).
+pub(crate) fn outcome_of(
+    summary: Summary<Json>,
+    source_seconds: f64,
+    target_seconds: f64,
+    strategy: StrategyUsed,
+) -> RowDiffOutcome {
+    let counts = RowDiffCounts::from_summary(&summary);
+    tracing::info!(
+        source_rows = counts.source_rows,
+        target_rows = counts.target_rows,
+        missing = counts.missing,
+        extra = counts.extra,
+        changed = counts.changed,
+        source_seconds,
+        target_seconds,
+        "row_diff compared the window"
+    );
+    let differences = crate::divided::differences(&summary);
     RowDiffOutcome { counts, differences, source_seconds, target_seconds, strategy }
 }
 

@@ -84,6 +84,13 @@ pub enum RowDiffError {
         /// The sessions' grace in seconds.
         grace: u64,
     },
+    /// A part of a divided window failed: its reason as the
+    /// process comparing it stored it.
+    #[error("{0}")]
+    Part(String),
+    /// The backend's part queue of a divided window could not be read or written.
+    #[error("row_diff: the backend's part queue failed: {0}")]
+    Parts(String),
     /// The attempt was interrupted (a signal, `--max-duration`).
     #[error("row_diff: interrupted")]
     Interrupted,

@@ -307,6 +307,9 @@ impl TickReport {
 /// **Several processes or hosts** may tick one backend at once: every start goes through the
 /// store's check lock and re-decides there, so a slot gets one attempt; the others report
 /// SKIPPED (`An attempt for this cron slot is already running`, or `... already attempted`).
+/// A running attempt whose `row_diff` window its owner divided is joined instead: this
+/// process compares parts of it until none is left, and finishes the attempt when its owner
+/// is gone (see `crate::divided`); SKIPPED when the owner finishes it.
 pub fn tick(context: &TickContext) -> Result<TickReport, Error> {
     let pool = context.store.pool().max_size();
     if usize::try_from(pool).unwrap_or(usize::MAX) < context.jobs.get() {
@@ -530,7 +533,19 @@ impl CheckWork<'_> {
                     }
                 }
                 TickStep::Skip { slot, skip } => {
-                    self.tick.summaries.push(RunSummary::skipped(CheckIdentity::of(self.definition), slot, &skip));
+                    let context = self.context;
+                    let (store, connections) = (&context.store, &context.connections);
+                    match crate::execute::skipped_or_joined(
+                        store,
+                        connections,
+                        self.definition,
+                        slot,
+                        &skip,
+                        self.options,
+                    ) {
+                        Ok(summary) => self.tick.summaries.push(summary),
+                        Err(error) => return self.failed(&error),
+                    }
                 }
                 TickStep::Done => return,
             }

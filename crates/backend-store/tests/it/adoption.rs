@@ -13,7 +13,8 @@ fn upstream_backend() -> (Backend<'static>, Store) {
     backend
         .superuser()
         .batch_execute(
-            "DROP TABLE public.datadiff_run_differences; DROP TABLE public.datadiff_replica_horizons; \
+            "DROP TABLE public.datadiff_run_parts; DROP TABLE public.datadiff_run_divisions; \
+             DROP TABLE public.datadiff_run_differences; DROP TABLE public.datadiff_replica_horizons; \
              DROP TABLE public.datadiff_schema_migrations",
         )
         .unwrap();
@@ -29,7 +30,8 @@ fn a_pipelinewise_backend_at_004_gets_only_the_extension_chain() {
         report.steps,
         vec![
             Step::Extension { version: 1, name: "run_differences" },
-            Step::Extension { version: 2, name: "replica_horizons" }
+            Step::Extension { version: 2, name: "replica_horizons" },
+            Step::Extension { version: 3, name: "run_parts" }
         ]
     );
     assert_eq!(backend.alembic_versions(), vec!["004"]);

@@ -19,6 +19,7 @@ fn a_fresh_migrate_matches_pipelinewise_004_and_the_extension_catalog_exactly() 
             Step::Upgrade(Revision::R004),
             Step::Extension { version: 1, name: "run_differences" },
             Step::Extension { version: 2, name: "replica_horizons" },
+            Step::Extension { version: 3, name: "run_parts" },
         ]
     );
 
@@ -42,9 +43,10 @@ fn a_fresh_migrate_matches_pipelinewise_004_and_the_extension_catalog_exactly() 
                 "replica_horizons".to_owned(),
                 checksum(include_str!("../../migrations/extensions/0002_replica_horizons.sql"))
             ),
+            (3, "run_parts".to_owned(), checksum(include_str!("../../migrations/extensions/0003_run_parts.sql"))),
         ]
     );
-    assert_eq!(EXTENSIONS.len(), 2);
+    assert_eq!(EXTENSIONS.len(), 3);
 
     // Nothing is pending, and migrating again changes nothing.
     assert!(store.status().unwrap().is_current());

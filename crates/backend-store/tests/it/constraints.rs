@@ -65,6 +65,20 @@ fn event(start: &str, end: &str, furthest: &str, status: &str, blocking: &str, e
     )
 }
 
+fn division(parts: &str, split_key: &str) -> String {
+    format!(
+        "INSERT INTO public.datadiff_run_divisions VALUES ('{RUN}', {parts}, '{split_key}', 'auto', '[]', NULL, now(), \
+         'host:1')"
+    )
+}
+
+fn part(index: &str, finished_at: &str, outcome: &str) -> String {
+    format!(
+        "INSERT INTO public.datadiff_run_parts (run_id, part_index, part_count, finished_at, outcome) \
+         VALUES ('{RUN}', {index}, 3, {finished_at}, {outcome})"
+    )
+}
+
 fn difference(ordinal: &str, kind: &str, fields: &str) -> String {
     format!(
         "INSERT INTO public.datadiff_run_differences VALUES ('{RUN}', 'row_diff', {ordinal}, '{kind}', '{{\"id\": 7}}', \
@@ -83,6 +97,7 @@ fn every_check_constraint_rejects_a_violating_row() {
     let mut client = backend.superuser();
     insert_definition(&mut client, CHECK);
     insert_attempt(&mut client, RUN, CHECK, "2026-01-01 10:00Z", T9, "PASS");
+    client.batch_execute(&division("3", "int")).unwrap();
 
     let blocked = format!("'{RUN}'");
     // Rows that satisfy every constraint: each violation below changes one value of one of them.
@@ -134,6 +149,12 @@ fn every_check_constraint_rejects_a_violating_row() {
         ("ck_datadiff_run_differences_fields", difference("1", "CHANGED", "'{}'")),
         ("ck_datadiff_run_differences_fields", difference("1", "EXTRA_IN_TARGET", "ARRAY['amount']")),
         ("ck_datadiff_schema_migrations_version", migration("0")),
+        ("ck_datadiff_run_divisions_part_count", division("1", "int")),
+        ("ck_datadiff_run_divisions_split_key", division("3", "bigint")),
+        ("ck_datadiff_run_parts_index", part("3", "NULL", "NULL")),
+        ("ck_datadiff_run_parts_index", part("-1", "NULL", "NULL")),
+        ("ck_datadiff_run_parts_outcome", part("0", "now()", "NULL")),
+        ("ck_datadiff_run_parts_outcome", part("0", "NULL", "'{}'")),
     ];
     for (constraint, sql) in &violations {
         let mut transaction = client.transaction().unwrap();
@@ -180,7 +201,7 @@ fn the_application_role_reads_and_writes_rows_but_never_deletes_truncates_or_alt
     let version: String = app.query_one("SELECT version_num::text FROM public.alembic_version", &[]).unwrap().get(0);
     assert_eq!(version, "004");
     let extensions: i64 = app.query_one("SELECT count(*) FROM public.datadiff_schema_migrations", &[]).unwrap().get(0);
-    assert_eq!(extensions, 2);
+    assert_eq!(extensions, 3);
 
     let tables = [
         "dd_check_definitions",
@@ -193,6 +214,8 @@ fn the_application_role_reads_and_writes_rows_but_never_deletes_truncates_or_alt
         "dd_index_warning_state",
         "datadiff_run_differences",
         "datadiff_replica_horizons",
+        "datadiff_run_divisions",
+        "datadiff_run_parts",
         "datadiff_schema_migrations",
         "alembic_version",
     ];
@@ -208,7 +231,7 @@ fn the_application_role_reads_and_writes_rows_but_never_deletes_truncates_or_alt
     }
     denied(&mut app, "INSERT INTO public.alembic_version VALUES ('005')");
     denied(&mut app, "UPDATE public.alembic_version SET version_num = '005'");
-    denied(&mut app, "INSERT INTO public.datadiff_schema_migrations VALUES (3, 'x', repeat('0', 64), now())");
+    denied(&mut app, "INSERT INTO public.datadiff_schema_migrations VALUES (4, 'x', repeat('0', 64), now())");
     denied(&mut app, "CREATE INDEX sneaky ON public.dd_run_results (error)");
 
     // The rows are all still there.

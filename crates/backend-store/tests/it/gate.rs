@@ -23,7 +23,7 @@ fn an_empty_backend_is_refused_as_base() {
     let store = Store::open(backend.config.clone()).unwrap();
     assert_eq!(
         gate_message(&store),
-        "backend schema is at base, datadiff needs 004 (+ extensions 2): run datadiff import_config --dir /srv/pipelinewise"
+        "backend schema is at base, datadiff needs 004 (+ extensions 3): run datadiff import_config --dir /srv/pipelinewise"
     );
     // The gate never migrates.
     assert!(!backend.has_relation("alembic_version"));
@@ -36,15 +36,15 @@ fn an_older_revision_is_refused_and_a_migrated_one_passes() {
     store.migrate(&MigrateOptions::to(Target::Revision(Revision::R003), false)).unwrap();
     assert_eq!(
         gate_message(&store),
-        "backend schema is at 003, datadiff needs 004 (+ extensions 2): run datadiff import_config --dir /srv/pipelinewise"
+        "backend schema is at 003, datadiff needs 004 (+ extensions 3): run datadiff import_config --dir /srv/pipelinewise"
     );
     assert_eq!(backend.alembic_versions(), vec!["003"]);
 
     store.migrate(&MigrateOptions::latest()).unwrap();
     let status = store.gate(Path::new(PROJECT)).unwrap();
     assert_eq!(status.upstream, UpstreamState::At(Revision::R004));
-    assert_eq!(status.extension_version(), 2);
-    assert_eq!(status.to_string(), "004 (+ extensions 2)");
+    assert_eq!(status.extension_version(), 3);
+    assert_eq!(status.to_string(), "004 (+ extensions 3)");
 }
 
 /// Issue: a backend PipelineWise migrated (004, no `datadiff_*` tables) works without DDL;
@@ -55,7 +55,8 @@ fn a_pipelinewise_backend_without_our_extensions_passes_until_a_definition_needs
     let repo = repo();
     repo.sql()
         .batch_execute(
-            "DROP TABLE public.datadiff_run_differences; DROP TABLE public.datadiff_replica_horizons; \
+            "DROP TABLE public.datadiff_run_parts; DROP TABLE public.datadiff_run_divisions; \
+             DROP TABLE public.datadiff_run_differences; DROP TABLE public.datadiff_replica_horizons; \
              DROP TABLE public.datadiff_schema_migrations",
         )
         .unwrap();
@@ -112,6 +113,12 @@ fn status_reports_what_is_applied_and_pending() {
     let pending: Vec<String> = status.pending().unwrap().iter().map(ToString::to_string).collect();
     assert_eq!(
         pending,
-        ["002 -> 003", "003 -> 004", "extension 1 (run_differences)", "extension 2 (replica_horizons)"]
+        [
+            "002 -> 003",
+            "003 -> 004",
+            "extension 1 (run_differences)",
+            "extension 2 (replica_horizons)",
+            "extension 3 (run_parts)"
+        ]
     );
 }

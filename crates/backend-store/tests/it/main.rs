@@ -13,6 +13,7 @@ mod lifecycle;
 mod migrate;
 mod operator_guide;
 mod overview;
+mod parts;
 mod reports;
 mod support;
 mod tls;

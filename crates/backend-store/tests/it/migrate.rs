@@ -149,7 +149,8 @@ fn each_upstream_revision_leaves_the_schema_that_revision_had() {
         vec![
             Step::Upgrade(Revision::R004),
             Step::Extension { version: 1, name: "run_differences" },
-            Step::Extension { version: 2, name: "replica_horizons" }
+            Step::Extension { version: 2, name: "replica_horizons" },
+            Step::Extension { version: 3, name: "run_parts" }
         ]
     );
     assert_same_catalog(&Catalog::expected_upstream(), &backend.catalog(CatalogScope::Upstream));
@@ -251,7 +252,7 @@ fn assert_downgrade_refused(add_rows: impl FnOnce(&mut postgres::Client)) {
 
     // The whole migration rolled back: extension tables, 004's table, the version and data.
     assert_eq!(backend.alembic_versions(), vec!["004"]);
-    assert_eq!(backend.extension_rows().len(), 2);
+    assert_eq!(backend.extension_rows().len(), 3);
     assert!(backend.has_relation("datadiff_run_differences"));
     assert_same_catalog(&before_upstream, &backend.catalog(CatalogScope::Upstream));
     assert_eq!(count(&backend), rows_before);
@@ -410,8 +411,8 @@ fn two_concurrent_migrator_processes_serialize_on_the_migration_lock() {
         [&first, &second].iter().map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned()).collect();
     applied.sort();
     // One applied all six steps, the other found nothing left to do.
-    assert_eq!(applied, vec!["steps: 0", "steps: 6"]);
+    assert_eq!(applied, vec!["steps: 0", "steps: 7"]);
     assert_eq!(backend.alembic_versions(), vec!["004"]);
-    assert_eq!(backend.extension_rows().len(), 2);
+    assert_eq!(backend.extension_rows().len(), 3);
     assert_same_catalog(&Catalog::expected_upstream(), &backend.catalog(CatalogScope::Upstream));
 }

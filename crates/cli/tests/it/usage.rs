@@ -15,7 +15,7 @@ fn version_and_help_print_to_stdout_and_exit_zero() {
     assert_eq!(exit, Exit::Success);
     assert_eq!(
         stdout.trim(),
-        format!("datadiff {}\nbackend schema: PipelineWise 004 (+ extensions 2)", env!("CARGO_PKG_VERSION"))
+        format!("datadiff {}\nbackend schema: PipelineWise 004 (+ extensions 3)", env!("CARGO_PKG_VERSION"))
     );
     let (exit, stdout, _) = datadiff(&["audit", "--help"]);
     assert_eq!(exit, Exit::Success);

@@ -110,3 +110,60 @@ fn a_divided_window_counts_its_parts_and_rows_on_the_progress_meter() {
         assert_eq!((after.streams_running, after.streams_hashing), (0, 0), "{strategy}: {after:?}");
     }
 }
+
+/// The parts of a divided window are a queue in the backend (extension 3): the division and
+/// its parts are stored, each part claimed and finished by this process (one `host:pid`) with
+/// its outcome; a backend without the part table compares the window as one unit, storing
+/// the same result and evidence.
+#[test]
+fn a_divided_window_is_worked_through_the_backends_part_queue_or_is_one_unit_without_it() {
+    let definition = |context: &Context| {
+        let mut definition = items_definition(context);
+        definition.extensions.row_diff = Some(RowDiffSettings::new(100).unwrap().with_strategy(Strategy::Stream));
+        definition
+    };
+    let stored = |context: &Context, run_id| (without_times(context.result_rows(run_id)), differences(context, run_id));
+
+    let queued = Context::new(SOURCE, &format!("{SOURCE}\n{REPLICA_CHANGES}"));
+    let run_id = queued.run_split(&definition(&queued), RowDiffSplit { parts: 4, jobs: 2 }, false).run_id.unwrap();
+    let mut backend = queued.backend_sql();
+    let division = backend
+        .query_one(
+            "SELECT part_count, split_key, strategy, created_by FROM public.datadiff_run_divisions WHERE run_id = $1",
+            &[&run_id.get()],
+        )
+        .unwrap();
+    let (count, split_key, strategy, created_by): (i32, String, String, String) =
+        (division.get(0), division.get(1), division.get(2), division.get(3));
+    assert_eq!((count, split_key.as_str(), strategy.as_str()), (4, "int", "stream"));
+    assert!(created_by.ends_with(&format!(":{}", std::process::id())), "{created_by}");
+    let parts = backend
+        .query(
+            "SELECT part_index, claimed_by, finished_at IS NOT NULL, (outcome ->> 'matched')::bigint \
+                    + (outcome ->> 'missing')::bigint + (outcome ->> 'changed')::bigint \
+               FROM public.datadiff_run_parts WHERE run_id = $1 ORDER BY part_index",
+            &[&run_id.get()],
+        )
+        .unwrap();
+    assert_eq!(parts.len(), 4);
+    let mut source_rows = 0;
+    for (index, part) in parts.iter().enumerate() {
+        assert_eq!(part.get::<_, i32>(0), index as i32);
+        assert_eq!(part.get::<_, Option<String>>(1).as_deref(), Some(created_by.as_str()));
+        assert!(part.get::<_, bool>(2), "part {index} finished");
+        source_rows += part.get::<_, i64>(3);
+    }
+    let (results, evidence) = stored(&queued, run_id);
+    let row_diff = results.iter().find(|row| row.0 == "row_diff").expect("a row_diff result");
+    assert_eq!(row_diff.2["rows"], Json::String(source_rows.to_string()), "the parts' source rows: {row_diff:?}");
+
+    let unit = Context::new(SOURCE, &format!("{SOURCE}\n{REPLICA_CHANGES}"));
+    unit.backend_sql()
+        .batch_execute(
+            "DROP TABLE public.datadiff_run_parts; DROP TABLE public.datadiff_run_divisions; \
+             DELETE FROM public.datadiff_schema_migrations WHERE version = 3",
+        )
+        .unwrap();
+    let alone = unit.run_split(&definition(&unit), RowDiffSplit { parts: 4, jobs: 2 }, false).run_id.unwrap();
+    assert_eq!(stored(&unit, alone), (results, evidence));
+}
