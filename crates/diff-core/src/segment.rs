@@ -38,7 +38,8 @@
 //!
 //! **Dense drift.** When more than half of the first level's non-empty children differ (three
 //! in four of a later level's; at least [`DENSE_CHILDREN`]) and they are already small (at most
-//! [`DENSE_CHILD_ROWS`] rows each, on average), splitting further would cost more scans than it saves: every differing child
+//! [`SearchSettings::digest_rows`] × [`SearchSettings::max_fanout`] rows each, on average: 128
+//! by default), splitting further would cost more scans than it saves: every differing child
 //! of that level becomes a leaf at once (a table that differs everywhere is streamed, as the
 //! stream strategy would, after a few levels that cost about a byte per row). Larger children
 //! that mostly differ are split on: each holds at least one difference, and locating one
@@ -177,11 +178,6 @@ pub struct ChildDigest {
 /// [`Search::record`]).
 pub const MAX_SPARSE_FANOUT: u64 = 1 << 20;
 
-/// The most rows a level's differing children may hold on average for its drift to be dense
-/// (see the module docs): streaming children this small costs less than locating their
-/// differences.
-pub const DENSE_CHILD_ROWS: u64 = 128;
-
 /// The fewest differing children that make a level's drift dense (see the module docs): two
 /// of a small table's three first-level children differing is not drift everywhere.
 pub const DENSE_CHILDREN: usize = 8;
@@ -209,24 +205,23 @@ pub struct SearchSettings {
 }
 
 impl Default for SearchSettings {
-    /// Children of one row streamed, of up to 8 rows answered by row digests, about 2,048
-    /// rows per first-level child (at most 65,536 children), at most 4 children per later
+    /// Children of one row streamed, of up to 16 rows answered by row digests, about 2,048
+    /// rows per first-level child (at most 65,536 children), at most 8 children per later
     /// split, 16 levels.
     ///
     /// Tuned for bytes over a slow link with sparse drift: a level's digest costs 28 bytes
-    /// per non-empty child and side, a streamed row its whole image (about 100–150 bytes in
-    /// the benchmarks). Locating one difference among `n` rows with `k` children a level
-    /// costs about `k · log_k(n)` digests, least near `k` = 3 or 4: a differing region costs
-    /// about four narrow levels ([`balanced_fanout`]) and a row-digest level of at most 8
-    /// rows — about 1.2 KB, whatever the table's size (8 children a level cost 1.9 KB) — and
-    /// the first level 28 bytes per 2,048 rows of the table (BENCHMARKS.md).
+    /// per non-empty child and side, a streamed row its whole image (about 100 bytes in the
+    /// benchmarks), so a differing region costs about three narrow levels (5–6 children:
+    /// [`balanced_fanout`]) and a row-digest level of at most 16 rows — under 2 KB, whatever
+    /// the table's size — and the first level 28 bytes per 2,048 rows of the table
+    /// (BENCHMARKS.md).
     fn default() -> Self {
         SearchSettings {
             leaf_rows: 1,
-            digest_rows: 8,
+            digest_rows: 16,
             first_level_rows: 2_048,
             max_first_fanout: 65_536,
-            max_fanout: 4,
+            max_fanout: 8,
             max_levels: 16,
         }
     }
@@ -351,8 +346,8 @@ impl Search {
             }
         }
         self.matched += matched;
-        // Dense drift: most children differ, and they are already small (at most
-        // DENSE_CHILD_ROWS each, on average). Children that differ but still hold many rows —
+        // Dense drift: most children differ, and they are already small (at most a split's
+        // worth of row digests each, on average). Children that differ but still hold many rows —
         // keys that fill few of the positions, such as text keys of a few characters — are
         // split again instead.
         // Later levels split each differing child into a few children, where a region of a
@@ -363,9 +358,10 @@ impl Search {
             1 => differing.len() * 2 > children.len(),
             _ => differing.len() * 4 > children.len() * 3,
         };
+        let small = self.settings.digest_rows.max(1).saturating_mul(self.settings.max_fanout.max(2));
         let dense = most
             && differing.len() >= DENSE_CHILDREN
-            && differing_rows <= (differing.len() as u64).saturating_mul(DENSE_CHILD_ROWS);
+            && differing_rows <= (differing.len() as u64).saturating_mul(small);
         let last_level = self.level >= self.settings.max_levels;
         let sparseness = |split: usize| {
             let children = self.splits[split].children();
@@ -646,14 +642,12 @@ mod tests {
         // (the parent's keys filled 1 child in ~19): about 680 children each, only the
         // non-empty ones answered.
         assert!(splits.iter().all(|split| split.children() > 600), "{:?}", splits[0]);
-        // Small children (at most DENSE_CHILD_ROWS) that mostly differ are still dense drift:
-        // streamed at once.
+        // Small children that mostly differ are still dense drift: streamed at once.
         let side = |hash: &str| Some(Overview { first: 0, last: 99_999, rows: 100_000, hash: hash.into() });
         let mut search = Search::new(settings, side("a"), side("b"));
         let Step::Hash([first]) = search.step() else { panic!("one split first") };
         let children = first.children();
-        let rows = DENSE_CHILD_ROWS;
-        search.record(&answer(children, 1, rows, "s"), &answer(children, 1, rows, "t")).unwrap();
+        search.record(&answer(children, 1, 512, "s"), &answer(children, 1, 512, "t")).unwrap();
         assert!(matches!(search.step(), Step::Stream(leaves) if leaves.len() == 1), "adjacent leaves joined");
     }
 
