@@ -20,8 +20,9 @@ fn import_migrates_then_creates_and_reimports_unchanged() {
     let mut sql = fixture.backend_sql();
     let version: String = sql.query_one("SELECT version_num FROM public.alembic_version", &[]).unwrap().get(0);
     assert_eq!(version, "004");
-    // One row per datadiff extension migration: evidence (1) and replica horizons (2).
-    assert_eq!(fixture.count("SELECT count(*) FROM public.datadiff_schema_migrations"), 2);
+    // One row per datadiff extension migration: evidence (1), replica horizons (2) and the
+    // divided windows' part queue (3).
+    assert_eq!(fixture.count("SELECT count(*) FROM public.datadiff_schema_migrations"), 3);
     let row = sql
         .query_one(
             "SELECT full_check_name, revision, is_current, created_at = $1::text::timestamptz \
