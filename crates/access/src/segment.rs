@@ -962,8 +962,7 @@ impl SegmentQuery {
             frame.key_indexed = !check_duplicates && self.other_keys.is_empty();
             frame.heap_ordered = heap_ordered;
             frame.rows = 0;
-            frame.indexed = !check_duplicates
-                && self.other_keys.is_empty()
+            frame.indexed = frame.key_indexed
                 && match self.position {
                     Position::Integer | Position::Uuid => true,
                     Position::Text => frame.range.is_some(),
@@ -1234,6 +1233,8 @@ impl SegmentQuery {
         if leaves.len() <= OR_LEAVES {
             return self.leaves_or(leaves);
         }
+        let bucketed =
+            || self.bounded(Segment { first: lowest.first, last: highest.last }, &self.bucketed_leaves(leaves));
         match self.position {
             Position::Integer => {
                 let (listed, wide): (Vec<Segment>, Vec<Segment>) =
@@ -1262,7 +1263,7 @@ impl SegmentQuery {
                     table = self.table.quoted(),
                 )
             }
-            _ => self.bounded(Segment { first: lowest.first, last: highest.last }, &self.bucketed_leaves(leaves)),
+            _ => bucketed(),
         }
     }
 

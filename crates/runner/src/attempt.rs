@@ -220,6 +220,17 @@ impl<'a> AttemptRun<'a> {
             }
             None => Registration::none(attempt.run_id),
         };
+        AttemptRun::registered(store, stored, attempt, options, registration)
+    }
+
+    /// The execution of `attempt`, registered (or not) as `registration` says.
+    fn registered(
+        store: &'a Store,
+        stored: &'a StoredDefinition,
+        attempt: Attempt,
+        options: &'a ExecutionOptions,
+        registration: Registration,
+    ) -> AttemptRun<'a> {
         AttemptRun {
             store,
             stored,
@@ -242,16 +253,7 @@ impl<'a> AttemptRun<'a> {
         options: &'a ExecutionOptions,
     ) -> AttemptRun<'a> {
         let registration = Registration::none(attempt.run_id);
-        AttemptRun {
-            store,
-            stored,
-            attempt,
-            options,
-            registration,
-            preflight: None,
-            differences: Vec::new(),
-            owner: None,
-        }
+        AttemptRun::registered(store, stored, attempt, options, registration)
     }
 
     /// Executes the attempt to its end and summarises it.
