@@ -20,11 +20,13 @@
 //! microseconds, are hashed instead).
 //!
 //! A level's answer is packed ([`packed`]): one `bytea` per side holding each non-empty
-//! child's split, index, count and hash total (the exact sum wrapped to 64 bits), 28 bytes a
-//! child in binary, against about 65 as a row of text and numbers. The overview keeps its
-//! exact sum (one row: nothing to save). With one-position children ([`Split::row_digests`])
-//! the same answer carries a digest per position, so a small differing child costs 28 bytes
-//! a row and side, and only its differing rows are streamed.
+//! child's split, index, count and hash total (the exact sum wrapped to 64 bits), each index
+//! and count in the narrowest integer the level's splits allow ([`Packing`]): 14 bytes a
+//! child for a level of small regions, 18 for a large table's first level, against about 65
+//! as a row of text and numbers. The overview keeps its exact sum (one row: nothing to save).
+//! With one-position children ([`Split::row_digests`]) the same answer carries a digest per
+//! position, so a small differing child costs 14–16 bytes a row and side, and only its
+//! differing rows are streamed.
 //!
 //! A level of several splits reads each split's rows through the key's index where one
 //! serves ([`SegmentQuery::indexed_level_sql`]: an integer or uuid key with a unique index, a
@@ -1008,13 +1010,13 @@ impl SegmentQuery {
     /// from `$5` to `$6`: `width_bucket` finds a row's split by binary search among the
     /// lowest keys, and only rows inside their split are hashed. (A join of the splits to the
     /// table leaves the plan to the server, which may scan the table once per split.)
-    pub fn level_sql(&self) -> String {
-        self.level_sql_within(None)
+    pub fn level_sql(&self, packing: Packing) -> String {
+        self.level_sql_within(None, packing)
     }
 
     /// [`SegmentQuery::level_sql`], the rows further kept by `range` (a key range around
     /// all the splits, [`SegmentQuery::range_sql`]).
-    fn level_sql_within(&self, range: Option<&str>) -> String {
+    fn level_sql_within(&self, range: Option<&str>, packing: Packing) -> String {
         let key_type = self.position.ranged_type();
         let ranged = match self.text_positioned() {
             true => "row_position".to_owned(),
@@ -1035,10 +1037,13 @@ impl SegmentQuery {
                 )
             }
         };
-        packed(&format!(
-            "SELECT (row_split - 1)::bigint, (row_position - ($1::bigint[])[row_split]) / ($2::bigint[])[row_split], \
+        packed(
+            &format!(
+                "SELECT (row_split - 1)::bigint, (row_position - ($1::bigint[])[row_split]) / ($2::bigint[])[row_split], \
              count(*), sum({ROW_DIGEST}) FROM {rows} GROUP BY 1, 2"
-        ))
+            ),
+            packing,
+        )
     }
 
     /// A level's `SELECT` over several splits of an integer or uuid key with a unique index,
@@ -1053,7 +1058,7 @@ impl SegmentQuery {
     /// A text key's splits are bound as key ranges (`$3` lowest keys, `$4` the keys they stay
     /// below: [`text_key_range`]) with `$5` their last positions: each split's rows are read
     /// through the index by its range and kept by their positions.
-    pub fn indexed_level_sql(&self) -> String {
+    pub fn indexed_level_sql(&self, packing: Packing) -> String {
         if self.text_positioned() {
             let range = match self.key_range() {
                 Some(KeyRange::Collated(collation)) => format!(
@@ -1071,28 +1076,34 @@ impl SegmentQuery {
                 Some(&range),
                 "row_position BETWEEN segment_splits.split_first AND segment_splits.split_last",
             );
-            return packed(&format!(
-                "SELECT segment_splits.split_index - 1, (row_position - segment_splits.split_first) / \
+            return packed(
+                &format!(
+                    "SELECT segment_splits.split_index - 1, (row_position - segment_splits.split_first) / \
                  segment_splits.split_width, count(*), sum({ROW_DIGEST}) \
                  FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::bigint[]), \
                  pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::text[]), pg_catalog.unnest($5::bigint[])) \
                  WITH ORDINALITY AS segment_splits (split_first, split_width, split_low, split_high, split_last, \
                  split_index) CROSS JOIN LATERAL {rows} GROUP BY 1, 2"
-            ));
+                ),
+                packing,
+            );
         }
         let key_type = self.position.ranged_type();
         let rows = self.rows(
             &format!("{position} AS row_position", position = self.position_sql()),
             Some(&format!("{key} BETWEEN segment_splits.split_low AND segment_splits.split_high", key = self.key)),
         );
-        packed(&format!(
-            "SELECT segment_splits.split_index - 1, (row_position - segment_splits.split_first) / \
+        packed(
+            &format!(
+                "SELECT segment_splits.split_index - 1, (row_position - segment_splits.split_first) / \
              segment_splits.split_width, count(*), sum({ROW_DIGEST}) \
              FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::bigint[]), \
              pg_catalog.unnest($3::text[]::{key_type}[]), pg_catalog.unnest($4::text[]::{key_type}[])) \
              WITH ORDINALITY AS segment_splits (split_first, split_width, split_low, split_high, split_index) \
              CROSS JOIN LATERAL {rows} GROUP BY 1, 2"
-        ))
+            ),
+            packing,
+        )
     }
 
     /// The key ranges of `splits` (lowest keys, keys they stay below) when a text key's level
@@ -1136,7 +1147,7 @@ impl SegmentQuery {
 
     /// The `SELECT` of a level with one split, written with literals so that the server
     /// plans it for the range it covers (a first level reads the whole table).
-    pub fn single_split_sql(&self, split: &Split) -> String {
+    pub fn single_split_sql(&self, split: &Split, packing: Packing) -> String {
         let rows = match self.text_positioned() {
             true => self.positioned_rows(
                 "row_position",
@@ -1148,18 +1159,22 @@ impl SegmentQuery {
                 Some(&self.segment_predicate(split.segment)),
             ),
         };
-        packed(&format!(
-            "SELECT 0::bigint, (row_position - ({first})::bigint) / ({width})::bigint, count(*), sum({ROW_DIGEST}) \
+        packed(
+            &format!(
+                "SELECT 0::bigint, (row_position - ({first})::bigint) / ({width})::bigint, count(*), sum({ROW_DIGEST}) \
              FROM {rows} GROUP BY 2",
-            first = split.segment.first,
-            width = i64::try_from(split.width).unwrap_or(i64::MAX),
-        ))
+                first = split.segment.first,
+                width = i64::try_from(split.width).unwrap_or(i64::MAX),
+            ),
+            packing,
+        )
     }
 
     /// What each side holds in every non-empty child of `splits`.
     pub fn level(&self, client: &mut Client, splits: &[Split]) -> Result<Vec<ChildDigest>, Error> {
+        let packing = Packing::for_splits(splits);
         let rows = match splits {
-            [split] => client.query(self.single_split_sql(split).as_str(), &[]),
+            [split] => client.query(self.single_split_sql(split, packing).as_str(), &[]),
             _ => {
                 let firsts: Vec<i64> = splits.iter().map(|split| split.segment.first).collect();
                 let widths: Vec<i64> =
@@ -1181,14 +1196,14 @@ impl SegmentQuery {
                 let text_ranges = if through_index { self.indexed_text_ranges(splits) } else { None };
                 if let Some((lows, highs)) = text_ranges {
                     let lasts: Vec<i64> = splits.iter().map(|split| split.segment.last).collect();
-                    let sql = self.indexed_level_sql();
+                    let sql = self.indexed_level_sql(packing);
                     client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs, &lasts])
                 } else if through_index && !self.text_positioned() {
-                    let sql = self.indexed_level_sql();
+                    let sql = self.indexed_level_sql(packing);
                     client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs])
                 } else {
                     let range = self.range_sql(Segment { first: first.segment.first, last: last.segment.last });
-                    let sql = self.level_sql_within(range.as_deref());
+                    let sql = self.level_sql_within(range.as_deref(), packing);
                     client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs, lowest, highest])
                 }
             }
@@ -1199,7 +1214,7 @@ impl SegmentQuery {
             let packed: Option<Vec<u8>> =
                 row.try_get(0).map_err(|error| Error::query(&self.role, "segment hashes")(error))?;
             children.extend(
-                unpack_children(packed.as_deref().unwrap_or_default())
+                unpack_children(packed.as_deref().unwrap_or_default(), packing)
                     .ok_or_else(|| Error::Protocol { role: self.role.clone(), what: "segment hashes" })?,
             );
         }
@@ -1311,44 +1326,142 @@ pub const OR_LEAVES: usize = 1_000;
 /// selects many leaves ([`SegmentQuery::leaves_filter`]).
 pub const LISTED_POSITIONS: u64 = 64;
 
-/// The bytes of one child in a level's packed answer ([`packed`]): the split's index (4),
-/// the child's (8), its rows (8) and its hash total modulo 2⁶⁴ (8), big-endian.
-pub const PACKED_CHILD_BYTES: usize = 28;
+/// One field's width in a level's packed answer ([`Packing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FieldWidth {
+    /// `smallint`, two bytes.
+    Two,
+    /// `integer`, four bytes.
+    Four,
+    /// `bigint`, eight bytes.
+    Eight,
+}
+
+impl FieldWidth {
+    /// The narrowest width holding every value from 0 to `most`.
+    pub fn holding(most: u64) -> FieldWidth {
+        if most <= i16::MAX as u64 {
+            FieldWidth::Two
+        } else if most <= i32::MAX as u64 {
+            FieldWidth::Four
+        } else {
+            FieldWidth::Eight
+        }
+    }
+
+    /// Its bytes.
+    pub fn bytes(self) -> usize {
+        match self {
+            FieldWidth::Two => 2,
+            FieldWidth::Four => 4,
+            FieldWidth::Eight => 8,
+        }
+    }
+
+    /// The SQL type and its binary output function.
+    fn sql(self) -> (&'static str, &'static str) {
+        match self {
+            FieldWidth::Two => ("int2", "pg_catalog.int2send"),
+            FieldWidth::Four => ("int4", "pg_catalog.int4send"),
+            FieldWidth::Eight => ("int8", "pg_catalog.int8send"),
+        }
+    }
+
+    /// Its largest value.
+    fn most(self) -> i64 {
+        match self {
+            FieldWidth::Two => i64::from(i16::MAX),
+            FieldWidth::Four => i64::from(i32::MAX),
+            FieldWidth::Eight => i64::MAX,
+        }
+    }
+}
+
+/// How a level's children are packed ([`packed`]): the split's index, the child's index and
+/// its rows each in the narrowest integer the level's splits allow, then the hash total
+/// modulo 2⁶⁴ in eight bytes, big-endian. A level of a few thousand small splits packs a
+/// child in 14 bytes (2 + 2 + 2 + 8; 16 for a uuid's row digests, whose child indexes take
+/// four), a first level of a large table in 18, where one layout for every level took 28.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packing {
+    /// The split's index.
+    pub split: FieldWidth,
+    /// The child's index in its split.
+    pub child: FieldWidth,
+    /// The child's rows.
+    pub rows: FieldWidth,
+}
+
+/// A child's rows are packed in a width holding this many times its split's rows (a side
+/// read in `READ COMMITTED` may gain rows between levels); a count beyond the width is
+/// written as its largest value, which only sizes the next split (the hash still tells the
+/// sets apart).
+pub const ROWS_HEADROOM: u64 = 8;
+
+impl Packing {
+    /// The narrowest packing for the children of `splits`.
+    pub fn for_splits(splits: &[Split]) -> Packing {
+        let most_children = splits.iter().map(Split::children).max().unwrap_or(1);
+        let most_rows = splits.iter().map(|split| split.rows).max().unwrap_or(u64::MAX);
+        Packing {
+            split: FieldWidth::holding(splits.len().saturating_sub(1) as u64),
+            child: FieldWidth::holding(most_children.saturating_sub(1)),
+            rows: FieldWidth::holding(most_rows.saturating_mul(ROWS_HEADROOM)),
+        }
+    }
+
+    /// The bytes of one child.
+    pub fn child_bytes(self) -> usize {
+        self.split.bytes() + self.child.bytes() + self.rows.bytes() + 8
+    }
+}
 
 /// A level's answer packed into one `bytea` (NULL when no child holds a row): the children of
 /// `children`, a `SELECT` of split index, child index, rows (`bigint`s) and the `numeric` sum
-/// of the rows' [`ROW_DIGEST`]s, each as [`PACKED_CHILD_BYTES`] bytes, the sum wrapped to 64
-/// bits. Rows come back in binary: 28 bytes a child, against about 65 as a row of four
-/// columns with the sum as text. The wrapped sum is as strong as the exact one: two sets of
-/// rows whose digests sum alike modulo 2⁶⁴ are still a 64-bit coincidence.
-pub fn packed(children: &str) -> String {
+/// of the rows' [`ROW_DIGEST`]s, each as [`Packing::child_bytes`] bytes, the sum wrapped to
+/// 64 bits. Rows come back in binary: 14 to 28 bytes a child, against about 65 as a row of
+/// four columns with the sum as text. The wrapped sum is as strong as the exact one: two sets
+/// of rows whose digests sum alike modulo 2⁶⁴ are still a 64-bit coincidence.
+pub fn packed(children: &str, packing: Packing) -> String {
     const MODULUS: &str = "18446744073709551616::numeric";
+    let field = |width: FieldWidth, value: &str| {
+        let (sql_type, send) = width.sql();
+        format!("{send}({value}::{sql_type})")
+    };
     format!(
-        "SELECT pg_catalog.string_agg(pg_catalog.int4send(split::int4) || pg_catalog.int8send(child) \
-         || pg_catalog.int8send(rows) || pg_catalog.int8send((wrapped - CASE WHEN wrapped >= 9223372036854775808::numeric \
+        "SELECT pg_catalog.string_agg({split} || {child} || {rows} || pg_catalog.int8send((wrapped - CASE WHEN wrapped >= 9223372036854775808::numeric \
          THEN {MODULUS} ELSE 0 END)::bigint), ''::bytea) \
          FROM (SELECT split, child, rows, ((total % {MODULUS}) + {MODULUS}) % {MODULUS} AS wrapped \
-         FROM ({children}) AS children (split, child, rows, total)) AS wrapped_children"
+         FROM ({children}) AS children (split, child, rows, total)) AS wrapped_children",
+        split = field(packing.split, "split"),
+        child = field(packing.child, "child"),
+        rows = field(packing.rows, &format!("LEAST(rows, {})", packing.rows.most())),
     )
 }
 
-/// The children of a packed level answer ([`packed`]); `None` when its length is not a
-/// whole number of children. The hash is written as 16 hex digits (compared only with the
-/// other side's answer to the same level).
-pub fn unpack_children(bytes: &[u8]) -> Option<Vec<ChildDigest>> {
-    if !bytes.len().is_multiple_of(PACKED_CHILD_BYTES) {
+/// The children of a level answer packed as `packing` says ([`packed`]); `None` when its
+/// length is not a whole number of children.
+pub fn unpack_children(bytes: &[u8], packing: Packing) -> Option<Vec<ChildDigest>> {
+    let child_bytes = packing.child_bytes();
+    if !bytes.len().is_multiple_of(child_bytes) {
         return None;
     }
-    let int = |bytes: &[u8]| -> i64 { bytes.iter().fold(0i64, |value, byte| (value << 8) | i64::from(*byte)) };
+    // Big-endian, sign-extended from the field's width (the values are never negative).
+    let int = |bytes: &[u8]| -> i64 {
+        let first = bytes.first().map_or(0, |byte| i64::from(*byte as i8));
+        bytes[1..].iter().fold(first, |value, byte| (value << 8) | i64::from(*byte))
+    };
+    let (split_end, child_end) = (packing.split.bytes(), packing.split.bytes() + packing.child.bytes());
+    let rows_end = child_end + packing.rows.bytes();
     Some(
         bytes
-            .chunks_exact(PACKED_CHILD_BYTES)
+            .chunks_exact(child_bytes)
             .map(|child| ChildDigest {
-                split: usize::try_from(int(&child[0..4]) as i32).unwrap_or(usize::MAX),
-                child: u64::try_from(int(&child[4..12])).unwrap_or(u64::MAX),
+                split: usize::try_from(int(&child[..split_end])).unwrap_or(usize::MAX),
+                child: u64::try_from(int(&child[split_end..child_end])).unwrap_or(u64::MAX),
                 digest: Digest {
-                    rows: u64::try_from(int(&child[12..20])).unwrap_or(0),
-                    hash: format!("{:016x}", int(&child[20..28]) as u64),
+                    rows: u64::try_from(int(&child[child_end..rows_end])).unwrap_or(0),
+                    hash: int(&child[rows_end..]) as u64,
                 },
             })
             .collect(),
@@ -1498,7 +1611,7 @@ where
                 let (source_digests, target_digests) =
                     concurrently(|| source_side.level(&splits), || target_side.level(&splits));
                 let (source_digests, target_digests) = (source_digests?, target_digests?);
-                if let Err(unknown) = search.record(&source_digests, &target_digests) {
+                if let Err(unknown) = search.record(source_digests, target_digests) {
                     return Ok(SegmentOutcome::StreamAll(unknown.to_string()));
                 }
             }
@@ -1813,6 +1926,7 @@ mod tests {
 
     #[test]
     fn packed_children_unpack_to_their_fields_and_a_torn_answer_is_refused() {
+        let wide = Packing { split: FieldWidth::Four, child: FieldWidth::Eight, rows: FieldWidth::Eight };
         let mut bytes = Vec::new();
         for (split, child, rows, hash) in [(0i32, 7i64, 3i64, -1i64), (2, 1 << 40, 1, i64::MIN)] {
             bytes.extend_from_slice(&split.to_be_bytes());
@@ -1820,21 +1934,61 @@ mod tests {
             bytes.extend_from_slice(&rows.to_be_bytes());
             bytes.extend_from_slice(&hash.to_be_bytes());
         }
-        assert_eq!(bytes.len(), 2 * PACKED_CHILD_BYTES);
-        let children = unpack_children(&bytes).unwrap();
+        assert_eq!(bytes.len(), 2 * 28);
+        let children = unpack_children(&bytes, wide).unwrap();
         assert_eq!(
             children,
             vec![
-                ChildDigest { split: 0, child: 7, digest: Digest { rows: 3, hash: "ffffffffffffffff".into() } },
-                ChildDigest { split: 2, child: 1 << 40, digest: Digest { rows: 1, hash: "8000000000000000".into() } },
+                ChildDigest { split: 0, child: 7, digest: Digest { rows: 3, hash: u64::MAX } },
+                ChildDigest { split: 2, child: 1 << 40, digest: Digest { rows: 1, hash: 1 << 63 } },
             ]
         );
-        assert_eq!(unpack_children(&bytes[..bytes.len() - 1]), None);
-        assert_eq!(unpack_children(&[]), Some(Vec::new()));
+        assert_eq!(unpack_children(&bytes[..bytes.len() - 1], wide), None);
+        assert_eq!(unpack_children(&[], wide), Some(Vec::new()));
+        // The narrowest: 2 + 4 + 2 + 8 bytes, the largest values of each width.
+        let narrow = Packing { split: FieldWidth::Two, child: FieldWidth::Four, rows: FieldWidth::Two };
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&i16::MAX.to_be_bytes());
+        bytes.extend_from_slice(&i32::MAX.to_be_bytes());
+        bytes.extend_from_slice(&i16::MAX.to_be_bytes());
+        bytes.extend_from_slice(&0x0123_4567_89ab_cdefi64.to_be_bytes());
+        let children = unpack_children(&bytes, narrow).unwrap();
+        let digest = Digest { rows: 32_767, hash: 0x0123_4567_89ab_cdef };
+        assert_eq!(children, vec![ChildDigest { split: 32_767, child: i32::MAX as u64, digest }]);
         let query = SegmentQuery::new("source", &TableName::new("public", "t"), "id", Position::Integer, &[], None);
-        let sql = query.single_split_sql(&Split::new(Segment { first: 1, last: 100 }, 4));
-        assert!(sql.starts_with("SELECT pg_catalog.string_agg(pg_catalog.int4send(split::int4)"), "{sql}");
+        let split = Split::new(Segment { first: 1, last: 100 }, 4).holding(100);
+        let sql = query.single_split_sql(&split, Packing::for_splits(&[split]));
+        assert!(sql.starts_with("SELECT pg_catalog.string_agg(pg_catalog.int2send(split::int2) || pg_catalog.int2send(child::int2) || pg_catalog.int2send(LEAST(rows, 32767)::int2)"), "{sql}");
         assert!(sql.contains("% 18446744073709551616::numeric"), "{sql}");
+    }
+
+    #[test]
+    fn each_field_is_packed_in_the_narrowest_width_its_level_allows() {
+        let split = |last: i64, fanout: u64, rows: u64| Split::new(Segment { first: 0, last }, fanout).holding(rows);
+        // A first level of 100 M rows: one split, 48,829 children.
+        let first = Packing::for_splits(&[split(99_999_999, 48_829, 100_000_000)]);
+        assert_eq!(first, Packing { split: FieldWidth::Two, child: FieldWidth::Four, rows: FieldWidth::Four });
+        assert_eq!(first.child_bytes(), 18);
+        // Ten thousand regions of a later level: 14 bytes a child; their row digests with a
+        // uuid's positions: 16.
+        let regions: Vec<Split> = (0..10_000).map(|index| split(index * 100 + 99, 6, 100)).collect();
+        assert_eq!(Packing::for_splits(&regions).child_bytes(), 14);
+        let uuid_rows: Vec<Split> = (0..10_000)
+            .map(|index| {
+                Split::row_digests(Segment { first: index << 40, last: (index << 40) + (1 << 39) }).holding(16)
+            })
+            .collect();
+        assert_eq!(Packing::for_splits(&uuid_rows).child_bytes(), 16);
+        // Rows not known, or beyond 2^28 (8 × headroom past 2^31): eight bytes.
+        assert_eq!(Packing::for_splits(&[Split::new(Segment { first: 0, last: 9 }, 2)]).rows, FieldWidth::Eight);
+        assert_eq!(Packing::for_splits(&[split(9, 2, 1 << 28)]).rows, FieldWidth::Eight);
+        assert_eq!(Packing::for_splits(&[split(9, 2, 4095)]).rows, FieldWidth::Two);
+        assert_eq!(Packing::for_splits(&[split(9, 2, 4096)]).rows, FieldWidth::Four);
+        // 32,769 splits need four bytes for the last one's index.
+        let many: Vec<Split> = (0..32_769).map(|index| split(index, 1, 1)).collect();
+        assert_eq!(Packing::for_splits(&many).split, FieldWidth::Four);
+        assert_eq!(Packing::for_splits(&many[..32_768]).split, FieldWidth::Two);
+        assert_eq!(FieldWidth::holding(u64::MAX), FieldWidth::Eight);
     }
 
     #[test]

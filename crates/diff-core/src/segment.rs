@@ -71,8 +71,6 @@
 //! assert_eq!(splits[0].segment.first, 1);
 //! ```
 
-use std::collections::BTreeMap;
-
 /// An inclusive range of key positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Segment {
@@ -118,9 +116,14 @@ impl Split {
 
     /// A split of `segment` into children of one position each: each side answers one digest
     /// per position that holds rows (the rows' **row digests**), and only the positions whose
-    /// digests differ are streamed.
+    /// digests differ are streamed. A segment of more than [`MAX_ROW_DIGEST_CHILDREN`]
+    /// positions (a uuid's or a text key's 60-bit positions spread its few rows over billions
+    /// of them) gets children of as many positions as keep it to that many: its rows still
+    /// fall one to a child but by a coincidence, and rows sharing a child share its digest,
+    /// compared like any other.
     pub fn row_digests(segment: Segment) -> Split {
-        Split { segment, width: 1, rows: u64::MAX }
+        let width = segment.positions().div_ceil(MAX_ROW_DIGEST_CHILDREN).max(1);
+        Split { segment, width, rows: u64::MAX }
     }
 
     /// How many children it has.
@@ -154,12 +157,13 @@ pub struct Overview {
 }
 
 /// What one side holds in one child of one split.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Digest {
     /// Rows.
     pub rows: u64,
-    /// The sum of the rows' hashes, as the database wrote it.
-    pub hash: String,
+    /// The sum of the rows' hashes modulo 2⁶⁴: as strong as the exact sum, since two
+    /// different sets of rows summing alike modulo 2⁶⁴ is still a 64-bit coincidence.
+    pub hash: u64,
 }
 
 /// One row of a side's answer to a level: the split (its index in [`Step::Hash`]'s list),
@@ -177,6 +181,10 @@ pub struct ChildDigest {
 /// The most children of a later split whose parent's keys filled few of its children (see
 /// [`Search::record`]).
 pub const MAX_SPARSE_FANOUT: u64 = 1 << 20;
+
+/// The most children of a row-digest split ([`Split::row_digests`]): a child's index then
+/// fits in 31 bits, which a database's answer packs in four bytes.
+pub const MAX_ROW_DIGEST_CHILDREN: u64 = (1 << 31) - 1;
 
 /// The fewest differing children that make a level's drift dense (see the module docs): two
 /// of a small table's three first-level children differing is not drift everywhere.
@@ -209,12 +217,12 @@ impl Default for SearchSettings {
     /// rows per first-level child (at most 65,536 children), at most 8 children per later
     /// split, 16 levels.
     ///
-    /// Tuned for bytes over a slow link with sparse drift: a level's digest costs 28 bytes
-    /// per non-empty child and side, a streamed row its whole image (about 100 bytes in the
-    /// benchmarks), so a differing region costs about three narrow levels (5–6 children:
-    /// [`balanced_fanout`]) and a row-digest level of at most 16 rows — under 2 KB, whatever
-    /// the table's size — and the first level 28 bytes per 2,048 rows of the table
-    /// (BENCHMARKS.md).
+    /// Tuned for bytes over a slow link with sparse drift: a level's digest costs 14–18 bytes
+    /// per non-empty child and side (PostgreSQL's packed answer), a streamed row its whole
+    /// image (about 100 bytes in the benchmarks), so a differing region costs about three
+    /// narrow levels (5–6 children: [`balanced_fanout`]) and a row-digest level of at most 16
+    /// rows — about 1 KB, whatever the table's size — and the first level 18 bytes per 2,048
+    /// rows of the table (BENCHMARKS.md).
     fn default() -> Self {
         SearchSettings {
             leaf_rows: 1,
@@ -227,9 +235,10 @@ impl Default for SearchSettings {
     }
 }
 
-/// A level's answer that cannot belong to it: the database computed children differently.
+/// A level's answer that cannot belong to it: the database computed children differently
+/// (a child the level does not have, or one child answered twice).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("segment hashes: the {side} answered child {child} of split {split}, which the level does not have")]
+#[error("segment hashes: the {side} answered child {child} of split {split}, which the level does not have once")]
 pub struct UnknownChild {
     /// `source` or `target`.
     pub side: &'static str,
@@ -308,30 +317,35 @@ impl Search {
     }
 
     /// Records both sides' digests of the splits [`Search::step`] asked for, and plans the
-    /// next step. An answer naming a child the level does not have is an error (nothing is
-    /// recorded then).
-    pub fn record(&mut self, source: &[ChildDigest], target: &[ChildDigest]) -> Result<(), UnknownChild> {
-        let mut children: BTreeMap<(usize, u64), BothDigests<'_>> = BTreeMap::new();
-        for (side, answer) in [("source", source), ("target", target)] {
-            for row in answer {
-                let known = self.splits.get(row.split).is_some_and(|split| row.child < split.children());
-                if !known {
-                    return Err(UnknownChild { side, split: row.split, child: row.child });
-                }
-                let entry = children.entry((row.split, row.child)).or_default();
-                match side {
-                    "source" => entry.0 = Some(&row.digest),
-                    _ => entry.1 = Some(&row.digest),
-                }
+    /// next step. An answer naming a child the level does not have, or one child twice, is an
+    /// error (nothing is recorded then). The answers are sorted here and walked side by side:
+    /// a level of a large table with scattered drift has hundreds of thousands of children,
+    /// held once, in their answers.
+    pub fn record(&mut self, mut source: Vec<ChildDigest>, mut target: Vec<ChildDigest>) -> Result<(), UnknownChild> {
+        for (side, answer) in [("source", &mut source), ("target", &mut target)] {
+            answer.sort_unstable_by_key(|row| (row.split, row.child));
+            let unknown = |row: &ChildDigest| UnknownChild { side, split: row.split, child: row.child };
+            if let Some(row) =
+                answer.iter().find(|row| !self.splits.get(row.split).is_some_and(|split| row.child < split.children()))
+            {
+                return Err(unknown(row));
+            }
+            if let Some(pair) =
+                answer.windows(2).find(|pair| (pair[0].split, pair[0].child) == (pair[1].split, pair[1].child))
+            {
+                return Err(unknown(&pair[1]));
             }
         }
+        let children = BothSides { source: source.iter().peekable(), target: target.iter().peekable() };
         self.level += 1;
         let mut matched = 0u64;
         let mut differing = Vec::new();
+        let mut answered = 0usize;
         // Non-empty children per split: how sparsely the keys fill its positions.
-        let mut filled: BTreeMap<usize, u64> = BTreeMap::new();
-        for (&(split, child), &(source, target)) in &children {
-            *filled.entry(split).or_default() += 1;
+        let mut filled = vec![0u64; self.splits.len()];
+        for (split, child, source, target) in children {
+            answered += 1;
+            filled[split] += 1;
             match (source, target) {
                 (Some(source), Some(target)) if source == target => matched += source.rows,
                 (Some(_), None) | (None, Some(_)) => {
@@ -355,8 +369,8 @@ impl Search {
         // four) is dense there.
         let differing_rows: u64 = differing.iter().map(|(_, _, rows)| rows).sum();
         let most = match self.level {
-            1 => differing.len() * 2 > children.len(),
-            _ => differing.len() * 4 > children.len() * 3,
+            1 => differing.len() * 2 > answered,
+            _ => differing.len() * 4 > answered * 3,
         };
         let small = self.settings.digest_rows.max(1).saturating_mul(self.settings.max_fanout.max(2));
         let dense = most
@@ -365,7 +379,7 @@ impl Search {
         let last_level = self.level >= self.settings.max_levels;
         let sparseness = |split: usize| {
             let children = self.splits[split].children();
-            (children / filled.get(&split).copied().unwrap_or(1).max(1)).max(1)
+            (children / filled[split].max(1)).max(1)
         };
         let mut next = Vec::new();
         for (split, segment, rows) in differing {
@@ -402,8 +416,33 @@ impl Search {
     }
 }
 
-/// One child's digests: the source's, the target's (`None`: no row there).
-type BothDigests<'a> = (Option<&'a Digest>, Option<&'a Digest>);
+/// Two sorted answers walked side by side: each child either answered, with the source's and
+/// the target's digest (`None`: no row there).
+struct BothSides<'a> {
+    source: std::iter::Peekable<std::slice::Iter<'a, ChildDigest>>,
+    target: std::iter::Peekable<std::slice::Iter<'a, ChildDigest>>,
+}
+
+impl<'a> Iterator for BothSides<'a> {
+    /// Split, child, the source's digest, the target's.
+    type Item = (usize, u64, Option<&'a Digest>, Option<&'a Digest>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let place = |row: &ChildDigest| (row.split, row.child);
+        let (source, target) = match (self.source.peek(), self.target.peek()) {
+            (None, None) => return None,
+            (Some(source), Some(target)) => match place(source).cmp(&place(target)) {
+                std::cmp::Ordering::Less => (self.source.next(), None),
+                std::cmp::Ordering::Greater => (None, self.target.next()),
+                std::cmp::Ordering::Equal => (self.source.next(), self.target.next()),
+            },
+            (Some(_), None) => (self.source.next(), None),
+            (None, Some(_)) => (None, self.target.next()),
+        };
+        let (split, child) = source.or(target).map(place)?;
+        Some((split, child, source.map(|row| &row.digest), target.map(|row| &row.digest)))
+    }
+}
 
 /// How a comparison reads its rows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -598,6 +637,18 @@ mod tests {
     }
 
     #[test]
+    fn row_digests_are_one_position_a_child_up_to_a_31_bit_child_index() {
+        let narrow = Split::row_digests(Segment { first: 40, last: 55 });
+        assert_eq!((narrow.width, narrow.children()), (1, 16));
+        let uuid_region = Split::row_digests(Segment { first: 0, last: (1 << 40) - 1 });
+        assert_eq!(uuid_region.width, 513);
+        assert!(uuid_region.children() <= MAX_ROW_DIGEST_CHILDREN);
+        let whole = Split::row_digests(Segment { first: i64::MIN, last: i64::MAX });
+        assert!(whole.children() <= MAX_ROW_DIGEST_CHILDREN, "{}", whole.children());
+        assert_eq!(whole.child(whole.children() - 1).map(|child| child.last), Some(i64::MAX));
+    }
+
+    #[test]
     fn the_whole_i64_range_splits_without_overflow() {
         let split = Split::new(Segment { first: i64::MIN, last: i64::MAX }, 4);
         assert_eq!(split.child(3).map(|child| child.last), Some(i64::MAX));
@@ -606,12 +657,12 @@ mod tests {
 
     /// The first level's answer of one side: `filled` non-empty children (every
     /// `stride`-th), `rows` each, hashed `hash`.
-    fn answer(filled: u64, stride: u64, rows: u64, hash: &str) -> Vec<ChildDigest> {
+    fn answer(filled: u64, stride: u64, rows: u64, hash: u64) -> Vec<ChildDigest> {
         (0..filled)
             .map(|index| ChildDigest {
                 split: 0,
                 child: index * stride,
-                digest: Digest { rows, hash: format!("{hash}{index}") },
+                digest: Digest { rows, hash: hash.wrapping_add(index) },
             })
             .collect()
     }
@@ -635,7 +686,7 @@ mod tests {
         let children = first.children();
         assert!(children > 150, "{children}");
         let stride = children / 10;
-        search.record(&answer(10, stride, 10_000, "s"), &answer(10, stride, 10_000, "t")).unwrap();
+        search.record(answer(10, stride, 10_000, 1 << 40), answer(10, stride, 10_000, 1 << 50)).unwrap();
         let Step::Hash(splits) = search.step() else { panic!("large differing children are split again") };
         assert_eq!(splits.len(), 10);
         // 10,000 rows: 36 children a level (two levels of at most 64 reach 8 rows), times 19
@@ -647,7 +698,7 @@ mod tests {
         let mut search = Search::new(settings, side("a"), side("b"));
         let Step::Hash([first]) = search.step() else { panic!("one split first") };
         let children = first.children();
-        search.record(&answer(children, 1, 512, "s"), &answer(children, 1, 512, "t")).unwrap();
+        search.record(answer(children, 1, 512, 1 << 40), answer(children, 1, 512, 1 << 50)).unwrap();
         assert!(matches!(search.step(), Step::Stream(leaves) if leaves.len() == 1), "adjacent leaves joined");
     }
 
@@ -655,9 +706,14 @@ mod tests {
     fn an_answer_outside_the_level_is_refused() {
         let side = |rows| Some(Overview { first: 0, last: 9999, rows, hash: rows.to_string() });
         let mut search = Search::new(SearchSettings::default(), side(5000), side(4999));
-        let digest = Digest { rows: 1, hash: "1".into() };
-        let error = search.record(&[ChildDigest { split: 0, child: 10_000, digest }], &[]).unwrap_err();
+        let digest = Digest { rows: 1, hash: 1 };
+        let error = search.clone().record(vec![ChildDigest { split: 0, child: 10_000, digest }], vec![]).unwrap_err();
         assert_eq!((error.side, error.split, error.child), ("source", 0, 10_000));
+        let twice = vec![ChildDigest { split: 0, child: 2, digest }; 2];
+        let error = search.clone().record(vec![], twice).unwrap_err();
+        assert_eq!((error.side, error.split, error.child), ("target", 0, 2));
+        let once = vec![ChildDigest { split: 0, child: 2, digest }];
+        search.record(once.clone(), once).unwrap();
     }
 
     #[test]

@@ -2,11 +2,11 @@
 //! database's rows, and hashed by key segment as a database hashes them — the pipeline's
 //! unit tests run on it, and a program can compare rows it already holds.
 //!
-//! Hashing follows the database sides' contract ([`crate::segment`]): a row's position is
-//! its integer key, or a uuid's or a text key's first 60 bits (of its bytes, zero-padded); a row's hash is a
-//! 64-bit SipHash of its key and encoded fields, and a segment's digest is its row count and
-//! the exact sum of its rows' hashes. Two different sets of rows digest alike only by a 64-bit
-//! coincidence, as in the databases.
+//! Hashing follows the database sides' contract ([`crate::segment`]): a row's position is its
+//! integer key, or a uuid's or a text key's first 60 bits (of its bytes, zero-padded); a row's
+//! hash is a 64-bit SipHash of its key and encoded fields, and a segment's digest is its row
+//! count and the sum of its rows' hashes (exact in the overview, modulo 2⁶⁴ in a level). Two
+//! different sets of rows digest alike only by a 64-bit coincidence, as in the databases.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -181,7 +181,7 @@ impl HashSide for MemorySide {
 
     fn level(&mut self, splits: &[Split]) -> Result<Vec<ChildDigest>, MemoryError> {
         self.hashing_statements += 1;
-        let mut children: BTreeMap<(usize, u64), (u64, u128)> = BTreeMap::new();
+        let mut children: BTreeMap<(usize, u64), (u64, u64)> = BTreeMap::new();
         for (position, hash) in self.hashed()? {
             // Splits are disjoint and ascending: the last one starting at or before the row.
             let index = splits.partition_point(|split| split.segment.first <= position);
@@ -194,15 +194,11 @@ impl HashSide for MemorySide {
             let child = (offset / u128::from(split.width.max(1))) as u64;
             let entry = children.entry((split_index, child)).or_default();
             entry.0 += 1;
-            entry.1 += u128::from(hash);
+            entry.1 = entry.1.wrapping_add(hash);
         }
         Ok(children
             .into_iter()
-            .map(|((split, child), (rows, sum))| ChildDigest {
-                split,
-                child,
-                digest: Digest { rows, hash: sum.to_string() },
-            })
+            .map(|((split, child), (rows, sum))| ChildDigest { split, child, digest: Digest { rows, hash: sum } })
             .collect())
     }
 }

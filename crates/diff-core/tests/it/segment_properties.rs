@@ -32,22 +32,18 @@ fn overview(table: &Table) -> Option<Overview> {
 
 /// What a database answers for a level: per split, its rows grouped by child.
 fn digests(table: &Table, splits: &[Split]) -> Vec<ChildDigest> {
-    let mut grouped: BTreeMap<(usize, u64), (u64, u128)> = BTreeMap::new();
+    let mut grouped: BTreeMap<(usize, u64), (u64, u64)> = BTreeMap::new();
     for (index, split) in splits.iter().enumerate() {
         for (&key, &value) in table.range(split.segment.first..=split.segment.last) {
             let child = ((i128::from(key) - i128::from(split.segment.first)) / i128::from(split.width)) as u64;
             let entry = grouped.entry((index, child)).or_default();
             entry.0 += 1;
-            entry.1 += u128::from(row_hash(key, value));
+            entry.1 = entry.1.wrapping_add(row_hash(key, value));
         }
     }
     grouped
         .into_iter()
-        .map(|((split, child), (rows, hash))| ChildDigest {
-            split,
-            child,
-            digest: Digest { rows, hash: hash.to_string() },
-        })
+        .map(|((split, child), (rows, hash))| ChildDigest { split, child, digest: Digest { rows, hash } })
         .collect()
 }
 
@@ -95,7 +91,7 @@ fn segmented_counting(
                 );
                 let (source_digests, target_digests) = (digests(source, &splits), digests(target, &splits));
                 answered += source_digests.len() + target_digests.len();
-                search.record(&source_digests, &target_digests).unwrap();
+                search.record(source_digests, target_digests).unwrap();
                 levels += 1;
                 assert!(levels <= 64, "the search must end");
             }
@@ -237,7 +233,7 @@ fn a_replica_changed_everywhere_is_streamed_after_a_few_levels() {
     // are dense drift, streamed at once.
     while let Step::Hash(splits) = search.step() {
         let splits = splits.to_vec();
-        search.record(&digests(&source, &splits), &digests(&target, &splits)).unwrap();
+        search.record(digests(&source, &splits), digests(&target, &splits)).unwrap();
     }
     assert_eq!(search.level(), 3);
     assert_eq!(search.step(), Step::Stream(&[Segment { first: 1, last: 100_000 }]));
