@@ -326,7 +326,7 @@ impl Search {
             answer.sort_unstable_by_key(|row| (row.split, row.child));
             let unknown = |row: &ChildDigest| UnknownChild { side, split: row.split, child: row.child };
             if let Some(row) =
-                answer.iter().find(|row| !self.splits.get(row.split).is_some_and(|split| row.child < split.children()))
+                answer.iter().find(|row| self.splits.get(row.split).is_none_or(|split| row.child >= split.children()))
             {
                 return Err(unknown(row));
             }
