@@ -13,7 +13,7 @@ use datadiff_access::stream::{Decoder, KeyDecoder, RowQuery, RowStream, StreamOp
 use datadiff_access::{Dsn, Error as AccessError, Session, TableName};
 use datadiff_diff_core::Side;
 use datadiff_diff_core::merge::{Key, Summary};
-use datadiff_diff_core::segment::{ChildDigest, Overview, Split, StrategyUsed};
+use datadiff_diff_core::segment::{ChildDigest, Overview, Segment, Split, StrategyUsed};
 
 use crate::refusal::Refusal;
 use crate::watch::{BOTH, BusyGuard, Watch};
@@ -77,6 +77,11 @@ impl HashSide for SnapshotSide<'_> {
     fn level(&mut self, splits: &[Split]) -> Result<Vec<ChildDigest>, AccessError> {
         let query = self.segments()?.clone();
         query.level(self.session.client(), splits)
+    }
+
+    fn split_points(&mut self, span: Segment, count: u64) -> Result<Vec<i64>, AccessError> {
+        let query = self.segments()?.clone();
+        query.split_points(self.session.client(), span, count)
     }
 
     fn segment_query(&self) -> Option<&SegmentQuery> {

@@ -305,6 +305,46 @@ impl Search {
         search
     }
 
+    /// Replaces the first level's equal-width split by splits starting at `points`, one child
+    /// each: positions of a sample of one side's keys at about equal row counts (about
+    /// [`SearchSettings::first_level_rows`] apart). Where keys fill few of the span's
+    /// equal-width children (text keys of digits use 10 of each byte's 256 values), those
+    /// few children each hold many rows, and with drift nearly all of them differ: the next
+    /// levels then read most of the table. Children at the keys' quantiles hold about as many
+    /// rows each whatever the keys' distribution. Any points give the same result (a row
+    /// lies in exactly one split); only the rows a level reads depend on them. Does nothing
+    /// but before the first level of a split search, or when no point lies inside the span.
+    pub fn split_first_level_at(&mut self, points: &[i64]) {
+        let Some(first) = self.first_level() else { return };
+        let mut starts: Vec<i64> = points
+            .iter()
+            .copied()
+            .filter(|point| first.segment.first < *point && *point <= first.segment.last)
+            .collect();
+        if starts.is_empty() {
+            return;
+        }
+        starts.push(first.segment.first);
+        starts.sort_unstable();
+        starts.dedup();
+        let lasts = starts.iter().skip(1).map(|next| next - 1).chain([first.segment.last]);
+        self.splits = starts
+            .iter()
+            .zip(lasts)
+            .map(|(&start, last)| Split::new(Segment { first: start, last }, 1).holding(first.rows))
+            .collect();
+    }
+
+    /// The first level's split, which [`Search::split_first_level_at`] may cut at points
+    /// instead (its segment, the span, and its children, the pieces asked for): `None` once
+    /// the first level is recorded, or when there is none or it is one of row digests.
+    pub fn first_level(&self) -> Option<Split> {
+        match self.splits.as_slice() {
+            [first] if self.level == 0 && first.rows > self.settings.digest_rows => Some(*first),
+            _ => None,
+        }
+    }
+
     /// What is needed next.
     pub fn step(&self) -> Step<'_> {
         if self.finished {

@@ -108,7 +108,7 @@ use datadiff_diff_core::{
     definition::CheckDefinition,
     merge::{Example, Key, MergeError, Summary},
     plan::{AggregatePlan, CatalogColumn, ColumnPair, TableColumns, quoted_ident},
-    segment::{ChildDigest, Link, Overview, Split, Strategy, StrategyUsed},
+    segment::{ChildDigest, Link, Overview, Segment, Split, Strategy, StrategyUsed},
 };
 use serde_json::{Map, Value as Json};
 
@@ -853,6 +853,15 @@ impl HashSide for AttemptSide {
         let (role, splits) = (query.role().to_owned(), splits.to_vec());
         session
             .with_client("segment hashes", move |client| query.level(client, &splits))
+            .map_err(|error| RowDiffError::Segment(error.to_string()))?
+            .map_err(|error| RowDiffError::Segment(described(&role, &error)))
+    }
+
+    fn split_points(&mut self, span: Segment, count: u64) -> Result<Vec<i64>, RowDiffError> {
+        let (session, query) = self.hashing()?;
+        let role = query.role().to_owned();
+        session
+            .with_client("sampling split points", move |client| query.split_points(client, span, count))
             .map_err(|error| RowDiffError::Segment(error.to_string()))?
             .map_err(|error| RowDiffError::Segment(described(&role, &error)))
     }

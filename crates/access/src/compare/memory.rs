@@ -179,6 +179,21 @@ impl HashSide for MemorySide {
         Ok(Ok(Some(Overview { first, last, rows: hashed.len() as u64, hash: sum.to_string() })))
     }
 
+    /// The exact quantiles of the positions inside `span`, for every key kind (a database
+    /// samples text keys only): the search's result does not depend on them, so the
+    /// pipeline's tests cover both ways of splitting the first level.
+    fn split_points(&mut self, span: Segment, count: u64) -> Result<Vec<i64>, MemoryError> {
+        let mut positions: Vec<i64> = self
+            .hashed()?
+            .into_iter()
+            .map(|(position, _)| position)
+            .filter(|position| span.first <= *position && *position <= span.last)
+            .collect();
+        positions.sort_unstable();
+        let count = usize::try_from(count).unwrap_or(usize::MAX).clamp(1, positions.len().max(1));
+        Ok((1..count).filter_map(|piece| positions.get(piece * positions.len() / count).copied()).collect())
+    }
+
     fn level(&mut self, splits: &[Split]) -> Result<Vec<ChildDigest>, MemoryError> {
         self.hashing_statements += 1;
         let mut children: BTreeMap<(usize, u64), (u64, u64)> = BTreeMap::new();

@@ -447,3 +447,57 @@ fn thousands_of_leaves_select_exactly_their_rows_for_every_key_kind_with_or_with
         }
     }
 }
+
+#[test]
+fn text_keys_are_split_at_sampled_quantiles_and_views_and_other_keys_keep_equal_widths() {
+    use datadiff_access::TableName;
+    use datadiff_access::segment::{SegmentQuery, common_prefix};
+    use datadiff_diff_core::segment::{Segment, Split};
+    let database = shared_cluster().fresh_database().unwrap();
+    let mut client = database.client().unwrap();
+    client
+        .batch_execute(
+            "CREATE TABLE texts (id text COLLATE \"C\" PRIMARY KEY, n integer); \
+             INSERT INTO texts SELECT 'customer-' || lpad(g::text, 12, '0'), g FROM generate_series(1, 40000) g; \
+             CREATE VIEW texts_view AS SELECT * FROM texts; \
+             CREATE TABLE numbers (id bigint PRIMARY KEY); \
+             INSERT INTO numbers SELECT g FROM generate_series(1, 40000) g; \
+             ANALYZE texts; ANALYZE numbers",
+        )
+        .unwrap();
+    let keys: Vec<String> = (1..=40_000).map(|g| format!("customer-{g:012}")).collect();
+    let query = SegmentQuery::new("source", &TableName::new("public", "texts"), "id", Position::Text, &[], None);
+    query.overview(&mut client, false).unwrap().unwrap().unwrap();
+    let prefix = common_prefix(keys[0].as_bytes(), keys[39_999].as_bytes()).to_vec();
+    query.skip_prefix(&prefix);
+    let positions: Vec<i64> = keys.iter().map(|key| query.text_position(key.as_bytes())).collect();
+    let span = Segment { first: positions[0], last: positions[39_999] };
+    // Equal widths: the digits fill few of 20 children, four of which hold nearly every row.
+    let equal = Split::new(span, 20);
+    let mut filled = vec![0u64; equal.children() as usize];
+    for position in &positions {
+        filled[((position - span.first) as u64 / equal.width) as usize] += 1;
+    }
+    assert_eq!(filled.iter().filter(|rows| **rows >= 9_999).count(), 4, "{filled:?}");
+    // Sampled quantiles: 19 points, each piece about 2,000 rows.
+    let points = query.split_points(&mut client, span, 20).unwrap();
+    assert!(points.len() >= 15 && points.len() <= 19, "{points:?}");
+    assert!(points.windows(2).all(|pair| pair[0] <= pair[1]), "{points:?}");
+    let mut bounds = vec![span.first];
+    bounds.extend(&points);
+    bounds.push(span.last + 1);
+    for piece in bounds.windows(2) {
+        let rows = positions.iter().filter(|position| piece[0] <= **position && **position < piece[1]).count();
+        assert!((1_000..=3_500).contains(&rows), "a piece of {rows} rows: {points:?}");
+    }
+    // The same again (a run repeats its splits).
+    assert_eq!(query.split_points(&mut client, span, 20).unwrap(), points);
+    // A view cannot be sampled, and integer keys fill equal widths: no points.
+    let view = SegmentQuery::new("source", &TableName::new("public", "texts_view"), "id", Position::Text, &[], None);
+    view.overview(&mut client, true).unwrap().unwrap().unwrap();
+    view.skip_prefix(&prefix);
+    assert_eq!(view.split_points(&mut client, span, 20).unwrap(), Vec::<i64>::new());
+    let numbers = SegmentQuery::new("source", &TableName::new("public", "numbers"), "id", Position::Integer, &[], None);
+    numbers.overview(&mut client, false).unwrap().unwrap().unwrap();
+    assert_eq!(numbers.split_points(&mut client, Segment { first: 1, last: 40_000 }, 20).unwrap(), Vec::<i64>::new());
+}

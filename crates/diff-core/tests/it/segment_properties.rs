@@ -67,18 +67,21 @@ fn full_stream(source: &Table, target: &Table, examples: usize) -> Summary<Key> 
 
 /// The segment strategy over the model databases; also returns the rows it streamed.
 fn segmented(source: &Table, target: &Table, examples: usize, settings: SearchSettings) -> (Summary<Key>, usize) {
-    let (summary, streamed, _) = segmented_counting(source, target, examples, settings);
+    let (summary, streamed, _) = segmented_counting(source, target, examples, settings, &[]);
     (summary, streamed)
 }
 
-/// [`segmented`], also counting the child digests both sides answered (the levels' bytes).
+/// [`segmented`], also counting the child digests both sides answered (the levels' bytes),
+/// with the first level split at `first_level_points` when there are some.
 fn segmented_counting(
     source: &Table,
     target: &Table,
     examples: usize,
     settings: SearchSettings,
+    first_level_points: &[i64],
 ) -> (Summary<Key>, usize, usize) {
     let mut search = Search::new(settings, overview(source), overview(target));
+    search.split_first_level_at(first_level_points);
     let mut levels = 0;
     let mut answered = 0;
     loop {
@@ -184,7 +187,7 @@ proptest! {
         for key in planted {
             target.insert(key, (source[&key] + 1) % 4);
         }
-        let (summary, streamed, answered) = segmented_counting(&source, &target, 20, SearchSettings::default());
+        let (summary, streamed, answered) = segmented_counting(&source, &target, 20, SearchSettings::default(), &[]);
         prop_assert_eq!(summary.changed, drifted as u64);
         // Row digests leave only the changed keys to stream …
         prop_assert!(streamed <= drifted, "streamed {} rows for {} changes", streamed, drifted);
@@ -196,6 +199,19 @@ proptest! {
             answered <= 2 * (first_level + drifted * (3 * 8 + 16)),
             "{} digests answered for {} changes in {} rows", answered, drifted, keys
         );
+    }
+
+    #[test]
+    fn first_level_split_points_change_nothing_but_the_rows_read(
+        (source, target) in tables(),
+        settings in settings(),
+        points in proptest::collection::vec(-2_200i64..2_200, 0..80),
+        examples in 1usize..30,
+    ) {
+        // Any points, inside the span or not, repeated or not: the same answer.
+        let full = full_stream(&source, &target, examples);
+        let (segments, _, _) = segmented_counting(&source, &target, examples, settings, &points);
+        prop_assert_eq!(segments, full);
     }
 
     #[test]
@@ -249,7 +265,46 @@ fn scattered_drift_in_most_first_level_children_is_located_not_streamed() {
     for key in (1_000..100_000).step_by(2_048) {
         target.insert(key, 2);
     }
-    let (summary, streamed, _) = segmented_counting(&source, &target, 20, SearchSettings::default());
+    let (summary, streamed, _) = segmented_counting(&source, &target, 20, SearchSettings::default(), &[]);
     assert_eq!(summary.changed, 49);
     assert_eq!(streamed, 49);
+}
+
+#[test]
+fn quantile_split_points_keep_clustered_keys_from_filling_few_first_level_children() {
+    // 100,000 keys in ten clusters of consecutive positions spread over 2^50 (as text keys of
+    // digits fill their positions), one changed key in each cluster.
+    let source: Table =
+        (0..10i64).flat_map(|cluster| (0..10_000).map(move |key| ((cluster << 46) + key, 1u8))).collect();
+    let mut target = source.clone();
+    for cluster in 0..10i64 {
+        target.insert((cluster << 46) + 5_000, 2);
+    }
+    let second_level_rows = |points: &[i64]| {
+        let mut search = Search::new(SearchSettings::default(), overview(&source), overview(&target));
+        search.split_first_level_at(points);
+        let Step::Hash(first) = search.step() else { panic!("a first level") };
+        let first = first.to_vec();
+        search.record(digests(&source, &first), digests(&target, &first)).unwrap();
+        let Step::Hash(second) = search.step() else { panic!("a second level") };
+        second.iter().map(|split| split.rows).sum::<u64>()
+    };
+    // Equal widths: the ten clusters fill ten children, all of which differ.
+    assert_eq!(second_level_rows(&[]), 100_000);
+    // Split at every 2,048th key: the ten differing children hold 2,048 rows each.
+    let keys: Vec<i64> = source.keys().copied().collect();
+    let points: Vec<i64> = keys.iter().step_by(2_048).skip(1).copied().collect();
+    assert_eq!(second_level_rows(&points), 10 * 2_048);
+    // A table of a few rows starts with row digests, which no point cuts: the search asks
+    // for none.
+    let few: Table = (0..10).map(|key| (key << 50, 1)).collect();
+    let search = Search::new(SearchSettings::default(), overview(&few), overview(&source));
+    assert!(search.first_level().is_some());
+    let search = Search::new(
+        SearchSettings::default(),
+        overview(&few),
+        overview(&few.clone().into_keys().map(|key| (key, 2)).collect()),
+    );
+    assert_eq!(search.first_level(), None);
+    assert!(matches!(search.step(), Step::Hash([split]) if split.width > 1 << 10));
 }
