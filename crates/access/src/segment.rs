@@ -90,6 +90,11 @@
 //! what the merge compares). Both sides compute the same function of the same canonical key,
 //! so a row falls in the same segment on both.
 //!
+//! A text key's first level is cut at quantiles of its positions, read from a row sample of
+//! the source ([`SegmentQuery::split_points`]), not into children of equal width: digits use
+//! 10 of each byte's 256 values, so equal widths leave most rows in a few children, and with
+//! drift the next levels would read most of the table.
+//!
 //! A text segment's rows are selected by the position expression itself (`position BETWEEN
 //! first AND last`): exact on both sides whatever the column's collation. Where the side's
 //! key column (`text` or `varchar`, in a UTF-8 database) has a valid btree index that orders
