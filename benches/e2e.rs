@@ -420,9 +420,10 @@ enum KeyType {
     /// `id uuid`: `md5('event-' || g)::uuid`.
     Uuid,
     /// `id uuid` whose neighbouring integers are neighbouring uuids: ten consecutive `g`
-    /// share the first 112 bits, `md5('event-' || g / 10)`, and differ in the last 16 (`g %
-    /// 10`). The drift's runs of three ids (≡ 1, 2, 3 mod 10,000) stay runs in uuid order, as
-    /// in the integer key's: the same differing regions, a different key.
+    /// share the first 32 bits (of `md5('event-' || g / 10)`), then `g % 10`, then 92 bits
+    /// of `md5('event-' || g)`. The drift's runs of three ids (≡ 1, 2, 3 mod 10,000) stay runs
+    /// in uuid order, as in the integer key's: the same differing regions, a different key
+    /// (whose rows still differ in their first 60 bits, a uuid's segment position).
     UuidRuns,
     /// `id text`: `'customer-' || lpad(g, 12, '0')`.
     Text,
@@ -454,9 +455,10 @@ impl KeyType {
         match self {
             KeyType::Int => ("bigint", "g"),
             KeyType::Uuid => ("uuid", "md5('event-' || g)::uuid"),
-            KeyType::UuidRuns => {
-                ("uuid", "(left(md5('event-' || (g / 10)), 28) || lpad(to_hex(g % 10), 4, '0'))::uuid")
-            }
+            KeyType::UuidRuns => (
+                "uuid",
+                "(left(md5('event-' || (g / 10)), 8) || to_hex(g % 10) || right(md5('event-' || g), 23))::uuid",
+            ),
             KeyType::Text => ("text", "'customer-' || lpad(g::text, 12, '0')"),
         }
     }
