@@ -248,11 +248,23 @@ impl Position {
         }
     }
 
-    /// The SQL type of [`Position::ranged`] (the bounds' type).
-    fn ranged_type(self) -> &'static str {
+    /// The lowest key of the position `first` and the highest of the position `last` (SQL
+    /// `bigint` expressions), as SQL expressions of [`Position::ranged`]'s type: a level binds
+    /// its splits as positions (eight bytes each, in binary) and the server derives the keys,
+    /// where a uuid's bounds as text took 36 characters each.
+    fn bounds_sql(self, first: &str, last: &str) -> (String, String) {
         match self {
-            Position::Uuid => "uuid",
-            Position::Integer | Position::Text | Position::PaddedText => "bigint",
+            Position::Integer | Position::Text | Position::PaddedText => (first.to_owned(), last.to_owned()),
+            Position::Uuid => {
+                let uuid = |position: &str, fill: char| {
+                    format!(
+                        "(pg_catalog.lpad(pg_catalog.to_hex(LEAST(GREATEST({position}, 0), {most})), 15, '0') || '{fill}')::uuid",
+                        most = (1i64 << 60) - 1,
+                        fill = fill.to_string().repeat(17),
+                    )
+                };
+                (uuid(first, '0'), uuid(last, 'f'))
+            }
         }
     }
 
@@ -1067,11 +1079,11 @@ impl SegmentQuery {
         })))
     }
 
-    /// A level's `SELECT` over several splits, bound: `$1` first positions, `$2` widths, `$3`
-    /// lowest keys and `$4` highest keys (text arrays, ascending: splits are disjoint and in
-    /// key order), `$5` and `$6` the lowest and highest key of all. One pass over the rows
-    /// from `$5` to `$6`: `width_bucket` finds a row's split by binary search among the
-    /// lowest keys, and only rows inside their split are hashed. (A join of the splits to the
+    /// A level's `SELECT` over several splits, bound: `$1` first positions, `$2` widths and `$3`
+    /// last positions (`bigint` arrays, ascending: splits are disjoint and in key order). One
+    /// pass over the rows from the first split's lowest key to the last one's highest:
+    /// `width_bucket` finds a row's split by binary search among the splits' lowest keys, and
+    /// only rows inside their split are hashed. (A join of the splits to the
     /// table leaves the plan to the server, which may scan the table once per split.)
     pub fn level_sql(&self, packing: Packing) -> String {
         self.level_sql_within(None, packing)
@@ -1080,16 +1092,30 @@ impl SegmentQuery {
     /// [`SegmentQuery::level_sql`], the rows further kept by `range` (a key range around
     /// all the splits, [`SegmentQuery::range_sql`]).
     fn level_sql_within(&self, range: Option<&str>, packing: Packing) -> String {
-        let key_type = self.position.ranged_type();
         let ranged = match self.text_positioned() {
             true => "row_position".to_owned(),
             false => self.ranged_sql(),
         };
-        let split = format!("pg_catalog.width_bucket({ranged}, $3::text[]::{key_type}[])");
-        let in_splits = format!(
-            "{ranged} BETWEEN $5::text::{key_type} AND $6::text::{key_type} \
-             AND {ranged} <= ($4::text[]::{key_type}[])[{split}]"
-        );
+        let (lowest, highest) =
+            self.position.bounds_sql("($1::bigint[])[1]", "($3::bigint[])[pg_catalog.cardinality($3::bigint[])]");
+        let (lows, highs) = match self.position {
+            Position::Uuid => {
+                let (low, high) = self.position.bounds_sql("position", "position");
+                (
+                    format!(
+                        "ARRAY(SELECT {low} FROM pg_catalog.unnest($1::bigint[]) WITH ORDINALITY AS firsts (position, split) \
+                         ORDER BY split)"
+                    ),
+                    format!(
+                        "ARRAY(SELECT {high} FROM pg_catalog.unnest($3::bigint[]) WITH ORDINALITY AS lasts (position, split) \
+                         ORDER BY split)"
+                    ),
+                )
+            }
+            _ => ("$1::bigint[]".to_owned(), "$3::bigint[]".to_owned()),
+        };
+        let split = format!("pg_catalog.width_bucket({ranged}, {lows})");
+        let in_splits = format!("{ranged} BETWEEN {lowest} AND {highest} AND {ranged} <= ({highs})[{split}]");
         let rows = match self.text_positioned() {
             true => self.positioned_rows(&format!("{split} AS row_split, row_position"), range, &in_splits),
             false => {
@@ -1110,7 +1136,7 @@ impl SegmentQuery {
     }
 
     /// A level's `SELECT` over several splits of an integer or uuid key with a unique index,
-    /// bound as [`SegmentQuery::level_sql`]'s `$1`–`$4`: each split's rows are read through
+    /// bound as [`SegmentQuery::level_sql`]'s `$1`–`$3`: each split's rows are read through
     /// the index (`key BETWEEN` its lowest and highest key, one index range scan per split),
     /// so a level costs the rows of its splits, not a pass over the whole table. (Without
     /// such an index the server would scan the table once per split: [`level_sql`] is used
@@ -1151,18 +1177,18 @@ impl SegmentQuery {
                 packing,
             );
         }
-        let key_type = self.position.ranged_type();
+        let (low, high) = self.position.bounds_sql("segment_splits.split_first", "segment_splits.split_last");
         let rows = self.rows(
             &format!("{position} AS row_position", position = self.position_sql()),
-            Some(&format!("{key} BETWEEN segment_splits.split_low AND segment_splits.split_high", key = self.key)),
+            Some(&format!("{key} BETWEEN {low} AND {high}", key = self.key)),
         );
         packed(
             &format!(
                 "SELECT segment_splits.split_index - 1, (row_position - segment_splits.split_first) / \
              segment_splits.split_width, count(*), sum({ROW_DIGEST}) \
              FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::bigint[]), \
-             pg_catalog.unnest($3::text[]::{key_type}[]), pg_catalog.unnest($4::text[]::{key_type}[])) \
-             WITH ORDINALITY AS segment_splits (split_first, split_width, split_low, split_high, split_index) \
+             pg_catalog.unnest($3::bigint[])) \
+             WITH ORDINALITY AS segment_splits (split_first, split_width, split_last, split_index) \
              CROSS JOIN LATERAL {rows} GROUP BY 1, 2"
             ),
             packing,
@@ -1242,32 +1268,22 @@ impl SegmentQuery {
                 let firsts: Vec<i64> = splits.iter().map(|split| split.segment.first).collect();
                 let widths: Vec<i64> =
                     splits.iter().map(|split| i64::try_from(split.width).unwrap_or(i64::MAX)).collect();
-                let (lows, highs): (Vec<String>, Vec<String>) = splits
-                    .iter()
-                    .map(|split| {
-                        let (low, high) = self.position.bounds(split.segment);
-                        (unquote_literal(&low), unquote_literal(&high))
-                    })
-                    .unzip();
-                let (Some(lowest), Some(highest)) = (lows.first(), highs.last()) else {
-                    return Ok(Vec::new());
-                };
+                let lasts: Vec<i64> = splits.iter().map(|split| split.segment.last).collect();
                 let (Some(first), Some(last)) = (splits.first(), splits.last()) else {
                     return Ok(Vec::new());
                 };
                 let through_index = self.reads_through_index(splits);
                 let text_ranges = if through_index { self.indexed_text_ranges(splits) } else { None };
                 if let Some((lows, highs)) = text_ranges {
-                    let lasts: Vec<i64> = splits.iter().map(|split| split.segment.last).collect();
                     let sql = self.indexed_level_sql(packing);
                     client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs, &lasts])
                 } else if through_index && !self.text_positioned() {
                     let sql = self.indexed_level_sql(packing);
-                    client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs])
+                    client.query(sql.as_str(), &[&firsts, &widths, &lasts])
                 } else {
                     let range = self.range_sql(Segment { first: first.segment.first, last: last.segment.last });
                     let sql = self.level_sql_within(range.as_deref(), packing);
-                    client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs, lowest, highest])
+                    client.query(sql.as_str(), &[&firsts, &widths, &lasts])
                 }
             }
         }
@@ -1713,14 +1729,6 @@ pub fn concurrently<A: Send, B>(source: impl FnOnce() -> A + Send, target: impl 
             Err(panic) => std::panic::resume_unwind(panic),
         }
     })
-}
-
-/// The text of a literal `'…'::type` or a number, as a bind parameter's text.
-fn unquote_literal(literal: &str) -> String {
-    match literal.strip_prefix('\'') {
-        Some(rest) => rest.split('\'').next().unwrap_or_default().to_owned(),
-        None => literal.to_owned(),
-    }
 }
 
 /// Keys a full stream would stop on, which the hashes would not see.
