@@ -659,6 +659,14 @@ struct Frame {
     samplable: bool,
 }
 
+/// What the catalog says of the compared relation ([`SegmentQuery::overview`] reads it).
+struct TableFacts {
+    /// Whether the rows lie in about the key's order ([`MIN_KEY_CORRELATION`]).
+    heap_ordered: bool,
+    /// Whether it is a table or a materialized view, which `TABLESAMPLE` reads.
+    samplable: bool,
+}
+
 /// How a text key range is written so that the side's btree index serves it (see
 /// [`SegmentQuery::key_range`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -753,14 +761,13 @@ impl SegmentQuery {
         level_rows.saturating_mul(share) <= frame.rows
     }
 
-    /// Whether the table's rows lie in about the key's order (`pg_stats.correlation` of the
-    /// key column at least [`MIN_KEY_CORRELATION`] in magnitude), or no statistics say
-    /// otherwise (never analyzed, a view). Reading a split through the index costs a heap page
-    /// per row when they do not: random uuids, say, where one pass over the table is cheaper.
-    ///
-    /// Also says whether the relation is a table or a materialized view (`TABLESAMPLE` reads
-    /// nothing else).
-    fn heap_ordered_by_key(&self, client: &mut Client) -> Result<(bool, bool), Error> {
+    /// What the catalog says of the relation, in one round trip: whether its rows lie in
+    /// about the key's order (`pg_stats.correlation` of the key column at least
+    /// [`MIN_KEY_CORRELATION`] in magnitude), or no statistics say otherwise (never analyzed,
+    /// a view) — reading a split through the index costs a heap page per row when they do
+    /// not: random uuids, say, where one pass over the table is cheaper — and whether it is a
+    /// table or a materialized view (`TABLESAMPLE` reads nothing else).
+    fn table_facts(&self, client: &mut Client) -> Result<TableFacts, Error> {
         let row = client
             .query_one(
                 "SELECT (SELECT max(abs(correlation)) FROM pg_catalog.pg_stats \
@@ -774,7 +781,10 @@ impl SegmentQuery {
             row.try_get(0).map_err(Error::query(&self.role, "reading the key's statistics"))?;
         let samplable: Option<bool> =
             row.try_get(1).map_err(Error::query(&self.role, "reading the key's statistics"))?;
-        Ok((correlation.is_none_or(|correlation| correlation >= MIN_KEY_CORRELATION), samplable == Some(true)))
+        Ok(TableFacts {
+            heap_ordered: correlation.is_none_or(|correlation| correlation >= MIN_KEY_CORRELATION),
+            samplable: samplable == Some(true),
+        })
     }
 
     /// Positions inside `span` that cut this side's rows into about `count` pieces of equal
@@ -1028,7 +1038,7 @@ impl SegmentQuery {
         check_duplicates: bool,
     ) -> Result<Result<Option<Overview>, KeysNotUsable>, Error> {
         let range = self.find_key_range(client)?;
-        let (heap_ordered, samplable) = self.heap_ordered_by_key(client)?;
+        let TableFacts { heap_ordered, samplable } = self.table_facts(client)?;
         {
             // A new search: nothing skipped until both sides' keys are known.
             let mut frame = self.frame();
@@ -1426,13 +1436,10 @@ pub enum FieldWidth {
 impl FieldWidth {
     /// The narrowest width holding every value from 0 to `most`.
     pub fn holding(most: u64) -> FieldWidth {
-        if most <= i16::MAX as u64 {
-            FieldWidth::Two
-        } else if most <= i32::MAX as u64 {
-            FieldWidth::Four
-        } else {
-            FieldWidth::Eight
-        }
+        [FieldWidth::Two, FieldWidth::Four]
+            .into_iter()
+            .find(|width| most <= width.most() as u64)
+            .unwrap_or(FieldWidth::Eight)
     }
 
     /// Its bytes.
@@ -1453,13 +1460,9 @@ impl FieldWidth {
         }
     }
 
-    /// Its largest value.
+    /// Its largest value (a signed integer of its bytes).
     fn most(self) -> i64 {
-        match self {
-            FieldWidth::Two => i64::from(i16::MAX),
-            FieldWidth::Four => i64::from(i32::MAX),
-            FieldWidth::Eight => i64::MAX,
-        }
+        i64::MAX >> (64 - 8 * self.bytes())
     }
 }
 
