@@ -350,6 +350,12 @@ pub enum AuditProgress {
         /// The level being hashed.
         level: u32,
     },
+    /// The first level's sketches named where the sides differ: both read their digests at
+    /// those positions, to prove every other row equal.
+    Settling {
+        /// Positions read.
+        positions: u64,
+    },
     /// The scan in parts (`--jobs`): `done` of `total` parts compared.
     Parts {
         /// Parts compared.

@@ -14,6 +14,7 @@ use datadiff_access::{Dsn, Error as AccessError, Session, TableName};
 use datadiff_diff_core::Side;
 use datadiff_diff_core::merge::{Key, Summary};
 use datadiff_diff_core::segment::{ChildDigest, Overview, Segment, Split, StrategyUsed};
+use datadiff_diff_core::sketch::{SketchCell, SketchShape};
 
 use crate::refusal::Refusal;
 use crate::watch::{BOTH, BusyGuard, Watch};
@@ -86,6 +87,19 @@ impl HashSide for SnapshotSide<'_> {
 
     fn segment_query(&self) -> Option<&SegmentQuery> {
         self.segments.as_ref()
+    }
+
+    fn sketches(&self) -> bool {
+        self.segments.is_some()
+    }
+
+    fn sketched_level(
+        &mut self,
+        splits: &[Split],
+        shape: SketchShape,
+    ) -> Result<(Vec<ChildDigest>, Vec<SketchCell>), AccessError> {
+        let query = self.segments()?.clone();
+        query.sketched_level(self.session.client(), splits, shape)
     }
 }
 
@@ -178,6 +192,10 @@ impl Hooks for ScanHooks<'_> {
                 0
             }
             Phase::Level { level, .. } => level,
+            Phase::Settle { positions } => {
+                (self.progress)(AuditProgress::Settling { positions: positions as u64 });
+                return;
+            }
         };
         (self.progress)(AuditProgress::Hashing { level });
     }

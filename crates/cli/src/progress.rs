@@ -31,6 +31,9 @@ impl ScanProgress {
         match progress {
             AuditProgress::Inventory { source_rows, replica_rows } => bar.set_length(source_rows.max(replica_rows)),
             AuditProgress::Hashing { level } => bar.set_message(format!("hashing segments, level {level}  ")),
+            AuditProgress::Settling { positions } => {
+                bar.set_message(format!("proving the rest equal around {positions} differing positions  "))
+            }
             AuditProgress::Parts { done, total } => bar.set_message(format!("{done}/{total} parts  ")),
             AuditProgress::Scanned { source_rows, replica_rows } => {
                 bar.set_message("");

@@ -90,6 +90,7 @@ mod run;
 mod run_summary;
 pub mod schedule;
 pub mod segment;
+pub mod sketch;
 mod sslmode;
 mod summary;
 mod tick;

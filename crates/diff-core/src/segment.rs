@@ -18,6 +18,17 @@
 //!    streamed through the merge core, in key order, like a full stream restricted to those
 //!    keys.
 //!
+//! **The first level's sketch.** With the first level, each side also sums its rows into a
+//! sketch ([`crate::sketch`]: the same pass, a few more bytes) sized to find a difference per
+//! [`SearchSettings::sketch_rows`] rows ([`Search::sketch_shape`]). When the two sketches
+//! peel ([`Search::sketched_positions`]), they name the positions where the sides differ,
+//! wherever those lie: both sides then read their digests at those positions, and when each
+//! side's overview less them leaves the same count and hash total on both sides, every other
+//! row is proven equal by that one comparison, and the named positions are the leaves
+//! ([`Search::settle_at`]). The search ends after one level, whether the differences cluster
+//! or scatter. A sketch that does not peel (more differences than it was sized for) or whose
+//! positions are not proven changes nothing: the search goes on from its first level.
+//!
 //! Because a difference can only sit in a differing child, and every differing child ends as
 //! a leaf, the leaves hold every difference, in the order a full stream meets them: the merge
 //! over the leaves gives the same missing, extra and changed counts and the same first
@@ -70,6 +81,8 @@
 //! let Step::Hash(splits) = search.step() else { panic!() };
 //! assert_eq!(splits[0].segment.first, 1);
 //! ```
+
+use crate::sketch::{Sketch, SketchShape};
 
 /// An inclusive range of key positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -186,6 +199,11 @@ pub const MAX_SPARSE_FANOUT: u64 = 1 << 20;
 /// fits in 31 bits, which a database's answer packs in four bytes.
 pub const MAX_ROW_DIGEST_CHILDREN: u64 = (1 << 31) - 1;
 
+/// A one-position child's count at or above this (a database packs the counts of
+/// [`Search::position_splits`] in two bytes and writes a larger count as 32,767) is not
+/// trusted by [`Search::settle_at`].
+pub const ROWS_BEYOND_PACKING: u64 = 32_767;
+
 /// The fewest differing children that make a level's drift dense (see the module docs): two
 /// of a small table's three first-level children differing is not drift everywhere.
 pub const DENSE_CHILDREN: usize = 8;
@@ -210,12 +228,15 @@ pub struct SearchSettings {
     pub max_fanout: u64,
     /// Levels after which every differing child is streamed.
     pub max_levels: u32,
+    /// Rows per difference the first level's sketch is sized to find (see
+    /// [`Search::sketch_shape`]); 0: no sketch.
+    pub sketch_rows: u64,
 }
 
 impl Default for SearchSettings {
     /// Children of one row streamed, of up to 16 rows answered by row digests, about 2,048
     /// rows per first-level child (at most 65,536 children), at most 8 children per later
-    /// split, 16 levels.
+    /// split, 16 levels, and a first-level sketch sized for a difference per 2,000 rows.
     ///
     /// Tuned for bytes over a slow link with sparse drift: a level's digest costs 14–18 bytes
     /// per non-empty child and side (PostgreSQL's packed answer), a streamed row its whole
@@ -231,6 +252,7 @@ impl Default for SearchSettings {
             max_first_fanout: 65_536,
             max_fanout: 8,
             max_levels: 16,
+            sketch_rows: 2_000,
         }
     }
 }
@@ -270,13 +292,26 @@ pub struct Search {
     matched: u64,
     level: u32,
     finished: bool,
+    /// Both sides' rows and hash totals (modulo 2⁶⁴) when their overviews differ: what a
+    /// sketch's positions are proven against ([`Search::settle_at`]).
+    totals: Option<[Digest; 2]>,
+    /// Both sides' span, when both have rows.
+    span: Option<Segment>,
 }
 
 impl Search {
     /// Starts from both sides' overviews (`None`: the side has no row).
     pub fn new(settings: SearchSettings, source: Option<Overview>, target: Option<Overview>) -> Search {
-        let mut search =
-            Search { settings, splits: Vec::new(), leaves: Vec::new(), matched: 0, level: 0, finished: false };
+        let mut search = Search {
+            settings,
+            splits: Vec::new(),
+            leaves: Vec::new(),
+            matched: 0,
+            level: 0,
+            finished: false,
+            totals: None,
+            span: None,
+        };
         let (span, rows) = match (source, target) {
             (None, None) => (None, 0),
             (Some(source), Some(target)) if source == target => {
@@ -288,11 +323,22 @@ impl Search {
                 search.leaves.push(Segment { first: one.first, last: one.last });
                 (None, 0)
             }
-            (Some(source), Some(target)) => (
-                Some(Segment { first: source.first.min(target.first), last: source.last.max(target.last) }),
-                source.rows.max(target.rows),
-            ),
+            (Some(source), Some(target)) => {
+                search.totals = [&source, &target]
+                    .map(|overview| {
+                        let hash = overview.hash.trim().parse::<i128>().ok()?;
+                        Some(Digest { rows: overview.rows, hash: hash as u64 })
+                    })
+                    .into_iter()
+                    .collect::<Option<Vec<Digest>>>()
+                    .map(|totals| [totals[0], totals[1]]);
+                (
+                    Some(Segment { first: source.first.min(target.first), last: source.last.max(target.last) }),
+                    source.rows.max(target.rows),
+                )
+            }
         };
+        search.span = span;
         match span {
             None => search.finished = search.leaves.is_empty(),
             Some(span) if rows <= settings.leaf_rows || span.positions() == 1 => search.leaves.push(span),
@@ -343,6 +389,89 @@ impl Search {
             [first] if self.level == 0 && first.rows > self.settings.digest_rows => Some(*first),
             _ => None,
         }
+    }
+
+    /// The shape of the sketch each side adds to its first level's answer (see
+    /// [`crate::sketch`]), or `None`: no sketch (the settings' [`SearchSettings::sketch_rows`]
+    /// is 0, the first level is recorded or there is none, or the overviews' row counts
+    /// differ by more than four times what a sketch of the table's size would find — drift
+    /// that dense is the search's, and its sketch would cost more than it saves). Sized to
+    /// find a difference per [`SearchSettings::sketch_rows`] rows of the larger side, or
+    /// twice the row counts' difference when that is more.
+    pub fn sketch_shape(&self) -> Option<SketchShape> {
+        let first = self.first_level()?;
+        let [source, target] = self.totals?;
+        if self.settings.sketch_rows == 0 {
+            return None;
+        }
+        let budget = first.rows.max(1).div_ceil(self.settings.sketch_rows);
+        let apart = source.rows.abs_diff(target.rows);
+        if apart > budget.saturating_mul(4) {
+            return None;
+        }
+        SketchShape::for_differences(budget.max(apart.saturating_mul(2)))
+    }
+
+    /// The positions where both sides' sketches (of [`Search::sketch_shape`]) say they
+    /// differ, ascending and distinct; `None` when the difference does not peel, or names a
+    /// position outside both sides' span, or as many more source rows than target rows as
+    /// the overviews do not count. Nothing is proven yet: see [`Search::settle_at`].
+    pub fn sketched_positions(&self, source: Sketch, target: &Sketch) -> Option<Vec<i64>> {
+        let [source_totals, target_totals] = self.totals?;
+        let span = self.span?;
+        let differences = source.minus(target).differences()?;
+        let source_only = differences.iter().filter(|difference| difference.source).count() as i128;
+        let target_only = differences.len() as i128 - source_only;
+        if source_only - target_only != i128::from(source_totals.rows) - i128::from(target_totals.rows) {
+            return None;
+        }
+        let mut positions: Vec<i64> = differences.iter().map(|difference| difference.position).collect();
+        positions.dedup();
+        positions.iter().all(|position| span.first <= *position && *position <= span.last).then_some(positions)
+    }
+
+    /// The splits that read each side's digest of the rows at `positions` (one split of one
+    /// one-position child each): the answers [`Search::settle_at`] proves the rest with.
+    pub fn position_splits(positions: &[i64]) -> Vec<Split> {
+        positions
+            .iter()
+            .map(|&position| Split { segment: Segment { first: position, last: position }, width: 1, rows: 1 })
+            .collect()
+    }
+
+    /// Ends the search at `positions` (from [`Search::sketched_positions`]) when both sides'
+    /// rows outside them are proven equal: each side's overview less its digests at those
+    /// positions (answers to [`Search::position_splits`]) leaves the same count and hash
+    /// total — the proof every child of a level gets. The positions are then the leaves,
+    /// streamed and compared row by row, and every other row is matched. Returns whether it
+    /// did; otherwise (a wrong position, a row that changed between the statements, a count
+    /// beyond its packed width) nothing changes and the search goes on from its first level.
+    pub fn settle_at(&mut self, positions: &[i64], source: &[ChildDigest], target: &[ChildDigest]) -> bool {
+        let Some([source_totals, target_totals]) = self.totals else { return false };
+        let outside = |totals: Digest, answer: &[ChildDigest]| -> Option<Digest> {
+            let mut rows = 0u64;
+            let mut hash = 0u64;
+            for child in answer {
+                if child.split >= positions.len() || child.child != 0 || child.digest.rows >= ROWS_BEYOND_PACKING {
+                    return None;
+                }
+                rows = rows.checked_add(child.digest.rows)?;
+                hash = hash.wrapping_add(child.digest.hash);
+            }
+            Some(Digest { rows: totals.rows.checked_sub(rows)?, hash: totals.hash.wrapping_sub(hash) })
+        };
+        let (Some(source), Some(target)) = (outside(source_totals, source), outside(target_totals, target)) else {
+            return false;
+        };
+        if source != target {
+            return false;
+        }
+        self.matched = source.rows;
+        self.splits.clear();
+        self.leaves =
+            join_adjacent(positions.iter().map(|&position| Segment { first: position, last: position }).collect());
+        self.finished = self.leaves.is_empty();
+        true
     }
 
     /// What is needed next.

@@ -109,6 +109,7 @@ use datadiff_diff_core::{
     merge::{Example, Key, MergeError, Summary},
     plan::{AggregatePlan, CatalogColumn, ColumnPair, TableColumns, quoted_ident},
     segment::{ChildDigest, Link, Overview, Segment, Split, Strategy, StrategyUsed},
+    sketch::{SketchCell, SketchShape},
 };
 use serde_json::{Map, Value as Json};
 
@@ -869,6 +870,23 @@ impl HashSide for AttemptSide {
     fn segment_query(&self) -> Option<&SegmentQuery> {
         self.segments.as_ref()
     }
+
+    fn sketches(&self) -> bool {
+        self.segments.is_some()
+    }
+
+    fn sketched_level(
+        &mut self,
+        splits: &[Split],
+        shape: SketchShape,
+    ) -> Result<(Vec<ChildDigest>, Vec<SketchCell>), RowDiffError> {
+        let (session, query) = self.hashing()?;
+        let (role, splits) = (query.role().to_owned(), splits.to_vec());
+        session
+            .with_client("segment hashes", move |client| query.sketched_level(client, &splits, shape))
+            .map_err(|error| RowDiffError::Segment(error.to_string()))?
+            .map_err(|error| RowDiffError::Segment(described(&role, &error)))
+    }
 }
 
 impl CompareSide for AttemptSide {
@@ -1033,6 +1051,9 @@ impl<'m> Hooks for RowDiffHooks<'m> {
             }
             Phase::Level { level, splits } => {
                 tracing::info!(level, segments = splits, "row_diff hashes the segments that differ")
+            }
+            Phase::Settle { positions } => {
+                tracing::info!(positions, "row_diff proves the rest equal around the sketch's positions")
             }
         }
     }

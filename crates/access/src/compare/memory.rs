@@ -15,6 +15,7 @@ use std::thread::Scope;
 use datadiff_diff_core::Side;
 use datadiff_diff_core::merge::Key;
 use datadiff_diff_core::segment::{ChildDigest, Digest, Link, Overview, Segment, Split};
+use datadiff_diff_core::sketch::{Sketch, SketchCell, SketchShape};
 
 use super::{CompareSide, HashFacts, RowSet};
 use crate::error::Error;
@@ -215,6 +216,25 @@ impl HashSide for MemorySide {
             .into_iter()
             .map(|((split, child), (rows, sum))| ChildDigest { split, child, digest: Digest { rows, hash: sum } })
             .collect())
+    }
+
+    fn sketches(&self) -> bool {
+        true
+    }
+
+    /// The level and a sketch of every row (a database's sketch covers the level's rows,
+    /// which at the first level are all of them), its non-empty cells only.
+    fn sketched_level(
+        &mut self,
+        splits: &[Split],
+        shape: SketchShape,
+    ) -> Result<(Vec<ChildDigest>, Vec<SketchCell>), MemoryError> {
+        let level = self.level(splits)?;
+        let mut sketch = Sketch::new(shape);
+        for (position, hash) in self.hashed()? {
+            sketch.add(position, hash);
+        }
+        Ok((level, sketch.cells().iter().filter(|cell| cell.rows != 0).copied().collect()))
     }
 }
 

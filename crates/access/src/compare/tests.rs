@@ -333,16 +333,20 @@ struct Case {
 fn case() -> impl proptest::strategy::Strategy<Value = Case> {
     let kind = prop_oneof![Just(KeyKind::Int), Just(KeyKind::Uuid), Just(KeyKind::Pair)];
     let source = prop::collection::btree_map(-2_000i64..2_000, (value(), value()).prop_map(|(a, b)| [a, b]), 0..300);
-    let settings = (1u64..8, 0u64..12, 1u64..32, 2u64..9, 2u64..9, 1u32..6).prop_map(
-        |(leaf_rows, digest_rows, first_level_rows, max_first_fanout, max_fanout, max_levels)| SearchSettings {
-            leaf_rows,
-            digest_rows,
-            first_level_rows,
-            max_first_fanout,
-            max_fanout,
-            max_levels,
-        },
-    );
+    let settings = (1u64..8, 0u64..12, 1u64..32, 2u64..9, 2u64..9, 1u32..6, prop_oneof![Just(0u64), 1u64..100])
+        .prop_map(
+            |(leaf_rows, digest_rows, first_level_rows, max_first_fanout, max_fanout, max_levels, sketch_rows)| {
+                SearchSettings {
+                    leaf_rows,
+                    digest_rows,
+                    first_level_rows,
+                    max_first_fanout,
+                    max_fanout,
+                    max_levels,
+                    sketch_rows,
+                }
+            },
+        );
     let link = prop_oneof![Just(Link::Local), Just(Link::Measured(1e6)), Just(Link::Measured(1e9))];
     (
         kind,

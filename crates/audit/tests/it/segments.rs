@@ -3,22 +3,29 @@
 //! mutations against an oracle are the differential harness's, `differential.rs`).
 
 use datadiff_audit::{AuditOptions, AuditProgress, AuditReport, Status, audit};
-use datadiff_diff_core::segment::Strategy;
+use datadiff_diff_core::segment::{SearchSettings, Strategy};
 
 use crate::support::{Pair, no_env};
 
 /// Runs the audit with `strategy`; also whether it hashed segments, and how many levels.
 fn run(options: &AuditOptions, strategy: Strategy) -> (AuditReport, Option<u32>) {
+    let (report, levels, _) = run_settling(options, strategy);
+    (report, levels)
+}
+
+/// [`run`], also the positions the first level's sketch named, when they were read.
+fn run_settling(options: &AuditOptions, strategy: Strategy) -> (AuditReport, Option<u32>, Option<u64>) {
     let mut options = options.clone();
     options.strategy = strategy;
     let mut deepest = None;
-    let report = audit(&options, &no_env(), &mut |progress| {
-        if let AuditProgress::Hashing { level } = progress {
-            deepest = deepest.max(Some(level));
-        }
+    let mut settled = None;
+    let report = audit(&options, &no_env(), &mut |progress| match progress {
+        AuditProgress::Hashing { level } => deepest = deepest.max(Some(level)),
+        AuditProgress::Settling { positions } => settled = Some(positions),
+        _ => {}
     })
     .unwrap();
-    (report, deepest)
+    (report, deepest, settled)
 }
 
 /// The pair's audit options for `table` keyed by `key`.
@@ -52,12 +59,21 @@ fn sparse_drift_in_a_larger_table_is_found_through_several_levels() {
         .unwrap();
     let mut options = pair.options("public.big");
     options.columns = Some(vec!["note".into(), "amount".into()]);
+    // Without the first level's sketch, the levels locate the four differences.
+    options.segment_settings.sketch_rows = 0;
     let (streamed, _) = run(&options, Strategy::Stream);
-    let (segmented, levels) = run(&options, Strategy::Segments);
+    let (segmented, levels, settled) = run_settling(&options, Strategy::Segments);
     assert_eq!(answer(&segmented), answer(&streamed));
     assert_eq!((segmented.missing, segmented.changed, segmented.extra, segmented.matched), (1, 2, 1, 59_997));
     assert_eq!(segmented.status, Status::Block);
     assert!(levels >= Some(2), "hashed below the first level: {levels:?}");
+    assert_eq!(settled, None);
+    // With it (the default), the sketch names the four positions (a changed row is one
+    // position, a difference on each side) and the search ends at the first level.
+    options.segment_settings.sketch_rows = SearchSettings::default().sketch_rows;
+    let (sketched, levels, settled) = run_settling(&options, Strategy::Segments);
+    assert_eq!(answer(&sketched), answer(&streamed));
+    assert_eq!((levels, settled), (Some(1), Some(4)));
 }
 
 #[test]
