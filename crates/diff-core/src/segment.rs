@@ -399,12 +399,17 @@ impl Search {
     /// find a difference per [`SearchSettings::sketch_rows`] rows of the larger side, or
     /// twice the row counts' difference when that is more.
     pub fn sketch_shape(&self) -> Option<SketchShape> {
-        let first = self.first_level()?;
+        // The first level, cut at quantiles or not: each of its splits holds the larger
+        // side's rows (`holding`), and only a level of row digests is too small to sketch.
+        let rows = match self.splits.first() {
+            Some(first) if self.level == 0 && first.rows > self.settings.digest_rows => first.rows,
+            _ => return None,
+        };
         let [source, target] = self.totals?;
         if self.settings.sketch_rows == 0 {
             return None;
         }
-        let budget = first.rows.max(1).div_ceil(self.settings.sketch_rows);
+        let budget = rows.max(1).div_ceil(self.settings.sketch_rows);
         let apart = source.rows.abs_diff(target.rows);
         if apart > budget.saturating_mul(4) {
             return None;

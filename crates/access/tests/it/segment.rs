@@ -434,6 +434,14 @@ fn thousands_of_leaves_select_exactly_their_rows_for_every_key_kind_with_or_with
             let expected = in_leaves(&rows, leaves);
             assert!(!expected.is_empty() && expected.len() < rows.len(), "{table} set {index}: {}", expected.len());
             assert_eq!(selected(&mut client, table, &filter), expected, "{table}, leaf set {index}");
+            if position == Position::Text && unique {
+                // Through the index for any number of leaves, the ranges written as hex.
+                assert!(filter.contains("CROSS JOIN LATERAL") && !filter.contains(" OR "), "{table}: {filter}");
+            }
+            if position == Position::Uuid && unique {
+                // Through the index for any number of leaves, written as positions.
+                assert!(filter.contains("CROSS JOIN LATERAL") && !filter.contains("'::uuid"), "{table}: {filter}");
+            }
             if leaves.len() > OR_LEAVES {
                 let listed = leaves.iter().filter(|leaf| leaf.positions() <= LISTED_POSITIONS).count();
                 let shape = match position {

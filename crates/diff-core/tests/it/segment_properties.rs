@@ -316,13 +316,17 @@ fn a_sketch_ends_the_search_at_the_differing_rows() {
             }
             // A sketch for a difference per 500 rows: 10 or more, for up to 9 planted.
             let settings = SearchSettings { sketch_rows: 500, ..SearchSettings::default() };
-            let ((summary, streamed, _), settled) =
-                segmented_sketching(&source, &target, 20, settings, &[], Meddle::None);
-            assert!(settled, "{keys} keys, {drifted} drifted");
-            assert_eq!(summary.missing, 1);
-            assert_eq!(summary.changed, planted.len() as u64 - 1);
-            assert_eq!(streamed, planted.len());
-            assert_eq!(summary.matched, keys as u64 - planted.len() as u64);
+            // Equal widths, and a first level cut at quantiles (as a text key's is).
+            let quantiles: Vec<i64> = (1..keys / 1_000).map(|piece| piece * 1_000).collect();
+            for points in [&[][..], &quantiles[..]] {
+                let ((summary, streamed, _), settled) =
+                    segmented_sketching(&source, &target, 20, settings, points, Meddle::None);
+                assert!(settled, "{keys} keys, {drifted} drifted, {} points", points.len());
+                assert_eq!(summary.missing, 1);
+                assert_eq!(summary.changed, planted.len() as u64 - 1);
+                assert_eq!(streamed, planted.len());
+                assert_eq!(summary.matched, keys as u64 - planted.len() as u64);
+            }
         }
     }
 }
