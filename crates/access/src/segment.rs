@@ -47,10 +47,12 @@
 //!
 //! The rows of the leaves the search leaves over are streamed by one query per side
 //! ([`SegmentQuery::leaves_filter`]). With row digests a leaf is often one differing row, so
-//! a large table with scattered drift has tens of thousands of them: up to [`OR_LEAVES`] are
-//! selected by one `BETWEEN` each; beyond, an integer key's narrow leaves list their keys, a
-//! uuid key with a unique index finds the leaves' keys through it, and anything else takes
-//! one pass with a binary search per row — never a row tested against every leaf.
+//! a large table with scattered drift has tens of thousands of them: a uuid key with a
+//! unique index, and a text key whose index orders by bytes, find the leaves' keys through
+//! it (the leaves written as positions, or as hex key ranges after the common prefix); other
+//! keys' leaves, up to [`OR_LEAVES`], are selected by one `BETWEEN` each; beyond, an integer
+//! key's narrow leaves list their keys, and anything else takes one pass with a binary
+//! search per row — never a row tested against every leaf.
 //!
 //! Measured on 1 M rows of seven columns, CPU time of one server process (BENCHMARKS.md):
 //! the mixed, widened digest costs about 1.3× the bare record hash, and stays well below
@@ -1389,13 +1391,16 @@ impl SegmentQuery {
     /// thousands of them (one per differing row): the predicate is chosen so that the server
     /// never tests every row against every leaf.
     ///
+    /// * A uuid key with a unique index, any number of leaves: the keys in the leaves are
+    ///   found through the index, one range scan per leaf, and then fetched by key (the
+    ///   leaves written as first positions and widths); likewise a text key whose index
+    ///   orders by bytes (the leaves written as hex key ranges after the common prefix, and
+    ///   the rows found kept by their positions).
     /// * Up to [`OR_LEAVES`] leaves: one `BETWEEN` per leaf, joined by `OR`, which the server
     ///   answers with one index scan per leaf where the key has an index.
     /// * More, with an integer key: the keys of each leaf of at most [`LISTED_POSITIONS`]
     ///   positions are listed (`key = ANY(…)`: index probes, or one hashed lookup per row),
     ///   and the wider leaves, when few, keep their `BETWEEN`.
-    /// * More, with a uuid key of one column with a unique index: the keys in the leaves are
-    ///   found through the index, one range scan per leaf, and then fetched by key.
     /// * Otherwise — and always for a text key whose index serves no byte-order range — each
     ///   row's position finds the one leaf it may fall in by `width_bucket` among the leaves'
     ///   first positions (a binary search), and the row is kept when its position is at most
