@@ -668,6 +668,9 @@ struct Frame {
     /// Whether the relation is a table or a materialized view, which `TABLESAMPLE` reads
     /// ([`SegmentQuery::split_points`]).
     samplable: bool,
+    /// Whether this side's session has JIT compilation switched off (see
+    /// [`SegmentQuery::level`]).
+    jit_off: bool,
 }
 
 /// What the catalog says of the compared relation ([`SegmentQuery::overview`] reads it).
@@ -1345,6 +1348,21 @@ impl SegmentQuery {
         ))
     }
 
+    /// Switches the session's JIT compilation off, once: the planner estimates a level read
+    /// through the index (a lateral index scan per split, bounds it cannot see) far above
+    /// `jit_above_cost`, and compiling it took about 100 ms on PostgreSQL 15 where the
+    /// level itself took 10 (300 uuid positions, BENCHMARKS.md), and as much again for the
+    /// stream of the leaves that follows. The passes over a whole table ran as fast with
+    /// JIT as without (measured at a million rows). The session is this side's own.
+    fn switch_jit_off(&self, client: &mut Client) -> Result<(), Error> {
+        if self.frame().jit_off {
+            return Ok(());
+        }
+        client.batch_execute("SET jit = off").map_err(Error::query(&self.role, "switching JIT off"))?;
+        self.frame().jit_off = true;
+        Ok(())
+    }
+
     /// What each side holds in every non-empty child of `splits`.
     pub fn level(&self, client: &mut Client, splits: &[Split]) -> Result<Vec<ChildDigest>, Error> {
         let packing = Packing::for_splits(splits);
@@ -1359,6 +1377,9 @@ impl SegmentQuery {
                     return Ok(Vec::new());
                 };
                 let through_index = self.reads_through_index(splits);
+                if through_index {
+                    self.switch_jit_off(client)?;
+                }
                 let text_ranges = if through_index { self.indexed_text_ranges(splits) } else { None };
                 if let Some((lows, highs)) = text_ranges {
                     let sql = self.indexed_level_sql(packing);

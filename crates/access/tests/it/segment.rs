@@ -313,6 +313,22 @@ fn levels_read_through_the_index_where_the_rows_lie_in_key_order_or_are_few() {
         // A split whose rows are not known counts as the whole table.
         assert!(!query.reads_through_index(&[Split::new(Segment { first: overview.first, last: overview.last }, 8)]));
     }
+    // A level read through the index switches the session's JIT compilation off (its cost
+    // estimate is far above `jit_above_cost`); a pass leaves it as it was.
+    let jit = |client: &mut postgres::Client| client.query_one("SHOW jit", &[]).unwrap().get::<_, String>(0);
+    let mut client = database.client().unwrap();
+    let query = SegmentQuery::new("source", &TableName::new("public", "numbers"), "id", Position::Integer, &[], None);
+    query.overview(&mut client, false).unwrap().unwrap().unwrap();
+    client.batch_execute("SET jit = on").unwrap();
+    let whole = Split::new(Segment { first: 1, last: 20_000 }, 8);
+    query.level(&mut client, &[whole, Split::new(Segment { first: 20_001, last: 20_002 }, 2)]).unwrap();
+    assert_eq!(jit(&mut client), "on");
+    let few = [
+        Split::new(Segment { first: 1, last: 10 }, 2).holding(10),
+        Split::new(Segment { first: 20, last: 30 }, 2).holding(11),
+    ];
+    query.level(&mut client, &few).unwrap();
+    assert_eq!(jit(&mut client), "off");
     // No unique index (the overview looks for duplicates): always one pass.
     let query = SegmentQuery::new("source", &TableName::new("public", "numbers"), "id", Position::Integer, &[], None);
     query.overview(&mut client, true).unwrap().unwrap().unwrap();
