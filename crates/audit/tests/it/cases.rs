@@ -875,6 +875,10 @@ impl Case {
             // Row digests from 0 (never) to 23 rows: both the streamed and the row-digest
             // leaves.
             digest_rows: random.below(24) as u64,
+            // Half the cases without the first level's sketch (the levels then locate every
+            // difference), half with one sized for a difference per 1 to 60 rows (it names
+            // them, or fails to peel and the levels go on).
+            sketch_rows: if random.chance(50) { 0 } else { 1 + random.below(60) as u64 },
             ..SearchSettings::default()
         };
         let empty_string_as_null = random.chance(25);
