@@ -28,13 +28,12 @@
 //! position, so a small differing child costs 14–16 bytes a row and side, and only its
 //! differing rows are streamed.
 //!
-//! The first level also answers the side's **sketch** ([`SegmentQuery::sketched_level`]; see
-//! [`datadiff_diff_core::sketch`]) in the same pass: the rows are grouped by child and by
-//! their cell in each of the sketch's three tables at once (`GROUPING SETS`), and the cells
-//! come back packed beside the children, 28 bytes each. When the sketches name the differing
-//! positions, each side's digests at those positions are read as a level of one-position
-//! splits (through the index), which proves the rest equal or not (see
-//! [`datadiff_diff_core::segment`]).
+//! Before the first level, each side answers its **sketch** ([`SegmentQuery::sketch`]; see
+//! [`datadiff_diff_core::sketch`]): one pass grouping the rows by their cell in each of the
+//! sketch's three tables at once (`GROUPING SETS`), the cells packed 28 bytes each. When the
+//! sketches name the differing positions, each side's digests at those positions are read
+//! as a level of one-position splits (through the index), which proves the rest equal or
+//! not (see [`datadiff_diff_core::segment`]).
 //!
 //! A level of several splits reads each split's rows through the key's index where one
 //! serves ([`SegmentQuery::indexed_level_sql`]: an integer or uuid key with a unique index, a
@@ -1293,59 +1292,58 @@ impl SegmentQuery {
         }
     }
 
-    /// The first level's `SELECT` with each side's sketch of its rows (see
-    /// [`datadiff_diff_core::sketch`]) in the same pass: two `bytea`s, the level's children
-    /// packed as `packing` says and the sketch's non-empty cells ([`unpack_cells`]). The rows
-    /// are grouped by child and by their cell in each of the sketch's tables at once
-    /// (`GROUPING SETS`: one pass, a hash table per set), so the sketch costs the level
-    /// bytes, not a pass. Bound as [`SegmentQuery::level_sql`] for several splits.
-    pub fn sketched_level_sql(&self, splits: &[Split], packing: Packing, shape: SketchShape) -> String {
-        let parts = match splits {
-            [split] => self.single_split_parts(split),
-            _ => {
-                let range = match (splits.first(), splits.last()) {
-                    (Some(first), Some(last)) => {
-                        self.range_sql(Segment { first: first.segment.first, last: last.segment.last })
-                    }
-                    _ => None,
-                };
-                self.level_parts_within(range.as_deref())
-            }
+    /// The side's sketch of `shape` over all its rows (see [`datadiff_diff_core::sketch`]):
+    /// one `bytea` of its non-empty cells ([`unpack_cells`]). The rows are grouped by their
+    /// cell in each of the sketch's three tables at once (`GROUPING SETS`: one pass, a hash
+    /// table per set). Each row's digest is computed once (a fenced subquery), then its cell
+    /// in each table ([`SketchShape::cell`]) and its [`datadiff_diff_core::sketch::check`],
+    /// as the sketch computes them. Measured at a million uuid-keyed rows: 0.59 s against
+    /// 0.40 s for a first level's pass; with the first level's children as a fourth set,
+    /// 0.87 s (BENCHMARKS.md), so the sketch is a pass of its own and the first level runs
+    /// only when the sketch does not settle the search.
+    pub fn sketch_sql(&self, shape: SketchShape) -> String {
+        const MODULUS: &str = "18446744073709551616::numeric";
+        const HALF: &str = "9223372036854775808::numeric";
+        const MODULUS_32: &str = "4294967296::numeric";
+        let cells = shape.table_cells;
+        let wrapped = |sum: &str| format!("((({sum}) % {MODULUS}) + {MODULUS}) % {MODULUS}");
+        let signed = |wrapped: &str| {
+            format!(
+                "pg_catalog.int8send(({wrapped} - CASE WHEN {wrapped} >= {HALF} THEN {MODULUS} ELSE 0 END)::bigint)"
+            )
         };
-        parts.sketched(packing, shape)
+        let rows = match self.text_positioned() {
+            true => self.positioned_rows("row_position", None, "true"),
+            false => self.rows(&format!("{position} AS row_position", position = self.position_sql()), None),
+        };
+        format!(
+            "SELECT pg_catalog.string_agg(pg_catalog.int4send(cell::int4) || pg_catalog.int4send(rows::int4) || {positions} || \
+             {total} || pg_catalog.int4send((checks - CASE WHEN checks >= 2147483648 THEN {MODULUS_32} ELSE 0 END)::int4), \
+             ''::bytea) \
+             FROM (SELECT COALESCE(cell_0, cell_1, cell_2) AS cell, count(*) AS rows, {total_wrapped} AS total_wrapped, \
+             {positions_wrapped} AS positions_wrapped, \
+             (((sum(row_check) % {MODULUS_32}) + {MODULUS_32}) % {MODULUS_32}) AS checks \
+             FROM (SELECT row_position, d, (d & 2097151) % {cells} AS cell_0, \
+             {cells} + ((d >> 21) & 2097151) % {cells} AS cell_1, {two_cells} + ((d >> 42) & 2097151) % {cells} AS cell_2, \
+             (d >> 32) * ((d & 65535) | 1) AS row_check \
+             FROM (SELECT row_position, {ROW_DIGEST} AS d FROM {rows} OFFSET 0) AS digested) AS sketched \
+             GROUP BY GROUPING SETS ((cell_0), (cell_1), (cell_2))) AS grouped",
+            total = signed("total_wrapped"),
+            positions = signed("positions_wrapped"),
+            total_wrapped = wrapped("sum(d)"),
+            positions_wrapped = wrapped("sum(row_position)"),
+            two_cells = 2 * u64::from(cells),
+        )
     }
 
-    /// [`SegmentQuery::level`] with the side's sketch of `shape` (its non-empty cells), in
-    /// one pass ([`SegmentQuery::sketched_level_sql`]).
-    pub fn sketched_level(
-        &self,
-        client: &mut Client,
-        splits: &[Split],
-        shape: SketchShape,
-    ) -> Result<(Vec<ChildDigest>, Vec<SketchCell>), Error> {
-        if splits.len() >= 1 << 31 || splits.iter().any(|split| split.children() >= 1 << 32) {
-            return Ok((self.level(client, splits)?, Vec::new()));
-        }
-        let packing = Packing::for_splits(splits);
-        let sql = self.sketched_level_sql(splits, packing, shape);
-        let row = match splits {
-            [_] => client.query_one(sql.as_str(), &[]),
-            _ => {
-                let firsts: Vec<i64> = splits.iter().map(|split| split.segment.first).collect();
-                let widths: Vec<i64> =
-                    splits.iter().map(|split| i64::try_from(split.width).unwrap_or(i64::MAX)).collect();
-                let lasts: Vec<i64> = splits.iter().map(|split| split.segment.last).collect();
-                client.query_one(sql.as_str(), &[&firsts, &widths, &lasts])
-            }
-        }
-        .map_err(Error::query(&self.role, "segment hashes"))?;
-        let protocol = || Error::Protocol { role: self.role.clone(), what: "segment hashes" };
-        let children: Option<Vec<u8>> = row.try_get(0).map_err(Error::query(&self.role, "segment hashes"))?;
-        let cells: Option<Vec<u8>> = row.try_get(1).map_err(Error::query(&self.role, "segment hashes"))?;
-        Ok((
-            unpack_children(children.as_deref().unwrap_or_default(), packing).ok_or_else(protocol)?,
-            unpack_cells(cells.as_deref().unwrap_or_default()).ok_or_else(protocol)?,
-        ))
+    /// The side's sketch of `shape`: its non-empty cells ([`SegmentQuery::sketch_sql`]).
+    pub fn sketch(&self, client: &mut Client, shape: SketchShape) -> Result<Vec<SketchCell>, Error> {
+        let row = client
+            .query_one(self.sketch_sql(shape).as_str(), &[])
+            .map_err(Error::query(&self.role, "segment sketch"))?;
+        let cells: Option<Vec<u8>> = row.try_get(0).map_err(Error::query(&self.role, "segment sketch"))?;
+        unpack_cells(cells.as_deref().unwrap_or_default())
+            .ok_or_else(|| Error::Protocol { role: self.role.clone(), what: "segment sketch" })
     }
 
     /// Switches the session's JIT compilation off, once: the planner estimates a level read
@@ -1715,66 +1713,13 @@ impl LevelParts {
             packing,
         )
     }
-
-    /// The level's packed answer and the sketch's packed cells, in one pass (see
-    /// [`SegmentQuery::sketched_level_sql`]). Each row's digest is computed once (a fenced
-    /// subquery), then its cell in each table ([`SketchShape::cell`]) and its
-    /// [`datadiff_diff_core::sketch::check`], as the sketch computes them. A row's split and
-    /// child are grouped as one `bigint` (split · 2³² + child: a first level has fewer than
-    /// 2³² children a split), so that the planner estimates one expression's groups: with
-    /// two columns it expects their product, and with four sets of those beyond `work_mem`
-    /// it sorts the table for one of them.
-    fn sketched(&self, packing: Packing, shape: SketchShape) -> String {
-        const MODULUS: &str = "18446744073709551616::numeric";
-        const HALF: &str = "9223372036854775808::numeric";
-        const MODULUS_32: &str = "4294967296::numeric";
-        let cells = shape.table_cells;
-        let field = |width: FieldWidth, value: &str| {
-            let (sql_type, send) = width.sql();
-            format!("{send}({value}::{sql_type})")
-        };
-        let wrapped = |sum: &str| format!("((({sum}) % {MODULUS}) + {MODULUS}) % {MODULUS}");
-        let signed = |wrapped: &str| {
-            format!(
-                "pg_catalog.int8send(({wrapped} - CASE WHEN {wrapped} >= {HALF} THEN {MODULUS} ELSE 0 END)::bigint)"
-            )
-        };
-        format!(
-            "SELECT pg_catalog.string_agg({split} || {child} || {rows} || {total}, ''::bytea) FILTER (WHERE is_child), \
-             pg_catalog.string_agg(pg_catalog.int4send(cell::int4) || pg_catalog.int4send(rows::int4) || {positions} || \
-             {total} || pg_catalog.int4send((checks - CASE WHEN checks >= 2147483648 THEN {MODULUS_32} ELSE 0 END)::int4), \
-             ''::bytea) FILTER (WHERE NOT is_child) \
-             FROM (SELECT GROUPING(child_key) = 0 AS is_child, child_key >> 32 AS split, child_key & 4294967295 AS child, \
-             COALESCE(cell_0, cell_1, cell_2) AS cell, count(*) AS rows, {total_wrapped} AS total_wrapped, \
-             {positions_wrapped} AS positions_wrapped, \
-             (((sum(row_check) % {MODULUS_32}) + {MODULUS_32}) % {MODULUS_32}) AS checks \
-             FROM (SELECT child_key, row_position, d, (d & 2097151) % {cells} AS cell_0, \
-             {cells} + ((d >> 21) & 2097151) % {cells} AS cell_1, {two_cells} + ((d >> 42) & 2097151) % {cells} AS cell_2, \
-             (d >> 32) * ((d & 65535) | 1) AS row_check \
-             FROM (SELECT ({split_sql}) * 4294967296 + ({child_sql}) AS child_key, row_position, {ROW_DIGEST} AS d \
-             FROM {rows_sql} OFFSET 0) AS digested) AS sketched \
-             GROUP BY GROUPING SETS ((child_key), (cell_0), (cell_1), (cell_2))) AS grouped",
-            split = field(packing.split, "split"),
-            child = field(packing.child, "child"),
-            rows = field(packing.rows, &format!("LEAST(rows, {})", packing.rows.most())),
-            total = signed("total_wrapped"),
-            positions = signed("positions_wrapped"),
-            total_wrapped = wrapped("sum(d)"),
-            positions_wrapped = wrapped("sum(row_position)"),
-            two_cells = 2 * u64::from(cells),
-            split_sql = self.split,
-            child_sql = self.child,
-            rows_sql = self.rows,
-        )
-    }
 }
 
-/// The bytes of one sketch cell in a sketched level's answer
-/// ([`SegmentQuery::sketched_level_sql`]): its index and rows (four bytes each), its
+/// The bytes of one sketch cell in a side's sketch ([`SegmentQuery::sketch_sql`]): its index and rows (four bytes each), its
 /// positions' and hashes' sums (eight each) and its checks' (four), big-endian.
 pub const CELL_BYTES: usize = 28;
 
-/// The sketch cells of a sketched level's answer; `None` when its length is not a whole
+/// The cells of a side's sketch; `None` when its length is not a whole
 /// number of cells, or a cell's index is negative.
 pub fn unpack_cells(bytes: &[u8]) -> Option<Vec<SketchCell>> {
     if !bytes.len().is_multiple_of(CELL_BYTES) {
@@ -1854,23 +1799,19 @@ pub trait HashSide {
         Ok(Vec::new())
     }
 
-    /// Whether the side answers [`HashSide::sketched_level`] (false, the default: the search
-    /// asks both sides for their first level alone).
+    /// Whether the side answers [`HashSide::sketch`] (false, the default: the search starts
+    /// with the first level).
     fn sketches(&self) -> bool {
         false
     }
 
-    /// [`HashSide::level`] and the side's sketch of `shape` (its non-empty cells) in one
-    /// pass ([`SegmentQuery::sketched_level`] on a database). Asked only when both sides
-    /// [`HashSide::sketches`]; the default answers the level and an empty sketch, which the
-    /// search then fails to prove and ignores.
-    fn sketched_level(
-        &mut self,
-        splits: &[Split],
-        shape: SketchShape,
-    ) -> Result<(Vec<ChildDigest>, Vec<SketchCell>), Self::Error> {
+    /// The side's sketch of `shape` over all its rows, its non-empty cells
+    /// ([`SegmentQuery::sketch`] on a database). Asked only when both sides
+    /// [`HashSide::sketches`]; the default answers an empty sketch, which the search then
+    /// fails to prove and goes on from its first level.
+    fn sketch(&mut self, shape: SketchShape) -> Result<Vec<SketchCell>, Self::Error> {
         let _ = shape;
-        Ok((self.level(splits)?, Vec::new()))
+        Ok(Vec::new())
     }
 }
 
@@ -1919,8 +1860,13 @@ pub enum Phase {
         /// Splits hashed at it.
         splits: usize,
     },
-    /// Both sides read their digests at the `positions` positions the first level's sketch
-    /// named, to prove every other row equal.
+    /// Both sides sum their rows into a sketch of `cells` cells, before the first level.
+    Sketch {
+        /// Cells in the sketch.
+        cells: u32,
+    },
+    /// Both sides read their digests at the `positions` positions the sketch named, to
+    /// prove every other row equal.
     Settle {
         /// Positions read.
         positions: usize,
@@ -1999,54 +1945,64 @@ where
                     levels: search.level(),
                 });
             }
+            Step::Hash(_) if let Some(shape) = search.sketch_shape() => {
+                if source_side.sketches() && target_side.sketches() {
+                    settle_by_sketch(&mut search, (&mut *source_side, &mut *target_side), shape, phase)?;
+                }
+                search.sketch_tried();
+            }
             Step::Hash(splits) => {
                 let splits = splits.to_vec();
                 phase(Phase::Level { level: search.level() + 1, splits: splits.len() });
-                let shape = search.sketch_shape().filter(|_| source_side.sketches() && target_side.sketches());
-                let Some(shape) = shape else {
-                    let (source_digests, target_digests) =
-                        concurrently(|| source_side.level(&splits), || target_side.level(&splits));
-                    let (source_digests, target_digests) = (source_digests?, target_digests?);
-                    if let Err(unknown) = search.record(source_digests, target_digests) {
-                        return Ok(SegmentOutcome::StreamAll(unknown.to_string()));
-                    }
-                    continue;
-                };
-                let (source_answer, target_answer) = concurrently(
-                    || source_side.sketched_level(&splits, shape),
-                    || target_side.sketched_level(&splits, shape),
-                );
-                let ((source_digests, source_cells), (target_digests, target_cells)) = (source_answer?, target_answer?);
+                let (source_digests, target_digests) =
+                    concurrently(|| source_side.level(&splits), || target_side.level(&splits));
+                let (source_digests, target_digests) = (source_digests?, target_digests?);
                 if let Err(unknown) = search.record(source_digests, target_digests) {
                     return Ok(SegmentOutcome::StreamAll(unknown.to_string()));
-                }
-                let sketches = Sketch::from_cells(shape, &source_cells)
-                    .and_then(|source| Sketch::from_cells(shape, &target_cells).map(|target| (source, target)));
-                let positions = match sketches {
-                    Ok((source, target)) => search.sketched_positions(source, &target),
-                    Err(unknown) => {
-                        tracing::debug!(%unknown, "a side's sketch is malformed: the search goes on");
-                        None
-                    }
-                };
-                let Some(positions) = positions else {
-                    tracing::debug!(cells = shape.cells(), "the sketch did not peel: the search goes on");
-                    continue;
-                };
-                phase(Phase::Settle { positions: positions.len() });
-                let proof = Search::position_splits(&positions);
-                let (source_digests, target_digests) =
-                    concurrently(|| source_side.level(&proof), || target_side.level(&proof));
-                let (source_digests, target_digests) = (source_digests?, target_digests?);
-                if !search.settle_at(&positions, &source_digests, &target_digests) {
-                    tracing::debug!(
-                        positions = positions.len(),
-                        "the sketch's positions were not proven: the search goes on"
-                    );
                 }
             }
         }
     }
+}
+
+/// The sketch step of [`search`]: both sides' sketches of `shape`, and when they peel, both
+/// sides' digests at the positions they name, which end the search there when they prove
+/// the rest equal ([`Search::settle_at`]). Otherwise nothing changes.
+fn settle_by_sketch<S, T, E>(
+    search: &mut Search,
+    (source_side, target_side): (&mut S, &mut T),
+    shape: SketchShape,
+    phase: &mut dyn FnMut(Phase),
+) -> Result<(), E>
+where
+    S: HashSide<Error = E> + Send,
+    T: HashSide<Error = E> + Send,
+    E: Send,
+{
+    phase(Phase::Sketch { cells: shape.cells() });
+    let (source_cells, target_cells) = concurrently(|| source_side.sketch(shape), || target_side.sketch(shape));
+    let (source_cells, target_cells) = (source_cells?, target_cells?);
+    let sketches = Sketch::from_cells(shape, &source_cells)
+        .and_then(|source| Sketch::from_cells(shape, &target_cells).map(|target| (source, target)));
+    let positions = match sketches {
+        Ok((source, target)) => search.sketched_positions(source, &target),
+        Err(unknown) => {
+            tracing::debug!(%unknown, "a side's sketch is malformed: the search goes on");
+            None
+        }
+    };
+    let Some(positions) = positions else {
+        tracing::debug!(cells = shape.cells(), "the sketch did not peel: the search goes on");
+        return Ok(());
+    };
+    phase(Phase::Settle { positions: positions.len() });
+    let proof = Search::position_splits(&positions);
+    let (source_digests, target_digests) = concurrently(|| source_side.level(&proof), || target_side.level(&proof));
+    let (source_digests, target_digests) = (source_digests?, target_digests?);
+    if !search.settle_at(&positions, &source_digests, &target_digests) {
+        tracing::debug!(positions = positions.len(), "the sketch's positions were not proven: the search goes on");
+    }
+    Ok(())
 }
 
 /// Runs `source` on a scoped thread (with this thread's log subscriber) and `target` on this

@@ -93,13 +93,9 @@ impl HashSide for SnapshotSide<'_> {
         self.segments.is_some()
     }
 
-    fn sketched_level(
-        &mut self,
-        splits: &[Split],
-        shape: SketchShape,
-    ) -> Result<(Vec<ChildDigest>, Vec<SketchCell>), AccessError> {
+    fn sketch(&mut self, shape: SketchShape) -> Result<Vec<SketchCell>, AccessError> {
         let query = self.segments()?.clone();
-        query.sketched_level(self.session.client(), splits, shape)
+        query.sketch(self.session.client(), shape)
     }
 }
 
@@ -192,6 +188,7 @@ impl Hooks for ScanHooks<'_> {
                 0
             }
             Phase::Level { level, .. } => level,
+            Phase::Sketch { .. } => 1,
             Phase::Settle { positions } => {
                 (self.progress)(AuditProgress::Settling { positions: positions as u64 });
                 return;

@@ -18,16 +18,17 @@
 //!    streamed through the merge core, in key order, like a full stream restricted to those
 //!    keys.
 //!
-//! **The first level's sketch.** With the first level, each side also sums its rows into a
-//! sketch ([`crate::sketch`]: the same pass, a few more bytes) sized to find a difference per
-//! [`SearchSettings::sketch_rows`] rows ([`Search::sketch_shape`]). When the two sketches
-//! peel ([`Search::sketched_positions`]), they name the positions where the sides differ,
-//! wherever those lie: both sides then read their digests at those positions, and when each
-//! side's overview less them leaves the same count and hash total on both sides, every other
-//! row is proven equal by that one comparison, and the named positions are the leaves
-//! ([`Search::settle_at`]). The search ends after one level, whether the differences cluster
-//! or scatter. A sketch that does not peel (more differences than it was sized for) or whose
-//! positions are not proven changes nothing: the search goes on from its first level.
+//! **The sketch.** Before the first level, each side sums its rows into a sketch
+//! ([`crate::sketch`]: one pass, about 28 bytes per difference it can find) sized to find a
+//! difference per [`SearchSettings::sketch_rows`] rows ([`Search::sketch_shape`]). When the
+//! two sketches peel ([`Search::sketched_positions`]), they name the positions where the
+//! sides differ, wherever those lie: both sides then read their digests at those positions,
+//! and when each side's overview less them leaves the same count and hash total on both
+//! sides, every other row is proven equal by that one comparison, and the named positions
+//! are the leaves ([`Search::settle_at`]). The search ends after that one pass, whether the
+//! differences cluster or scatter. A sketch that does not peel (more differences than it was
+//! sized for) or whose positions are not proven changes nothing but the pass it cost
+//! ([`Search::sketch_tried`]): the search goes on with its first level.
 //!
 //! Because a difference can only sit in a differing child, and every differing child ends as
 //! a leaf, the leaves hold every difference, in the order a full stream meets them: the merge
@@ -297,6 +298,8 @@ pub struct Search {
     totals: Option<[Digest; 2]>,
     /// Both sides' span, when both have rows.
     span: Option<Segment>,
+    /// Whether the sketch was tried ([`Search::sketch_tried`]).
+    sketch_tried: bool,
 }
 
 impl Search {
@@ -311,6 +314,7 @@ impl Search {
             finished: false,
             totals: None,
             span: None,
+            sketch_tried: false,
         };
         let (span, rows) = match (source, target) {
             (None, None) => (None, 0),
@@ -391,18 +395,21 @@ impl Search {
         }
     }
 
-    /// The shape of the sketch each side adds to its first level's answer (see
+    /// The shape of the sketch each side sums its rows into before the first level (see
     /// [`crate::sketch`]), or `None`: no sketch (the settings' [`SearchSettings::sketch_rows`]
-    /// is 0, the first level is recorded or there is none, or the overviews' row counts
+    /// is 0, it was tried, the first level is recorded or there is none, or the overviews' row counts
     /// differ by more than four times what a sketch of the table's size would find — drift
     /// that dense is the search's, and its sketch would cost more than it saves). Sized to
     /// find a difference per [`SearchSettings::sketch_rows`] rows of the larger side, or
     /// twice the row counts' difference when that is more.
     pub fn sketch_shape(&self) -> Option<SketchShape> {
-        // The first level, cut at quantiles or not: each of its splits holds the larger
-        // side's rows (`holding`), and only a level of row digests is too small to sketch.
+        // Before the first level, cut at quantiles or not: each of its splits holds the
+        // larger side's rows (`holding`), and only a level of row digests is too small to
+        // sketch.
         let rows = match self.splits.first() {
-            Some(first) if self.level == 0 && first.rows > self.settings.digest_rows => first.rows,
+            Some(first) if self.level == 0 && !self.sketch_tried && first.rows > self.settings.digest_rows => {
+                first.rows
+            }
             _ => return None,
         };
         let [source, target] = self.totals?;
@@ -415,6 +422,12 @@ impl Search {
             return None;
         }
         SketchShape::for_differences(budget.max(apart.saturating_mul(2)))
+    }
+
+    /// Records that the sketch was tried (settled or not): [`Search::sketch_shape`] is `None`
+    /// from then on, and the search goes on from its first level unless it settled.
+    pub fn sketch_tried(&mut self) {
+        self.sketch_tried = true;
     }
 
     /// The positions where both sides' sketches (of [`Search::sketch_shape`]) say they
@@ -472,6 +485,8 @@ impl Search {
             return false;
         }
         self.matched = source.rows;
+        // The sketch counts as the one level hashed.
+        self.level += 1;
         self.splits.clear();
         self.leaves =
             join_adjacent(positions.iter().map(|&position| Segment { first: position, last: position }).collect());

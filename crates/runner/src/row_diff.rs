@@ -875,15 +875,11 @@ impl HashSide for AttemptSide {
         self.segments.is_some()
     }
 
-    fn sketched_level(
-        &mut self,
-        splits: &[Split],
-        shape: SketchShape,
-    ) -> Result<(Vec<ChildDigest>, Vec<SketchCell>), RowDiffError> {
+    fn sketch(&mut self, shape: SketchShape) -> Result<Vec<SketchCell>, RowDiffError> {
         let (session, query) = self.hashing()?;
-        let (role, splits) = (query.role().to_owned(), splits.to_vec());
+        let role = query.role().to_owned();
         session
-            .with_client("segment hashes", move |client| query.sketched_level(client, &splits, shape))
+            .with_client("segment sketch", move |client| query.sketch(client, shape))
             .map_err(|error| RowDiffError::Segment(error.to_string()))?
             .map_err(|error| RowDiffError::Segment(described(&role, &error)))
     }
@@ -1051,6 +1047,9 @@ impl<'m> Hooks for RowDiffHooks<'m> {
             }
             Phase::Level { level, splits } => {
                 tracing::info!(level, segments = splits, "row_diff hashes the segments that differ")
+            }
+            Phase::Sketch { cells } => {
+                tracing::info!(cells, "row_diff sketches the window on both sides")
             }
             Phase::Settle { positions } => {
                 tracing::info!(positions, "row_diff proves the rest equal around the sketch's positions")

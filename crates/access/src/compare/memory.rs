@@ -222,19 +222,14 @@ impl HashSide for MemorySide {
         true
     }
 
-    /// The level and a sketch of every row (a database's sketch covers the level's rows,
-    /// which at the first level are all of them), its non-empty cells only.
-    fn sketched_level(
-        &mut self,
-        splits: &[Split],
-        shape: SketchShape,
-    ) -> Result<(Vec<ChildDigest>, Vec<SketchCell>), MemoryError> {
-        let level = self.level(splits)?;
+    /// A sketch of every row, its non-empty cells only.
+    fn sketch(&mut self, shape: SketchShape) -> Result<Vec<SketchCell>, MemoryError> {
+        self.hashing_statements += 1;
         let mut sketch = Sketch::new(shape);
         for (position, hash) in self.hashed()? {
             sketch.add(position, hash);
         }
-        Ok((level, sketch.cells().iter().filter(|cell| cell.rows != 0).copied().collect()))
+        Ok(sketch.cells().iter().filter(|cell| cell.rows != 0).copied().collect())
     }
 }
 

@@ -526,15 +526,15 @@ fn text_keys_are_split_at_sampled_quantiles_and_views_and_other_keys_keep_equal_
     assert_eq!(numbers.split_points(&mut client, Segment { first: 1, last: 40_000 }, 20).unwrap(), Vec::<i64>::new());
 }
 
-/// A sketched first level answers the level's own children, and sketch cells equal to those
-/// of the diff core's [`Sketch`] built from each row's digest (read back one position at a
-/// time): the cell each row falls in, the check, and every sum wrapped as the core wraps it —
-/// negative keys and hashes included — for integer, uuid and text keys, one split or several.
+/// A side's sketch answers cells equal to those of the diff core's [`Sketch`] built from each
+/// row's digest (read back one position at a time): the cell each row falls in, the check,
+/// and every sum wrapped as the core wraps it — negative keys and hashes included — for
+/// integer, uuid and text keys.
 #[test]
-fn a_sketched_level_answers_the_cells_the_diff_core_computes() {
+fn a_sketch_answers_the_cells_the_diff_core_computes() {
     use datadiff_access::TableName;
     use datadiff_access::segment::SegmentQuery;
-    use datadiff_diff_core::segment::{Search, Segment, Split};
+    use datadiff_diff_core::segment::Search;
     use datadiff_diff_core::sketch::{Sketch, SketchShape};
     let database = shared_cluster().fresh_database().unwrap();
     let mut client = database.client().unwrap();
@@ -551,53 +551,31 @@ fn a_sketched_level_answers_the_cells_the_diff_core_computes() {
     let fields = vec!["note".to_owned()];
     for (table, position) in [("numbers", Position::Integer), ("uuids", Position::Uuid), ("texts", Position::Text)] {
         let query = SegmentQuery::new("source", &TableName::new("public", table), "id", position, &fields, None);
-        let overview = query.overview(&mut client, false).unwrap().unwrap().unwrap();
-        let span = match position {
-            Position::Text => Segment { first: 0, last: i64::MAX >> 3 },
-            _ => Segment { first: overview.first, last: overview.last },
-        };
+        query.overview(&mut client, false).unwrap().unwrap().unwrap();
         // Every row's position and digest, read back one position at a time.
-        let splits_of_one = [Split::new(span, 1 << 20)];
-        let positions: Vec<i64> = match position {
-            Position::Integer => (1..=5_000).map(|g| g * 7_919 - 20_000_000).collect(),
+        let sql = match position {
+            Position::Integer => "SELECT id FROM numbers",
+            Position::Uuid => "SELECT ('x' || left(replace(id::text, '-', ''), 15))::bit(60)::bigint FROM uuids",
             _ => {
-                let sql = match position {
-                    Position::Uuid => {
-                        "SELECT DISTINCT (('x' || left(replace(id::text, '-', ''), 15))::bit(60)::bigint) FROM uuids"
-                    }
-                    _ => {
-                        "SELECT DISTINCT (('x' || rpad(encode(convert_to(id, 'UTF8'), 'hex'), 16, '0'))::bit(64)::bigint >> 4) & 1152921504606846975 FROM texts"
-                    }
-                };
-                client.query(sql, &[]).unwrap().iter().map(|row| row.get::<_, i64>(0)).collect()
+                "SELECT (('x' || rpad(encode(convert_to(id, 'UTF8'), 'hex'), 16, '0'))::bit(64)::bigint >> 4) \
+                 & 1152921504606846975 FROM texts"
             }
         };
-        let mut sorted = positions.clone();
-        sorted.sort_unstable();
-        let per_position = query.level(&mut client, &Search::position_splits(&sorted)).unwrap();
+        let mut positions: Vec<i64> = client.query(sql, &[]).unwrap().iter().map(|row| row.get(0)).collect();
+        positions.sort_unstable();
+        positions.dedup();
+        assert_eq!(positions.len(), 5_000, "{table}: one row a position");
+        let per_position = query.level(&mut client, &Search::position_splits(&positions)).unwrap();
         assert_eq!(per_position.iter().map(|child| child.digest.rows).sum::<u64>(), 5_000, "{table}: positions");
-        let shape = SketchShape::with_cells(97);
-        let mut expected = Sketch::new(shape);
-        for child in &per_position {
-            assert_eq!(child.digest.rows, 1, "{table}: one row a position");
-            expected.add(sorted[child.split], child.digest.hash);
-        }
-        let expected: Vec<_> = expected.cells().iter().filter(|cell| cell.rows != 0).copied().collect();
-        // One split, then three (several splits take the other form of the level).
-        let thirds = [
-            Split::new(Segment { first: span.first, last: sorted[1_500] - 1 }, 4),
-            Split::new(Segment { first: sorted[1_500], last: sorted[3_500] - 1 }, 4),
-            Split::new(Segment { first: sorted[3_500], last: span.last }, 4),
-        ];
-        for splits in [&splits_of_one[..], &thirds[..]] {
-            let (level, mut cells) = query.sketched_level(&mut client, splits, shape).unwrap();
-            let mut plain = query.level(&mut client, splits).unwrap();
-            let mut sketched_children = level.clone();
-            plain.sort_unstable_by_key(|child| (child.split, child.child));
-            sketched_children.sort_unstable_by_key(|child| (child.split, child.child));
-            assert_eq!(sketched_children, plain, "{table}, {} splits: the level's children", splits.len());
+        for shape in [SketchShape::with_cells(97), SketchShape::with_cells(1_000)] {
+            let mut expected = Sketch::new(shape);
+            for child in &per_position {
+                expected.add(positions[child.split], child.digest.hash);
+            }
+            let expected: Vec<_> = expected.cells().iter().filter(|cell| cell.rows != 0).copied().collect();
+            let mut cells = query.sketch(&mut client, shape).unwrap();
             cells.sort_unstable_by_key(|cell| cell.index);
-            assert_eq!(cells, expected, "{table}, {} splits: the sketch's cells", splits.len());
+            assert_eq!(cells, expected, "{table}, {} cells a table", shape.table_cells);
         }
     }
 }

@@ -121,20 +121,9 @@ fn segmented_sketching(
     let mut settled = false;
     loop {
         match search.step() {
-            Step::Hash(splits) => {
-                let splits = splits.to_vec();
-                assert!(
-                    splits.windows(2).all(|pair| pair[0].segment.last < pair[1].segment.first),
-                    "splits ascend and are disjoint (SQL finds a row's split by binary search)"
-                );
-                let shape = search.sketch_shape();
-                let (source_digests, target_digests) = (digests(source, &splits), digests(target, &splits));
-                answered += source_digests.len() + target_digests.len();
-                search.record(source_digests, target_digests).unwrap();
-                if let Some(shape) = shape
-                    && let Some(mut positions) =
-                        search.sketched_positions(sketch(source, shape), &sketch(target, shape))
-                {
+            // As `access::segment::search` does: the sketch first, then the levels.
+            Step::Hash(_) if let Some(shape) = search.sketch_shape() => {
+                if let Some(mut positions) = search.sketched_positions(sketch(source, shape), &sketch(target, shape)) {
                     match meddle {
                         Meddle::None => {}
                         Meddle::DropFirst => drop(positions.drain(..1.min(positions.len()))),
@@ -147,6 +136,17 @@ fn segmented_sketching(
                     let proof = Search::position_splits(&positions);
                     settled = search.settle_at(&positions, &digests(source, &proof), &digests(target, &proof));
                 }
+                search.sketch_tried();
+            }
+            Step::Hash(splits) => {
+                let splits = splits.to_vec();
+                assert!(
+                    splits.windows(2).all(|pair| pair[0].segment.last < pair[1].segment.first),
+                    "splits ascend and are disjoint (SQL finds a row's split by binary search)"
+                );
+                let (source_digests, target_digests) = (digests(source, &splits), digests(target, &splits));
+                answered += source_digests.len() + target_digests.len();
+                search.record(source_digests, target_digests).unwrap();
                 levels += 1;
                 assert!(levels <= 64, "the search must end");
             }
