@@ -345,18 +345,30 @@ const POSITION_END: i64 = 1 << 60;
 /// bytes that are not UTF-8 is widened to its valid start (low) or that start's
 /// successor (high: its last character grown by one code point).
 pub fn text_key_range(prefix: &[u8], segment: Segment) -> (String, Option<String>) {
-    let lowest = match valid_start(&position_floor(prefix, segment.first)) {
-        (start, Cut::Zero) => start + "\u{1}",
-        (start, Cut::Whole | Cut::Invalid) => start,
+    let (lowest, below, _) = text_key_range_exactly(prefix, segment);
+    (lowest, below)
+}
+
+/// [`text_key_range`], and whether the range holds exactly the keys of the segment's
+/// positions (no bound was widened past bytes that are not UTF-8).
+fn text_key_range_exactly(prefix: &[u8], segment: Segment) -> (String, Option<String>, bool) {
+    let (lowest, low_exact) = match valid_start(&position_floor(prefix, segment.first)) {
+        (start, Cut::Zero) => (start + "\u{1}", true),
+        (start, Cut::Whole) => (start, true),
+        (start, Cut::Invalid) => (start, false),
     };
+    let mut high_exact = true;
     let below = segment.last.checked_add(1).filter(|next| *next < POSITION_END).and_then(|next| {
         match valid_start(&position_floor(prefix, next)) {
             (start, Cut::Zero) => Some(start + "\u{1}"),
             (start, Cut::Whole) => Some(start),
-            (start, Cut::Invalid) => successor(&start),
+            (start, Cut::Invalid) => {
+                high_exact = false;
+                successor(&start)
+            }
         }
     });
-    (lowest, below)
+    (lowest, below, low_exact && high_exact)
 }
 
 /// Where [`valid_start`] stopped.
@@ -1483,10 +1495,11 @@ impl SegmentQuery {
     }
 
     /// A text key whose index orders by bytes ([`KeyRange`]): the keys in each leaf's key
-    /// range ([`text_key_range`]), found through the index (one range scan per leaf), then
-    /// kept by their positions ([`SegmentQuery::bucketed_leaves`]: a range may be wider than
-    /// its positions). Each range is written as the hex of what follows the keys' common
-    /// prefix: about 35 bytes a leaf, where a range of two text literals takes 180. `None`
+    /// range ([`text_key_range`]), found through the index (one range scan per leaf), and
+    /// where a range was widened past bytes that are not UTF-8, kept by their positions too
+    /// ([`SegmentQuery::bucketed_leaves`]). Each range is written as the hex of what follows
+    /// the keys' common prefix: about 35 bytes a leaf, where a range of two text literals
+    /// took 180. `None`
     /// where the index serves no range, or a leaf reaches the last position (its range has
     /// no end).
     fn text_leaves_through_index(&self, leaves: &[Segment]) -> Option<String> {
@@ -1504,10 +1517,12 @@ impl SegmentQuery {
         };
         let mut lows = Vec::with_capacity(leaves.len());
         let mut highs = Vec::with_capacity(leaves.len());
+        let mut exact = true;
         for leaf in leaves {
-            let (low, below) = text_key_range(&prefix, *leaf);
+            let (low, below, exactly) = text_key_range_exactly(&prefix, *leaf);
             lows.push(hex(&low)?);
             highs.push(hex(&below?)?);
+            exact &= exactly;
         }
         let prefix_hex: String = prefix.iter().map(|byte| format!("{byte:02x}")).collect();
         let bound = |column: &str| {
@@ -1523,12 +1538,15 @@ impl SegmentQuery {
         Some(format!(
             "({key} = ANY(ARRAY(SELECT leaf_keys.key FROM ROWS FROM (pg_catalog.unnest('{{{lows}}}'::text[]), \
              pg_catalog.unnest('{{{highs}}}'::text[])) AS leaf (low, high) CROSS JOIN LATERAL \
-             (SELECT {key} AS key FROM {table} WHERE {within}) AS leaf_keys)) AND {positions})",
+             (SELECT {key} AS key FROM {table} WHERE {within}) AS leaf_keys)){positions})",
             key = self.key,
             lows = lows.join(","),
             highs = highs.join(","),
             table = self.table.quoted(),
-            positions = self.bucketed_leaves(leaves),
+            positions = match exact {
+                true => String::new(),
+                false => format!(" AND {}", self.bucketed_leaves(leaves)),
+            },
         ))
     }
 
@@ -1926,6 +1944,14 @@ where
         return Ok(SegmentOutcome::StreamAll("the keys span more than 2^63 positions".to_owned()));
     }
     let mut search = Search::new(settings, source_overview, target_overview);
+    // The sketch first: when it settles the search, the first level (and a text key's
+    // sample for its split points) is never read.
+    if let Some(shape) = search.sketch_shape() {
+        if source_side.sketches() && target_side.sketches() {
+            settle_by_sketch(&mut search, (&mut *source_side, &mut *target_side), shape, phase)?;
+        }
+        search.sketch_tried();
+    }
     if let Some(first) = search.first_level() {
         search.split_first_level_at(&source_side.split_points(first.segment, first.children())?);
     }
@@ -1944,12 +1970,6 @@ where
                     leaves: leaves.to_vec(),
                     levels: search.level(),
                 });
-            }
-            Step::Hash(_) if let Some(shape) = search.sketch_shape() => {
-                if source_side.sketches() && target_side.sketches() {
-                    settle_by_sketch(&mut search, (&mut *source_side, &mut *target_side), shape, phase)?;
-                }
-                search.sketch_tried();
             }
             Step::Hash(splits) => {
                 let splits = splits.to_vec();
@@ -2208,14 +2228,19 @@ mod tests {
                 segments.push(Segment { first: (at - 1).max(0), last: at });
             }
             for segment in segments {
-                let (low, below) = text_key_range(prefix, segment);
+                let (low, below, exact) = text_key_range_exactly(prefix, segment);
                 for key in &keys {
                     let at = text_position_of(key.as_bytes(), prefix.len());
+                    let in_range = key.as_bytes() >= low.as_bytes()
+                        && below.as_ref().is_none_or(|below| key.as_bytes() < below.as_bytes());
                     if (segment.first..=segment.last).contains(&at) {
                         proptest::prop_assert!(key.as_bytes() >= low.as_bytes(), "{segment:?}: {key:?} below {low:?}");
                         if let Some(below) = &below {
                             proptest::prop_assert!(key.as_bytes() < below.as_bytes(), "{segment:?}: {key:?} not below {below:?}");
                         }
+                    } else if exact {
+                        // An exact range (a leaf's keys selected by it alone) holds no other key.
+                        proptest::prop_assert!(!in_range, "{segment:?}: {key:?} at {at} inside the exact range {low:?}..{below:?}");
                     }
                 }
             }
