@@ -1184,20 +1184,21 @@ impl SegmentQuery {
     /// [`level_sql`]: SegmentQuery::level_sql
     ///
     /// A text key's splits are bound as key ranges (`$3` lowest keys, `$4` the keys they stay
-    /// below: [`text_key_range`]) with `$5` their last positions: each split's rows are read
+    /// below: [`text_key_range`], each as its bytes after the keys' common prefix, which the
+    /// statement writes once) with `$5` their last positions: each split's rows are read
     /// through the index by its range and kept by their positions.
     pub fn indexed_level_sql(&self, packing: Packing) -> String {
         if self.text_positioned() {
+            let prefix: String = self.frame().prefix.iter().map(|byte| format!("{byte:02x}")).collect();
+            let bound = |suffix: &str| {
+                format!("pg_catalog.convert_from('\\x{prefix}'::bytea || segment_splits.{suffix}, 'UTF8')")
+            };
+            let (low, high) = (bound("split_low"), bound("split_high"));
             let range = match self.key_range() {
-                Some(KeyRange::Collated(collation)) => format!(
-                    "{key} COLLATE {collation} >= segment_splits.split_low \
-                     AND {key} COLLATE {collation} < segment_splits.split_high",
-                    key = self.key
-                ),
-                _ => format!(
-                    "{key} ~>=~ segment_splits.split_low AND {key} ~<~ segment_splits.split_high",
-                    key = self.key
-                ),
+                Some(KeyRange::Collated(collation)) => {
+                    format!("{key} COLLATE {collation} >= {low} AND {key} COLLATE {collation} < {high}", key = self.key)
+                }
+                _ => format!("{key} ~>=~ {low} AND {key} ~<~ {high}", key = self.key),
             };
             let rows = self.positioned_rows(
                 "row_position",
@@ -1209,7 +1210,7 @@ impl SegmentQuery {
                     "SELECT segment_splits.split_index - 1, (row_position - segment_splits.split_first) / \
                  segment_splits.split_width, count(*), sum({ROW_DIGEST}) \
                  FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::bigint[]), \
-                 pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::text[]), pg_catalog.unnest($5::bigint[])) \
+                 pg_catalog.unnest($3::bytea[]), pg_catalog.unnest($4::bytea[]), pg_catalog.unnest($5::bigint[])) \
                  WITH ORDINALITY AS segment_splits (split_first, split_width, split_low, split_high, split_last, \
                  split_index) CROSS JOIN LATERAL {rows} GROUP BY 1, 2"
                 ),
@@ -1237,16 +1238,18 @@ impl SegmentQuery {
     /// The key ranges of `splits` (lowest keys, keys they stay below) when a text key's level
     /// reads each split through its index ([`SegmentQuery::indexed_level_sql`]); `None` when
     /// it does not, or when a split has no upper bound (its positions reach the last one).
-    fn indexed_text_ranges(&self, splits: &[Split]) -> Option<(Vec<String>, Vec<String>)> {
+    fn indexed_text_ranges(&self, splits: &[Split]) -> Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
         let frame = self.frame();
         if !frame.indexed || self.position != Position::Text {
             return None;
         }
+        // Each bound less the keys' common prefix, which the statement writes once.
+        let suffix = |bound: String| bound.as_bytes().strip_prefix(frame.prefix.as_slice()).map(<[u8]>::to_vec);
         splits
             .iter()
             .map(|split| {
                 let (low, below) = text_key_range(&frame.prefix, split.segment);
-                below.map(|below| (low, below))
+                Some((suffix(low)?, suffix(below?)?))
             })
             .collect::<Option<Vec<_>>>()
             .map(|ranges| ranges.into_iter().unzip())
