@@ -1238,7 +1238,7 @@ impl SegmentQuery {
     /// The key ranges of `splits` (lowest keys, keys they stay below) when a text key's level
     /// reads each split through its index ([`SegmentQuery::indexed_level_sql`]); `None` when
     /// it does not, or when a split has no upper bound (its positions reach the last one).
-    fn indexed_text_ranges(&self, splits: &[Split]) -> Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+    fn indexed_text_ranges(&self, splits: &[Split]) -> Option<TextRanges> {
         let frame = self.frame();
         if !frame.indexed || self.position != Position::Text {
             return None;
@@ -1586,6 +1586,10 @@ impl SegmentQuery {
         )
     }
 }
+
+/// The key ranges of a text level's splits, each bound as its bytes after the keys' common
+/// prefix: the lowest keys, and the keys they stay below.
+type TextRanges = (Vec<Vec<u8>>, Vec<Vec<u8>>);
 
 /// The most pieces [`SegmentQuery::split_points`] cuts a table into.
 pub const MAX_SPLIT_POINTS: u64 = 1 << 20;
