@@ -1327,10 +1327,9 @@ impl SegmentQuery {
                 "pg_catalog.int8send(({wrapped} - CASE WHEN {wrapped} >= {HALF} THEN {MODULUS} ELSE 0 END)::bigint)"
             )
         };
-        let rows = match self.text_positioned() {
-            true => self.positioned_rows("row_position", None, "true"),
-            false => self.rows(&format!("{position} AS row_position", position = self.position_sql()), None),
-        };
+        // Every row, each positioned once (no condition reads the position: a text key's
+        // needs no subquery of its own, as a level's does).
+        let rows = self.rows(&format!("{position} AS row_position", position = self.position_sql()), None);
         format!(
             "SELECT pg_catalog.string_agg(pg_catalog.int4send(cell::int4) || pg_catalog.int4send(rows::int4) || {positions} || \
              {total} || pg_catalog.int4send((checks - CASE WHEN checks >= 2147483648 THEN {MODULUS_32} ELSE 0 END)::int4), \
