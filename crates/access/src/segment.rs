@@ -1312,10 +1312,10 @@ impl SegmentQuery {
     /// cell in each of the sketch's three tables at once (`GROUPING SETS`: one pass, a hash
     /// table per set). Each row's digest is computed once (a fenced subquery), then its cell
     /// in each table ([`SketchShape::cell`]) and its [`datadiff_diff_core::sketch::check`],
-    /// as the sketch computes them. Measured at a million uuid-keyed rows: 0.59 s against
-    /// 0.40 s for a first level's pass; with the first level's children as a fourth set,
-    /// 0.87 s (BENCHMARKS.md), so the sketch is a pass of its own and the first level runs
-    /// only when the sketch does not settle the search.
+    /// as the sketch computes them. Measured at a million uuid-keyed rows, under load: about
+    /// 1.6 s against 1.0–1.3 s for a first level's pass (BENCHMARKS.md). The sketch is a
+    /// pass of its own (with the level's children as a fourth set, the statement cost about
+    /// as much as both), and the first level runs only when it does not settle the search.
     pub fn sketch_sql(&self, shape: SketchShape) -> String {
         const MODULUS: &str = "18446744073709551616::numeric";
         const HALF: &str = "9223372036854775808::numeric";

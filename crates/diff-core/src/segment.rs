@@ -401,7 +401,9 @@ impl Search {
     /// differ by more than four times what a sketch of the table's size would find — drift
     /// that dense is the search's, and its sketch would cost more than it saves). Sized to
     /// find a difference per [`SearchSettings::sketch_rows`] rows of the larger side, or
-    /// twice the row counts' difference when that is more.
+    /// twice the row counts' difference when that is more; `None` too when that takes more
+    /// than [`crate::sketch::MAX_TABLE_CELLS`] cells a table (about 3 million rows at the
+    /// default: a sketch that large costs several level passes, see there).
     pub fn sketch_shape(&self) -> Option<SketchShape> {
         // Before the first level, cut at quantiles or not: each of its splits holds the
         // larger side's rows (`holding`), and only a level of row digests is too small to

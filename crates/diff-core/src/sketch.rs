@@ -41,10 +41,13 @@
 /// How many tables a row is added to (one cell of each).
 pub const SKETCH_TABLES: u32 = 3;
 
-/// The most cells of one table (the cell is chosen from 21 bits of the row's hash: a table
-/// of at most 2¹⁶ cells keeps the choice within 0.1 % of uniform). Three such tables find
-/// about 98,000 differences and take 6 MB per side in memory.
-pub const MAX_TABLE_CELLS: u32 = 1 << 16;
+/// The most cells of one table: three such tables find about 1,500 differences. A
+/// database's pass over its rows slows as the cells grow (each row updates a cell of each
+/// table, and the cells stop fitting the processor's caches): measured in PostgreSQL 15 on a
+/// million rows, 1,000 cells cost about 1.5 times a first level's pass, 12,000 cells about
+/// 3 times and 99,000 cells 3.5 times (BENCHMARKS.md). A table whose drift needs a larger
+/// sketch is searched by the levels, which stay cheap there.
+pub const MAX_TABLE_CELLS: u32 = 1 << 10;
 
 /// The fewest cells of one table: two differences falling in the same cell of every table
 /// cannot be peeled, and with 64 cells a table a pair does so once in 262,144.
@@ -328,8 +331,8 @@ mod tests {
     #[test]
     fn shapes_are_sized_by_the_differences() {
         assert_eq!(SketchShape::for_differences(0), Some(SketchShape::with_cells(MIN_TABLE_CELLS)));
-        let shape = SketchShape::for_differences(40_000).unwrap();
-        assert!(shape.differences() >= 40_000 && shape.differences() < 40_010, "{shape:?}");
+        let shape = SketchShape::for_differences(1_500).unwrap();
+        assert!(shape.differences() >= 1_500 && shape.differences() < 1_510, "{shape:?}");
         assert_eq!(SketchShape::for_differences(u64::from(MAX_TABLE_CELLS) * 2), None);
     }
 
