@@ -1127,12 +1127,6 @@ impl SegmentQuery {
     /// [`SegmentQuery::level_sql`], the rows further kept by `range` (a key range around
     /// all the splits, [`SegmentQuery::range_sql`]).
     fn level_sql_within(&self, range: Option<&str>, packing: Packing) -> String {
-        self.level_parts_within(range).packed(packing)
-    }
-
-    /// The rows of a level over several splits, each with its split and child, for
-    /// [`SegmentQuery::level_sql_within`] and its sketched form.
-    fn level_parts_within(&self, range: Option<&str>) -> LevelParts {
         let ranged = match self.text_positioned() {
             true => "row_position".to_owned(),
             false => self.ranged_sql(),
@@ -1167,11 +1161,13 @@ impl SegmentQuery {
                 )
             }
         };
-        LevelParts {
-            split: "(row_split - 1)::bigint".to_owned(),
-            child: "(row_position - ($1::bigint[])[row_split]) / ($2::bigint[])[row_split]".to_owned(),
-            rows,
-        }
+        packed(
+            &format!(
+                "SELECT (row_split - 1)::bigint, (row_position - ($1::bigint[])[row_split]) / ($2::bigint[])[row_split], \
+             count(*), sum({ROW_DIGEST}) FROM {rows} GROUP BY 1, 2"
+            ),
+            packing,
+        )
     }
 
     /// A level's `SELECT` over several splits of an integer or uuid key with a unique index,
@@ -1279,12 +1275,6 @@ impl SegmentQuery {
     /// The `SELECT` of a level with one split, written with literals so that the server
     /// plans it for the range it covers (a first level reads the whole table).
     pub fn single_split_sql(&self, split: &Split, packing: Packing) -> String {
-        self.single_split_parts(split).packed(packing)
-    }
-
-    /// The rows of a level of one split, each with its child, for
-    /// [`SegmentQuery::single_split_sql`] and its sketched form.
-    fn single_split_parts(&self, split: &Split) -> LevelParts {
         let rows = match self.text_positioned() {
             true => self.positioned_rows(
                 "row_position",
@@ -1296,15 +1286,15 @@ impl SegmentQuery {
                 Some(&self.segment_predicate(split.segment)),
             ),
         };
-        LevelParts {
-            split: "0::bigint".to_owned(),
-            child: format!(
-                "(row_position - ({first})::bigint) / ({width})::bigint",
+        packed(
+            &format!(
+                "SELECT 0::bigint, (row_position - ({first})::bigint) / ({width})::bigint, count(*), sum({ROW_DIGEST}) \
+             FROM {rows} GROUP BY 2",
                 first = split.segment.first,
                 width = i64::try_from(split.width).unwrap_or(i64::MAX),
             ),
-            rows,
-        }
+            packing,
+        )
     }
 
     /// The side's sketch of `shape` over all its rows (see [`datadiff_diff_core::sketch`]):
@@ -1711,32 +1701,6 @@ pub fn packed(children: &str, packing: Packing) -> String {
         child = field(packing.child, "child"),
         rows = field(packing.rows, &format!("LEAST(rows, {})", packing.rows.most())),
     )
-}
-
-/// A level's rows, each with the SQL of its split's index and its child's: what
-/// [`packed`] groups, or [`LevelParts::sketched`] groups beside the sketch's cells.
-struct LevelParts {
-    /// The split's index (from 0), a `bigint`.
-    split: String,
-    /// The child's index in its split, a `bigint`.
-    child: String,
-    /// The rows (a subquery with `row_position` and the row hash `h`).
-    rows: String,
-}
-
-impl LevelParts {
-    /// The level's packed answer ([`packed`]).
-    fn packed(&self, packing: Packing) -> String {
-        packed(
-            &format!(
-                "SELECT {split}, {child}, count(*), sum({ROW_DIGEST}) FROM {rows} GROUP BY 1, 2",
-                split = self.split,
-                child = self.child,
-                rows = self.rows,
-            ),
-            packing,
-        )
-    }
 }
 
 /// The bytes of one sketch cell in a side's sketch ([`SegmentQuery::sketch_sql`]): its index and rows (four bytes each), its
