@@ -704,10 +704,29 @@ pub enum KeyRange {
     Pattern,
 }
 
+impl KeyRange {
+    /// The condition keeping `key` at least `low` and, when there is one, below `high` (SQL
+    /// text expressions), as the side's index serves it.
+    fn condition(&self, key: &str, low: &str, high: Option<&str>) -> String {
+        let (at_least, less_than, key) = match self {
+            KeyRange::Collated(collation) => (">=", "<", format!("{key} COLLATE {collation}")),
+            KeyRange::Pattern => ("~>=~", "~<~", key.to_owned()),
+        };
+        match high {
+            Some(high) => format!("{key} {at_least} {low} AND {key} {less_than} {high}"),
+            None => format!("{key} {at_least} {low}"),
+        }
+    }
+}
+
+/// `bytes` in hex, two digits a byte.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 /// The SQL text literal of `text`, spelled by its UTF-8 bytes in hex (nothing to escape).
 fn text_literal(text: &str) -> String {
-    let hex: String = text.bytes().map(|byte| format!("{byte:02x}")).collect();
-    format!("pg_catalog.convert_from(pg_catalog.decode('{hex}', 'hex'), 'UTF8')")
+    format!("pg_catalog.convert_from(pg_catalog.decode('{}', 'hex'), 'UTF8')", hex(text.as_bytes()))
 }
 
 impl SegmentQuery {
@@ -906,15 +925,7 @@ impl SegmentQuery {
         let frame = self.frame();
         let range = frame.range.as_ref()?;
         let (low, below) = text_key_range(&frame.prefix, segment);
-        let (at_least, less_than, key) = match range {
-            KeyRange::Collated(collation) => (">=", "<", format!("{} COLLATE {collation}", self.key)),
-            KeyRange::Pattern => ("~>=~", "~<~", self.key.clone()),
-        };
-        let mut sql = format!("{key} {at_least} {}", text_literal(&low));
-        if let Some(below) = below {
-            sql.push_str(&format!(" AND {key} {less_than} {}", text_literal(&below)));
-        }
-        Some(sql)
+        Some(range.condition(&self.key, &text_literal(&low), below.as_deref().map(text_literal).as_deref()))
     }
 
     /// The predicate keeping the rows of `segment`: its positions and, where the side's index
@@ -1185,17 +1196,15 @@ impl SegmentQuery {
     /// through the index by its range and kept by their positions.
     pub fn indexed_level_sql(&self, packing: Packing) -> String {
         if self.text_positioned() {
-            let prefix: String = self.frame().prefix.iter().map(|byte| format!("{byte:02x}")).collect();
+            let prefix = hex(&self.frame().prefix);
             let bound = |suffix: &str| {
                 format!("pg_catalog.convert_from('\\x{prefix}'::bytea || segment_splits.{suffix}, 'UTF8')")
             };
-            let (low, high) = (bound("split_low"), bound("split_high"));
-            let range = match self.key_range() {
-                Some(KeyRange::Collated(collation)) => {
-                    format!("{key} COLLATE {collation} >= {low} AND {key} COLLATE {collation} < {high}", key = self.key)
-                }
-                _ => format!("{key} ~>=~ {low} AND {key} ~<~ {high}", key = self.key),
-            };
+            let range = self.key_range().unwrap_or(KeyRange::Pattern).condition(
+                &self.key,
+                &bound("split_low"),
+                Some(&bound("split_high")),
+            );
             let rows = self.positioned_rows(
                 "row_position",
                 Some(&range),
@@ -1491,9 +1500,8 @@ impl SegmentQuery {
     /// where a range was widened past bytes that are not UTF-8, kept by their positions too
     /// ([`SegmentQuery::bucketed_leaves`]). Each range is written as the hex of what follows
     /// the keys' common prefix: about 35 bytes a leaf, where a range of two text literals
-    /// took 180. `None`
-    /// where the index serves no range, or a leaf reaches the last position (its range has
-    /// no end).
+    /// took 180. `None` where the index serves no range, or a leaf reaches the last position
+    /// (its range has no end).
     fn text_leaves_through_index(&self, leaves: &[Segment]) -> Option<String> {
         if self.position != Position::Text {
             return None;
@@ -1502,31 +1510,25 @@ impl SegmentQuery {
             let frame = self.frame();
             (frame.prefix.clone(), frame.range.clone()?)
         };
-        let hex = |text: &str| -> Option<String> {
+        let suffix_hex = |text: &str| -> Option<String> {
             let bytes = text.as_bytes().strip_prefix(prefix.as_slice())?;
             // Quoted: an empty element (the prefix itself) must be `""` in an array literal.
-            Some(format!("\"{}\"", bytes.iter().map(|byte| format!("{byte:02x}")).collect::<String>()))
+            Some(format!("\"{}\"", hex(bytes)))
         };
         let mut lows = Vec::with_capacity(leaves.len());
         let mut highs = Vec::with_capacity(leaves.len());
         let mut exact = true;
         for leaf in leaves {
             let (low, below, exactly) = text_key_range_exactly(&prefix, *leaf);
-            lows.push(hex(&low)?);
-            highs.push(hex(&below?)?);
+            lows.push(suffix_hex(&low)?);
+            highs.push(suffix_hex(&below?)?);
             exact &= exactly;
         }
-        let prefix_hex: String = prefix.iter().map(|byte| format!("{byte:02x}")).collect();
+        let prefix_hex = hex(&prefix);
         let bound = |column: &str| {
             format!("pg_catalog.convert_from(pg_catalog.decode('{prefix_hex}' || {column}, 'hex'), 'UTF8')")
         };
-        let (low, high) = (bound("leaf.low"), bound("leaf.high"));
-        let within = match range {
-            KeyRange::Collated(collation) => {
-                format!("{key} COLLATE {collation} >= {low} AND {key} COLLATE {collation} < {high}", key = self.key)
-            }
-            KeyRange::Pattern => format!("{key} ~>=~ {low} AND {key} ~<~ {high}", key = self.key),
-        };
+        let within = range.condition(&self.key, &bound("leaf.low"), Some(&bound("leaf.high")));
         Some(format!(
             "({key} = ANY(ARRAY(SELECT leaf_keys.key FROM ROWS FROM (pg_catalog.unnest('{{{lows}}}'::text[]), \
              pg_catalog.unnest('{{{highs}}}'::text[])) AS leaf (low, high) CROSS JOIN LATERAL \
