@@ -291,12 +291,18 @@ impl Position {
 }
 
 /// The position of the text `text` (an SQL expression) after its first `skip` bytes: the
-/// next 60 bits in byte order — the eight bytes of its UTF-8 form after `skip`, zero-padded,
-/// as 16 hex digits, of which the first 15 are read as a non-negative `bigint`.
+/// next 60 bits in byte order — the (up to) eight bytes of its UTF-8 form after `skip`, as
+/// hex digits read as a bit string, cut or zero-padded on the right to 60 bits (an explicit
+/// cast to `bit(60)` does both), as a non-negative `bigint`.
+///
+/// The UTF-8 form is `textsend`'s: the text in the session's client encoding, which is UTF8
+/// in every session datadiff opens (the driver sets it at startup, and nothing changes it).
+/// `convert_to(text, 'UTF8')` gives the same bytes but validates them first: with `rpad`
+/// where the cast now pads, it cost twice as much per row (about 300 ms against 150 ms a
+/// million keys, one process; BENCHMARKS.md), a third of a text-keyed sketch's pass.
 fn text_position(text: &str, skip: usize) -> String {
     format!(
-        "('x' || pg_catalog.rpad(pg_catalog.encode(pg_catalog.substr(pg_catalog.convert_to({text}, 'UTF8'), {start}, 8), \
-         'hex'), 16, '0'))::bit(60)::bigint",
+        "('x' || pg_catalog.encode(pg_catalog.substr(pg_catalog.textsend({text}), {start}, 8), 'hex'))::bit(60)::bigint",
         start = skip + 1
     )
 }
@@ -717,6 +723,17 @@ impl KeyRange {
             None => format!("{key} {at_least} {low}"),
         }
     }
+
+    /// The `ORDER BY` item putting `key` in byte order (`descending`: highest first), as the
+    /// side's index serves it.
+    fn order(&self, key: &str, descending: bool) -> String {
+        match (self, descending) {
+            (KeyRange::Collated(collation), false) => format!("{key} COLLATE {collation}"),
+            (KeyRange::Collated(collation), true) => format!("{key} COLLATE {collation} DESC"),
+            (KeyRange::Pattern, false) => format!("{key} USING ~<~"),
+            (KeyRange::Pattern, true) => format!("{key} USING ~>~"),
+        }
+    }
 }
 
 /// `bytes` in hex, two digits a byte.
@@ -967,8 +984,10 @@ impl SegmentQuery {
     /// is non-NULL and (when `check_duplicates`) distinct, and the lowest and highest key's
     /// UTF-8 bytes. An integer key's span is its `min` and `max`; a uuid key's comes from its
     /// lowest and highest uuid (found through its index, where it has one: no position is
-    /// computed per row); a text key's from its lowest and highest key in byte order, whose
+    /// computed per row); a text key's from its lowest and highest key in byte order (through
+    /// its index where one orders it bytewise, see [`SegmentQuery::find_key_range`]), whose
     /// bytes the search reads to skip their common prefix (first and last are then NULL).
+    /// Reads what the last [`SegmentQuery::overview`] found of the side's index.
     pub fn overview_sql(&self, check_duplicates: bool) -> String {
         let distinct = match check_duplicates {
             true => "count(DISTINCT row_key) = count(*)",
@@ -997,9 +1016,31 @@ impl SegmentQuery {
             }
         };
         let bytes = match self.position.canonical_text(&self.key) {
-            Some(_) => "pg_catalog.convert_to(min(row_text), 'UTF8'), pg_catalog.convert_to(max(row_text), 'UTF8')",
-            None => "NULL::bytea, NULL::bytea",
+            Some(_) => {
+                "pg_catalog.convert_to(min(row_text), 'UTF8'), pg_catalog.convert_to(max(row_text), 'UTF8')".to_owned()
+            }
+            None => "NULL::bytea, NULL::bytea".to_owned(),
         };
+        // A text key its index orders bytewise: its lowest and highest key are read through
+        // the index, as a uuid key's are (no key is compared per row: about a seventh of the
+        // pass at a million keys).
+        let frame = self.frame();
+        let (bytes, span_columns) = match (self.position, &frame.range) {
+            (Position::Text, Some(range)) if frame.key_indexed => {
+                let end = |descending: bool| {
+                    format!(
+                        "(SELECT pg_catalog.convert_to({key}::text, 'UTF8') FROM {table}{filter} ORDER BY {order} LIMIT 1)",
+                        key = self.key,
+                        table = self.table.quoted(),
+                        filter = self.where_clause(Some(&format!("{} IS NOT NULL", self.key))),
+                        order = range.order(&self.key, descending),
+                    )
+                };
+                (format!("{}, {}", end(false), end(true)), String::new())
+            }
+            _ => (bytes, span_columns),
+        };
+        drop(frame);
         if self.other_keys.is_empty() {
             return format!(
                 "SELECT {span}, count(*), sum({ROW_DIGEST})::text, count(row_key) = count(*), {distinct}, {bytes} FROM {rows}",
@@ -2227,7 +2268,7 @@ mod tests {
         assert_eq!(text_position_of(b"x\x01\x02\x03\x04\x05\x06\x07\xf8", 1), 0x0010_2030_4050_607f);
         assert_eq!(common_prefix(b"abc", b"abd"), b"ab");
         assert_eq!(common_prefix(b"", b"abd"), b"");
-        assert!(Position::Text.sql_after("k", 13).contains("convert_to(k::text, 'UTF8'), 14, 8)"));
+        assert!(Position::Text.sql_after("k", 13).contains("textsend(k::text), 14, 8)"));
     }
 
     #[test]

@@ -143,6 +143,45 @@ fn text_positions_after_a_skipped_prefix_are_the_next_60_bits() {
     assert_eq!(text_position_of(b"customer-0000", 13), 0);
 }
 
+#[test]
+fn text_positions_are_of_the_utf8_bytes_in_a_latin1_database_whatever_the_options_ask() {
+    use datadiff_access::segment::text_position_of;
+    let cluster = shared_cluster();
+    let name = "positions_latin1";
+    cluster
+        .connect("postgres")
+        .unwrap()
+        .batch_execute(&format!(
+            "CREATE DATABASE {name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+        ))
+        .unwrap();
+    // The options ask for a LATIN1 client encoding; the driver's own startup parameter
+    // (UTF8) is applied after them, and the positions read the client encoding's bytes.
+    let mut config = cluster.config(name);
+    config.options("-c client_encoding=LATIN1");
+    let mut client = config.connect(postgres::NoTls).unwrap();
+    let encoding: String = client.query_one("SHOW client_encoding", &[]).unwrap().get(0);
+    assert_eq!(encoding, "UTF8");
+    client.batch_execute("CREATE TABLE keys (k text, c char(16))").unwrap();
+    let keys = ["", "a", "é", "éa", "customer-0000é", "ÿÿÿÿÿÿÿÿÿ", "Ä-1", "\\x41"];
+    for key in keys {
+        client.execute("INSERT INTO keys VALUES ($1, $1::text)", &[&key]).unwrap();
+    }
+    for skip in [0, 1, 9, 13] {
+        let (text, padded) = (Position::Text.sql_after("k", skip), Position::PaddedText.sql_after("c", skip));
+        let rows = client.query(format!("SELECT k, {text}, {padded} FROM keys").as_str(), &[]).unwrap();
+        assert_eq!(rows.len(), keys.len());
+        for row in rows {
+            let key: String = row.get(0);
+            let expected = text_position_of(key.as_bytes(), skip);
+            assert_eq!(row.get::<_, i64>(1), expected, "{key:?} after {skip} bytes: its UTF-8 bytes, not LATIN1's");
+            assert_eq!(row.get::<_, i64>(2), expected, "{key:?} as char(16) after {skip} bytes");
+        }
+    }
+    // A two-byte character in UTF-8 is one byte in LATIN1: the position tells them apart.
+    assert_ne!(text_position_of("é".as_bytes(), 0), i64::from(0xe9u8) << 52);
+}
+
 /// The keys of `table` whose rows `predicate` keeps, in byte order.
 fn selected(client: &mut postgres::Client, table: &str, predicate: &str) -> Vec<String> {
     client
@@ -193,6 +232,20 @@ fn a_key_range_selects_exactly_the_rows_of_the_position_predicate_with_or_withou
         let overview = query.overview(&mut client, true).unwrap().unwrap().unwrap();
         assert_eq!(query.key_range(), range, "{table}");
         let [low, high] = query.key_bytes().unwrap();
+        let lowest = PREFIXED.iter().map(|key| key.as_bytes()).min().unwrap();
+        let highest = PREFIXED.iter().map(|key| key.as_bytes()).max().unwrap();
+        assert_eq!(
+            (low.as_slice(), high.as_slice()),
+            (lowest, highest),
+            "{table}: the keys lowest and highest in byte order"
+        );
+        // Without the duplicate check, a key its index orders bytewise is read through the
+        // index (a linguistic order would put "customer-0000€" last): the same two keys.
+        let unchecked = SegmentQuery::new("source", &TableName::new("public", table), "k", Position::Text, &[], None);
+        assert_eq!(unchecked.overview(&mut client, false).unwrap().unwrap().unwrap(), overview, "{table}");
+        assert_eq!(unchecked.key_bytes(), Some([low.clone(), high.clone()]), "{table}");
+        let through_index = unchecked.overview_sql(false).contains("LIMIT 1");
+        assert_eq!(through_index, range.is_some(), "{table}: through the index exactly where one orders bytewise");
         let prefix = common_prefix(&low, &high).to_vec();
         assert_eq!(prefix, b"customer-0000");
         query.skip_prefix(&prefix);
