@@ -95,9 +95,10 @@ pub enum Error {
         /// The target column's type.
         target_type: String,
     },
-    /// The key column's type is not an integer, uuid or text type on both sides.
+    /// The key column's types are not one key family on both sides (integers, uuid, text,
+    /// dates and timestamps: see [`crate::stream::decoder::plan_key`]).
     #[error(
-        "key column {column} must be of one integer, uuid or text type family on both sides \
+        "key column {column} must be of one integer, uuid, text, date or timestamp type family on both sides \
          ({source_type} on the source, {target_type} on the {target_role})"
     )]
     KeyType {

@@ -99,6 +99,15 @@
 //! what the merge compares). Both sides compute the same function of the same canonical key,
 //! so a row falls in the same segment on both.
 //!
+//! A date or timestamp key ([`Position::Calendar`]) is positioned by its binary value, read
+//! from its binary form (`date_send`, `timestamp_send`, `timestamptz_send`): a date's days
+//! since 2000-01-01; a timestamp's microseconds since then (a `timestamptz` in UTC whatever
+//! the session's zone, a `timestamp` as UTC), shifted right by two bits so that the whole
+//! range, ±infinity included, spans less than 2^63 positions; a date compared with a
+//! timestamp as its midnight (`date::timestamp`). The row hash reads the exact value, so keys
+//! sharing a position still hash apart. Like a text key's, the position is an expression: its
+//! first level is cut at quantiles, and its segments are selected by the expression (no index).
+//!
 //! A text key's first level is cut at quantiles of its positions, read from a row sample of
 //! the source ([`SegmentQuery::split_points`]), not into children of equal width: digits use
 //! 10 of each byte's 256 values, so equal widths leave most rows in a few children, and with
@@ -118,7 +127,7 @@
 //! split further: it becomes one larger leaf, streamed and compared exactly.
 //!
 //! A composite key ([`plan_composite_hashing`], [`SegmentQuery::with_keys`]) is positioned by
-//! its first column (an integer, a uuid or text): a segment holds every row whose first column lies
+//! its first column (an integer, a uuid, text, a date or a timestamp): a segment holds every row whose first column lies
 //! in it, and the other key columns are hashed with the row, in the form the merge compares
 //! them ([`key_part_fields`]), so a row moved between key parts changes its segment's digest.
 //! The overview checks NULLs in every key column and duplicates of the whole key (unless a
@@ -190,18 +199,68 @@ pub enum Position {
     Text,
     /// A `char(n)` key: [`Position::Text`] of its right-trimmed text, the canonical form.
     PaddedText,
+    /// A `date`, `timestamp` or `timestamptz` key: its binary value (days or microseconds
+    /// since 2000-01-01, ±infinity the extremes), which orders as the key does. Like a text
+    /// key's, the position is an expression: its segments are selected by it, not through an
+    /// index.
+    Calendar(CalendarKey),
+}
+
+/// How a date or timestamp key is positioned: by PostgreSQL's binary form of the value
+/// the comparison reads ([`KeyDecoder::Date`] and the others).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CalendarKey {
+    /// A `date` against a `date`: days since 2000-01-01.
+    Date,
+    /// A `date` against a timestamp: its midnight's microseconds since 2000-01-01.
+    DateAsTimestamp,
+    /// A `timestamp` (wall time, read as UTC): microseconds since 2000-01-01.
+    Timestamp,
+    /// A `timestamptz`: microseconds since 2000-01-01 UTC, whatever the session's zone.
+    TimestampTz,
+}
+
+impl CalendarKey {
+    /// The SQL of the position of `key`: a date's value; a timestamp's value shifted right by
+    /// two bits (four microseconds a position), so that the whole range, ±infinity included,
+    /// spans less than the 2^63 positions a search can split (keys within four microseconds
+    /// share a position: their segment is streamed and compared exactly).
+    fn sql(self, key: &str) -> String {
+        match self {
+            CalendarKey::Date => self.value_sql(key),
+            _ => format!("({} >> 2)", self.value_sql(key)),
+        }
+    }
+
+    /// The SQL of the key's exact value: its binary form (`date_send`, `timestamp_send`,
+    /// `timestamptz_send`: big-endian days or microseconds since 2000-01-01) as a signed
+    /// integer, the field the row hash reads.
+    fn value_sql(self, key: &str) -> String {
+        let (send, bits) = match self {
+            CalendarKey::Date => (format!("pg_catalog.date_send({key})"), 32),
+            CalendarKey::DateAsTimestamp => (format!("pg_catalog.timestamp_send({key}::timestamp)"), 64),
+            CalendarKey::Timestamp => (format!("pg_catalog.timestamp_send({key})"), 64),
+            CalendarKey::TimestampTz => (format!("pg_catalog.timestamptz_send({key})"), 64),
+        };
+        let signed = if bits == 32 { "::integer" } else { "" };
+        format!("('x' || pg_catalog.encode({send}, 'hex'))::bit({bits}){signed}::bigint")
+    }
 }
 
 impl Position {
-    /// The position of a key decoded by `key`, when it has one. A uuid compared with text
+    /// The position of a key decoded by `key` (every key decoder has one). A uuid compared with text
     /// ([`KeyDecoder::UuidAsText`]) is positioned as its text (`uuid::text`, its lowercase
     /// hyphenated form, which is what the merge compares), like the text on the other side.
-    pub fn of(key: KeyDecoder) -> Option<Position> {
+    pub fn of(key: KeyDecoder) -> Position {
         match key {
-            KeyDecoder::Int => Some(Position::Integer),
-            KeyDecoder::Uuid => Some(Position::Uuid),
-            KeyDecoder::Text | KeyDecoder::UuidAsText => Some(Position::Text),
-            KeyDecoder::PaddedChar => Some(Position::PaddedText),
+            KeyDecoder::Int => Position::Integer,
+            KeyDecoder::Uuid => Position::Uuid,
+            KeyDecoder::Text | KeyDecoder::UuidAsText => Position::Text,
+            KeyDecoder::PaddedChar => Position::PaddedText,
+            KeyDecoder::Date => Position::Calendar(CalendarKey::Date),
+            KeyDecoder::DateAsTimestamp => Position::Calendar(CalendarKey::DateAsTimestamp),
+            KeyDecoder::Timestamp => Position::Calendar(CalendarKey::Timestamp),
+            KeyDecoder::TimestampTz => Position::Calendar(CalendarKey::TimestampTz),
         }
     }
 
@@ -212,6 +271,8 @@ impl Position {
             Position::Uuid => key.to_owned(),
             Position::Text => format!("({key}::text COLLATE \"C\")"),
             Position::PaddedText => format!("(pg_catalog.rtrim({key}::text, ' ') COLLATE \"C\")"),
+            // The position is the value itself, exactly (a timestamp's own hash folds it).
+            Position::Calendar(calendar) => integer_fields(&calendar.value_sql(key)),
         }
     }
 
@@ -236,6 +297,7 @@ impl Position {
             }
             Position::Text => text_position(&format!("{key}::text"), skip),
             Position::PaddedText => text_position(&format!("pg_catalog.rtrim({key}::text, ' ')"), skip),
+            Position::Calendar(calendar) => calendar.sql(key),
         }
     }
 
@@ -243,18 +305,18 @@ impl Position {
     /// positions; `None` for integers and uuids.
     fn canonical_text(self, key: &str) -> Option<String> {
         match self {
-            Position::Integer | Position::Uuid => None,
+            Position::Integer | Position::Uuid | Position::Calendar(_) => None,
             Position::Text | Position::PaddedText => Some(self.key_field(key)),
         }
     }
 
     /// What a segment's bounds compare: the key itself where its index orders it as its
     /// positions do (integers, uuids), else the position's expression after `skip` bytes
-    /// (text: see the module docs).
+    /// (text: see the module docs; dates and timestamps).
     fn ranged(self, key: &str, skip: usize) -> String {
         match self {
             Position::Integer | Position::Uuid => key.to_owned(),
-            Position::Text | Position::PaddedText => self.sql_after(key, skip),
+            Position::Text | Position::PaddedText | Position::Calendar(_) => self.sql_after(key, skip),
         }
     }
 
@@ -264,7 +326,9 @@ impl Position {
     /// where a uuid's bounds as text took 36 characters each.
     fn bounds_sql(self, first: &str, last: &str) -> (String, String) {
         match self {
-            Position::Integer | Position::Text | Position::PaddedText => (first.to_owned(), last.to_owned()),
+            Position::Integer | Position::Text | Position::PaddedText | Position::Calendar(_) => {
+                (first.to_owned(), last.to_owned())
+            }
             Position::Uuid => {
                 let uuid = |position: &str, fill: char| {
                     format!(
@@ -282,7 +346,7 @@ impl Position {
     /// [`Position::ranged`]).
     fn bounds(self, segment: Segment) -> (String, String) {
         match self {
-            Position::Integer | Position::Text | Position::PaddedText => {
+            Position::Integer | Position::Text | Position::PaddedText | Position::Calendar(_) => {
                 (segment.first.to_string(), segment.last.to_string())
             }
             Position::Uuid => (uuid_literal(segment.first, '0'), uuid_literal(segment.last, 'f')),
@@ -538,16 +602,9 @@ fn numeric_fields(value: &str) -> String {
 /// Why a table is streamed rather than hashed by segment (the reason a comparison stores).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unhashable {
-    /// The key has no integer position (a key type no position is defined for): names the
-    /// source's key column.
-    #[error("the key {0} has no integer position (only integer, uuid and text keys are segmented)")]
-    Key(String),
-    /// A composite key whose first column has no integer position (names the key's columns,
-    /// comma-separated): its segments are ranges of the first column.
-    #[error(
-        "the composite key ({0}) has no integer position: its first column must be an integer, uuid or text to be segmented"
-    )]
-    CompositeKey(String),
+    /// No key column was given (a caller's mistake: every comparison has a key).
+    #[error("no key column to position rows by")]
+    NoKey,
     /// A column pair whose SQL equality is not the comparison's: names the source's column.
     #[error("column {0} is compared across types in a way SQL cannot hash")]
     Column(String),
@@ -569,22 +626,15 @@ pub struct SideHashing {
 /// integers of any width alike, uuids by their bytes, text as `text COLLATE "C"` (`char(n)`
 /// right-trimmed, a uuid against text as its lowercase hyphenated text).
 pub fn key_part_fields(source: (&str, KeyDecoder), target: (&str, KeyDecoder)) -> (String, String) {
-    let fields = |(column, decoder): (&str, KeyDecoder)| {
-        let field = quoted_ident(column);
-        match decoder {
-            KeyDecoder::Int => integer_fields(&field),
-            KeyDecoder::Uuid => field,
-            KeyDecoder::PaddedChar => format!("(pg_catalog.rtrim({field}::text, ' ') COLLATE \"C\")"),
-            // Text, and a uuid read as its text (`uuid::text` is its lowercase hyphenated form).
-            _ => format!("({field}::text COLLATE \"C\")"),
-        }
-    };
+    // Each decoder's key has a position, whose canonical field is the one the merge compares
+    // (a uuid read as text: `uuid::text`, its lowercase hyphenated form).
+    let fields = |(column, decoder): (&str, KeyDecoder)| Position::of(decoder).key_field(&quoted_ident(column));
     (fields(source), fields(target))
 }
 
 /// [`plan_hashing`] for a key of several columns, `(source column, source decoder, target
 /// decoder)` each in key order, the target's own column names beside (`target_keys`): the
-/// position is the first column's (an integer, a uuid or text, see [`Position::of`]), the
+/// position is the first column's (any key type has one, see [`Position::of`]), the
 /// other key columns are hashed before the compared columns. A segment is then a range of the
 /// first column, every row with that first column in it: equal digests still mean equal rows,
 /// whole keys included. A first column with few distinct values makes few segments (a leaf
@@ -594,15 +644,10 @@ pub fn plan_composite_hashing<'a>(
     target_keys: &[&str],
     columns: impl IntoIterator<Item = ((&'a ColumnType, Decoder), (&'a ColumnType, Decoder))>,
 ) -> Result<(SideHashing, SideHashing), Unhashable> {
-    let names = || keys.iter().map(|(name, _, _)| *name).collect::<Vec<_>>().join(",");
     let Some(((first, source_first, target_first), rest)) = keys.split_first() else {
-        return Err(Unhashable::CompositeKey(names()));
+        return Err(Unhashable::NoKey);
     };
-    let (mut source, mut target) =
-        plan_hashing((first, *source_first, *target_first), columns).map_err(|error| match error {
-            Unhashable::Key(_) => Unhashable::CompositeKey(names()),
-            other => other,
-        })?;
+    let (mut source, mut target) = plan_hashing((first, *source_first, *target_first), columns)?;
     let mut source_keys = Vec::with_capacity(rest.len());
     let mut target_keys_fields = Vec::with_capacity(rest.len());
     for ((name, source_decoder, target_decoder), target_name) in rest.iter().zip(target_keys.iter().skip(1)) {
@@ -624,12 +669,9 @@ pub fn plan_hashing<'a>(
     key: (&str, KeyDecoder, KeyDecoder),
     columns: impl IntoIterator<Item = ((&'a ColumnType, Decoder), (&'a ColumnType, Decoder))>,
 ) -> Result<(SideHashing, SideHashing), Unhashable> {
-    let (key_column, source_key, target_key) = key;
-    let (Some(source_position), Some(target_position)) = (Position::of(source_key), Position::of(target_key)) else {
-        return Err(Unhashable::Key(key_column.to_owned()));
-    };
-    let mut source = SideHashing { position: source_position, fields: Vec::new() };
-    let mut target = SideHashing { position: target_position, fields: Vec::new() };
+    let (_, source_key, target_key) = key;
+    let mut source = SideHashing { position: Position::of(source_key), fields: Vec::new() };
+    let mut target = SideHashing { position: Position::of(target_key), fields: Vec::new() };
     for (source_column, target_column) in columns {
         let (source_field, target_field) =
             hash_pair(source_column, target_column).ok_or_else(|| Unhashable::Column(source_column.0.name.clone()))?;
@@ -863,7 +905,7 @@ impl SegmentQuery {
     pub fn split_points(&self, client: &mut Client, span: Segment, count: u64) -> Result<Vec<i64>, Error> {
         let rows = {
             let frame = self.frame();
-            if !frame.samplable || !self.text_positioned() || count < 2 || frame.rows == 0 {
+            if !frame.samplable || !self.computed_position() || count < 2 || frame.rows == 0 {
                 return Ok(Vec::new());
             }
             frame.rows
@@ -994,7 +1036,7 @@ impl SegmentQuery {
             false => "true",
         };
         let (span, span_columns) = match self.position {
-            Position::Integer => (
+            Position::Integer | Position::Calendar(_) => (
                 "min(row_position), max(row_position)".to_owned(),
                 format!(", {} AS row_position", self.position_sql()),
             ),
@@ -1130,7 +1172,7 @@ impl SegmentQuery {
                 && match self.position {
                     Position::Integer | Position::Uuid => true,
                     Position::Text => frame.range.is_some(),
-                    Position::PaddedText => false,
+                    Position::PaddedText | Position::Calendar(_) => false,
                 };
         }
         let row = client
@@ -1179,7 +1221,7 @@ impl SegmentQuery {
     /// [`SegmentQuery::level_sql`], the rows further kept by `range` (a key range around
     /// all the splits, [`SegmentQuery::range_sql`]).
     fn level_sql_within(&self, range: Option<&str>, packing: Packing) -> String {
-        let ranged = match self.text_positioned() {
+        let ranged = match self.computed_position() {
             true => "row_position".to_owned(),
             false => self.ranged_sql(),
         };
@@ -1203,7 +1245,7 @@ impl SegmentQuery {
         };
         let split = format!("pg_catalog.width_bucket({ranged}, {lows})");
         let in_splits = format!("{ranged} BETWEEN {lowest} AND {highest} AND {ranged} <= ({highs})[{split}]");
-        let rows = match self.text_positioned() {
+        let rows = match self.computed_position() {
             true => self.positioned_rows(&format!("{split} AS row_split, row_position"), range, &in_splits),
             false => {
                 let range = range.map(|range| format!("{range} AND ")).unwrap_or_default();
@@ -1236,7 +1278,7 @@ impl SegmentQuery {
     /// statement writes once) with `$5` their last positions: each split's rows are read
     /// through the index by its range and kept by their positions.
     pub fn indexed_level_sql(&self, packing: Packing) -> String {
-        if self.text_positioned() {
+        if self.computed_position() {
             let prefix = hex(&self.frame().prefix);
             let bound = |suffix: &str| {
                 format!("pg_catalog.convert_from('\\x{prefix}'::bytea || segment_splits.{suffix}, 'UTF8')")
@@ -1301,10 +1343,11 @@ impl SegmentQuery {
             .map(|ranges| ranges.into_iter().unzip())
     }
 
-    /// Whether the key is text: its position is an expression, computed once per row in a
-    /// subquery of its own ([`SegmentQuery::positioned_rows`]).
-    fn text_positioned(&self) -> bool {
-        matches!(self.position, Position::Text | Position::PaddedText)
+    /// Whether the key's position is an expression (text, dates and timestamps), computed
+    /// once per row in a subquery of its own ([`SegmentQuery::positioned_rows`]), and whose
+    /// values may fill few of a span's equal-width children ([`SegmentQuery::split_points`]).
+    fn computed_position(&self) -> bool {
+        matches!(self.position, Position::Text | Position::PaddedText | Position::Calendar(_))
     }
 
     /// [`SegmentQuery::rows`] for a text key: the rows `range` (a key range, when the side's
@@ -1325,7 +1368,7 @@ impl SegmentQuery {
     /// The `SELECT` of a level with one split, written with literals so that the server
     /// plans it for the range it covers (a first level reads the whole table).
     pub fn single_split_sql(&self, split: &Split, packing: Packing) -> String {
-        let rows = match self.text_positioned() {
+        let rows = match self.computed_position() {
             true => self.positioned_rows(
                 "row_position",
                 self.range_sql(split.segment).as_deref(),
@@ -1436,7 +1479,7 @@ impl SegmentQuery {
                 if let Some((lows, highs)) = text_ranges {
                     let sql = self.indexed_level_sql(packing);
                     client.query(sql.as_str(), &[&firsts, &widths, &lows, &highs, &lasts])
-                } else if through_index && !self.text_positioned() {
+                } else if through_index && !self.computed_position() {
                     let sql = self.indexed_level_sql(packing);
                     client.query(sql.as_str(), &[&firsts, &widths, &lasts])
                 } else {
@@ -1482,11 +1525,11 @@ impl SegmentQuery {
         let (Some(lowest), Some(highest)) = (leaves.first(), leaves.last()) else {
             return "false".to_owned();
         };
-        let text = matches!(self.position, Position::Text | Position::PaddedText);
-        if text && leaves.len() > 1 && self.range_sql(*lowest).is_none() {
+        let computed = self.computed_position();
+        if computed && leaves.len() > 1 && self.range_sql(*lowest).is_none() {
             return self.bucketed_leaves(leaves);
         }
-        if text && let Some(filter) = self.text_leaves_through_index(leaves) {
+        if computed && let Some(filter) = self.text_leaves_through_index(leaves) {
             return filter;
         }
         if self.position == Position::Uuid && self.frame().key_indexed {
@@ -1601,7 +1644,7 @@ impl SegmentQuery {
     /// position `width_bucket` finds at or below it (one binary search a row).
     fn bucketed_leaves(&self, leaves: &[Segment]) -> String {
         let (array, ranged) = match self.position {
-            Position::Text | Position::PaddedText => ("bigint[]", self.position_sql()),
+            Position::Text | Position::PaddedText | Position::Calendar(_) => ("bigint[]", self.position_sql()),
             Position::Integer => ("bigint[]", self.ranged_sql()),
             Position::Uuid => ("uuid[]", self.ranged_sql()),
         };

@@ -543,13 +543,12 @@ impl KeyReader {
         let mut picks = Vec::new();
         for (index, (_, decoder)) in self.keys.iter().enumerate() {
             let parameter = index + 1;
-            let (array, pick) = match decoder {
-                KeyDecoder::Int => (format!("${parameter}::int8[]"), format!("u.k{index}")),
-                KeyDecoder::Uuid | KeyDecoder::UuidAsText => {
-                    (format!("${parameter}::text[]"), format!("u.k{index}::uuid"))
-                }
-                KeyDecoder::PaddedChar => (format!("${parameter}::text[]"), format!("u.k{index}::bpchar")),
-                _ => (format!("${parameter}::text[]"), format!("u.k{index}")),
+            // Integers bound as such; every other key as its printed form, read back into the
+            // column's type (a uuid, a padded char, a date or a timestamp).
+            let (array, pick) = match (decoder, decoder.text_cast()) {
+                (KeyDecoder::Int, _) => (format!("${parameter}::int8[]"), format!("u.k{index}")),
+                (_, Some(cast)) => (format!("${parameter}::text[]"), format!("u.k{index}::{cast}")),
+                (_, None) => (format!("${parameter}::text[]"), format!("u.k{index}")),
             };
             arrays.push(array);
             picks.push(pick);

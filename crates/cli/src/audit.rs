@@ -34,7 +34,8 @@ pub(crate) struct AuditArgs {
     /// The replica table, when its name differs from the source table's.
     #[arg(long, value_name = "S.T")]
     replica_table: Option<TableName>,
-    /// The key column: one integer, uuid or text column, unique on both sides.
+    /// The key: one column, or several comma-separated (a composite key), each integer, uuid,
+    /// text, date or timestamp, the whole key unique on both sides.
     #[arg(long, value_name = "COLUMN", default_value = "id")]
     key: String,
     /// Columns to compare, comma-separated [default: every source column except the key;

@@ -16,6 +16,10 @@ use std::fmt;
 /// of `ORDER BY a, b` with text parts under `COLLATE "C"` (PostgreSQL) or compared as binary
 /// (MySQL). A single-column key is never a one-part composite: it stays the plain variant.
 ///
+/// Date and timestamp keys keep PostgreSQL's own binary values (days and microseconds since
+/// 2000-01-01, ±infinity as the type's extremes), so that they order as the database orders
+/// them over the whole range, infinities included, and print in a form PostgreSQL reads back.
+///
 /// Keys may be printed and stored (they identify rows); row values never are.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Key {
@@ -25,6 +29,13 @@ pub enum Key {
     Uuid([u8; 16]),
     /// A text key (`text`, `varchar`, `char`), ordered bytewise.
     Text(String),
+    /// A `date` key: days since 2000-01-01 (PostgreSQL's binary form); `infinity` and
+    /// `-infinity` are `i32::MAX` and `i32::MIN`.
+    Date(i32),
+    /// A `timestamp` or `timestamptz` key, or a `date` key compared with one (its midnight):
+    /// microseconds since 2000-01-01 00:00 UTC, a `timestamp` read as UTC (PostgreSQL's binary
+    /// form); `infinity` and `-infinity` are `i64::MAX` and `i64::MIN`.
+    Timestamp(i64),
     /// A composite key: one part per key column (at least two), none of them composite.
     /// Boxed so that a key stays as small as a text key (the merge moves keys by value).
     Composite(Box<[Key]>),
@@ -60,6 +71,8 @@ impl fmt::Display for Key {
             Key::Int(value) => write!(f, "{value}"),
             Key::Uuid(bytes) => write_uuid(f, bytes),
             Key::Text(text) => f.write_str(text),
+            Key::Date(days) => write_date(f, *days),
+            Key::Timestamp(micros) => write_timestamp(f, *micros),
             // `(1, 2)`: the parts in key column order.
             Key::Composite(parts) => {
                 f.write_str("(")?;
@@ -86,8 +99,66 @@ pub(crate) fn write_uuid(f: &mut fmt::Formatter<'_>, bytes: &[u8; 16]) -> fmt::R
     Ok(())
 }
 
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// Writes a date key as PostgreSQL reads it back in any `DateStyle`: `2026-07-01`,
+/// `0044-03-15 BC`, `infinity`.
+fn write_date(f: &mut fmt::Formatter<'_>, days: i32) -> fmt::Result {
+    match days {
+        i32::MAX => f.write_str("infinity"),
+        i32::MIN => f.write_str("-infinity"),
+        days => write_day(f, i64::from(days), ""),
+    }
+}
+
+/// Writes a timestamp key as ISO 8601 in UTC, the fraction only when non-zero, as PostgreSQL
+/// reads it back into a `timestamptz` or (the zone ignored) a `timestamp`:
+/// `2026-07-01T12:00:00Z`, `2026-07-01T12:00:00.000001Z`, `0044-03-15T12:00:00Z BC`,
+/// `infinity`.
+fn write_timestamp(f: &mut fmt::Formatter<'_>, micros: i64) -> fmt::Result {
+    match micros {
+        i64::MAX => f.write_str("infinity"),
+        i64::MIN => f.write_str("-infinity"),
+        micros => {
+            let of_day = micros.rem_euclid(MICROS_PER_DAY);
+            let (seconds, fraction) = (of_day / 1_000_000, of_day % 1_000_000);
+            let time = format!("{:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60);
+            let time = match fraction {
+                0 => format!("T{time}Z"),
+                fraction => format!("T{time}.{fraction:06}Z"),
+            };
+            write_day(f, micros.div_euclid(MICROS_PER_DAY), &time)
+        }
+    }
+}
+
+/// Writes the day `days` after 2000-01-01 (proleptic Gregorian), then `time`, then ` BC` for
+/// a year before 1 AD (year 0 is 1 BC).
+fn write_day(f: &mut fmt::Formatter<'_>, days: i64, time: &str) -> fmt::Result {
+    let (year, month, day) = civil_from_days(days + 10_957);
+    let (year, era) = if year <= 0 { (1 - year, " BC") } else { (year, "") };
+    write!(f, "{year:04}-{month:02}-{day:02}{time}{era}")
+}
+
+/// The proleptic Gregorian `(year, month, day)` of `days` since 1970-01-01 (year 0 is 1 BC):
+/// H. Hinnant's `civil_from_days`, exact over every `i64` a date or timestamp key holds.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
+    let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 #[cfg(test)]
 mod tests {
+    use chrono::Datelike;
+
     use super::*;
 
     #[test]
@@ -127,6 +198,48 @@ mod tests {
         assert_ne!(key(1, "2"), key(2, "1"));
         assert_eq!(key(7, "a-1").to_string(), "(7, a-1)");
         assert_eq!(key(7, "a-1").parts(), &[Key::Int(7), Key::Text("a-1".into())]);
+    }
+
+    #[test]
+    fn date_and_timestamp_keys_order_as_postgres_and_print_as_it_reads_them() {
+        // Days and microseconds since 2000-01-01, as PostgreSQL sends them.
+        assert_eq!(Key::Date(0).to_string(), "2000-01-01");
+        assert_eq!(Key::Date(-1).to_string(), "1999-12-31");
+        assert_eq!(Key::Date(9_678).to_string(), "2026-07-01");
+        assert_eq!(Key::Date(60).to_string(), "2000-03-01");
+        assert_eq!(Key::Date(i32::MAX).to_string(), "infinity");
+        assert_eq!(Key::Date(i32::MIN).to_string(), "-infinity");
+        // Day numbers from PostgreSQL (`'0044-03-15 BC'::date - '2000-01-01'`).
+        assert_eq!(Key::Date(-746_117).to_string(), "0044-03-15 BC");
+        assert_eq!(Key::Date(-730_119).to_string(), "0001-01-01");
+        assert_eq!(Key::Date(-730_120).to_string(), "0001-12-31 BC");
+        assert_eq!(Key::Date(2_922_096).to_string(), "10000-06-05");
+        assert_eq!(Key::Timestamp(0).to_string(), "2000-01-01T00:00:00Z");
+        assert_eq!(Key::Timestamp(-1).to_string(), "1999-12-31T23:59:59.999999Z");
+        assert_eq!(Key::Timestamp(836_222_400_000_000).to_string(), "2026-07-01T12:00:00Z");
+        assert_eq!(Key::Timestamp(836_222_400_000_120).to_string(), "2026-07-01T12:00:00.000120Z");
+        assert_eq!(Key::Timestamp(i64::MAX).to_string(), "infinity");
+        assert_eq!(Key::Timestamp(i64::MIN).to_string(), "-infinity");
+        // PostgreSQL's last timestamp: 294276-12-31 23:59:59.999999.
+        assert_eq!(Key::Timestamp(9_223_371_331_199_999_999).to_string(), "294276-12-31T23:59:59.999999Z");
+        assert!(Key::Date(i32::MIN) < Key::Date(-746_117));
+        assert!(Key::Date(-1) < Key::Date(0) && Key::Date(0) < Key::Date(i32::MAX));
+        assert!(Key::Timestamp(i64::MIN) < Key::Timestamp(-1) && Key::Timestamp(1) < Key::Timestamp(i64::MAX));
+    }
+
+    #[test]
+    fn date_keys_print_the_day_chrono_computes() {
+        let epoch = chrono::NaiveDate::from_ymd_opt(2000, 1, 1).unwrap();
+        // Every 997th day from 4713 BC to 9999 AD, and every day of 1999–2001.
+        let days = (-2_451_545..2_921_938).step_by(997).chain(-400..800);
+        for day in days {
+            let date = epoch + chrono::Duration::days(i64::from(day));
+            let expected = match date.year() {
+                year if year <= 0 => format!("{:04}-{} BC", 1 - year, date.format("%m-%d")),
+                _ => date.format("%Y-%m-%d").to_string(),
+            };
+            assert_eq!(Key::Date(day).to_string(), expected, "day {day}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //!    number against `double precision` equal only to its nearest double, a float source
 //!    against a narrower target read as the source's float, `timestamptz` against a naive
 //!    `timestamp` as UTC, `char(n)` right-trimmed, NULL distinct from empty). A definition
-//!    without compare columns, a missing column, a key that is not integer, uuid or text on
+//!    without compare columns, a missing column, a key that is not integer, uuid, text, date or timestamp on
 //!    both sides, or a pair that does not compare (json, arrays, unknown types, an unscaled
 //!    numeric source against a float)
 //!    makes the `row_diff` result ERROR, naming the column; the other checks still run.

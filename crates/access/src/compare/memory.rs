@@ -24,7 +24,7 @@ use crate::stream::{EncodedRow, RowStream, StreamOptions};
 
 /// A [`MemorySide`] asked to hash rows whose keys have no position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the {role} rows cannot be hashed: key {key} has no position (only integer, uuid and text keys do)")]
+#[error("the {role} rows cannot be hashed: key {key} has no position (composite keys need a first part)")]
 pub struct MemoryError {
     /// The side's role name.
     pub role: String,
@@ -136,9 +136,14 @@ impl MemorySide {
                 first[..length].copy_from_slice(&bytes[..length]);
                 Ok((u64::from_be_bytes(first) >> 4) as i64)
             }
+            // A date key's position is its binary value; a timestamp's, its value's top 62 bits.
+            Key::Date(days) => Ok(i64::from(*days)),
+            Key::Timestamp(micros) => Ok(*micros >> 2),
             // A composite key's position is its first part's, as on a database.
             Key::Composite(parts) => match parts.first() {
-                Some(first @ (Key::Int(_) | Key::Uuid(_) | Key::Text(_))) => self.position(first),
+                Some(first @ (Key::Int(_) | Key::Uuid(_) | Key::Text(_) | Key::Date(_) | Key::Timestamp(_))) => {
+                    self.position(first)
+                }
                 _ => Err(MemoryError { role: self.role.clone(), key: key.to_string() }),
             },
         }

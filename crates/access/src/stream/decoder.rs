@@ -122,6 +122,16 @@ pub enum KeyDecoder {
     /// A uuid key against a text key on the other side: its lowercase hyphenated text
     /// (which sorts as the uuid does, so the side keeps its uuid order).
     UuidAsText,
+    /// A `date` key against a `date`: [`Key::Date`].
+    Date,
+    /// A `date` key against a `timestamp` or `timestamptz`: its midnight, [`Key::Timestamp`]
+    /// (the date type's order is its midnights' order).
+    DateAsTimestamp,
+    /// A `timestamp` key (wall time, read as UTC): [`Key::Timestamp`].
+    Timestamp,
+    /// A `timestamptz` key (an instant, in UTC whatever the session's time zone):
+    /// [`Key::Timestamp`].
+    TimestampTz,
 }
 
 impl KeyDecoder {
@@ -138,7 +148,38 @@ impl KeyDecoder {
             KeyDecoder::Text => Ok(Key::Text(text(field)?.to_owned())),
             KeyDecoder::PaddedChar => Ok(Key::Text(text(field)?.trim_end_matches(' ').to_owned())),
             KeyDecoder::UuidAsText => Ok(Key::Text(Key::Uuid(uuid(field)?).to_string())),
+            KeyDecoder::Date => Ok(Key::Date(i32::from_be_bytes(fixed(field, "date")?))),
+            KeyDecoder::DateAsTimestamp => Ok(Key::Timestamp(date_key_as_timestamp(fixed(field, "date")?))),
+            KeyDecoder::Timestamp | KeyDecoder::TimestampTz => {
+                Ok(Key::Timestamp(i64::from_be_bytes(fixed(field, "timestamp")?)))
+            }
         }
+    }
+
+    /// The SQL type a key part decoded this way is read back into from its printed form
+    /// ([`Key`]'s `Display`), for a statement that binds keys as text: `None` for an integer
+    /// key (bound as `bigint`) and a text key (bound as it is).
+    pub fn text_cast(self) -> Option<&'static str> {
+        match self {
+            KeyDecoder::Int | KeyDecoder::Text => None,
+            KeyDecoder::Uuid | KeyDecoder::UuidAsText => Some("uuid"),
+            KeyDecoder::PaddedChar => Some("bpchar"),
+            KeyDecoder::Date | KeyDecoder::DateAsTimestamp => Some("date"),
+            KeyDecoder::Timestamp => Some("timestamp"),
+            KeyDecoder::TimestampTz => Some("timestamptz"),
+        }
+    }
+}
+
+/// A binary date (days since 2000-01-01) as a timestamp key: its midnight in microseconds
+/// since 2000-01-01, ±infinity as the timestamp's (as `date::timestamp` does). A date past
+/// a timestamp's range (294276 AD) equals no timestamp: just inside the extremes.
+fn date_key_as_timestamp(field: [u8; 4]) -> i64 {
+    const DAY_MICROS: i64 = 86_400_000_000;
+    match i32::from_be_bytes(field) {
+        i32::MAX => i64::MAX,
+        i32::MIN => i64::MIN,
+        days => i64::from(days).checked_mul(DAY_MICROS).unwrap_or(if days > 0 { i64::MAX - 1 } else { i64::MIN + 1 }),
     }
 }
 
@@ -157,11 +198,24 @@ pub fn plan_key(
     if text_like(source.family) && target.family == Family::Uuid {
         return Ok((text_key(source.family), KeyDecoder::UuidAsText));
     }
+    // A date against a timestamp (target-postgres' type for a date) is its midnight, as the
+    // comparison table reads the pair's values.
+    match (source.family, target.family) {
+        (Family::Date, Family::Timestamp | Family::TimestampTz) => {
+            return Ok((KeyDecoder::DateAsTimestamp, timestamp_key(target.family)));
+        }
+        (Family::Timestamp | Family::TimestampTz, Family::Date) => {
+            return Ok((timestamp_key(source.family), KeyDecoder::DateAsTimestamp));
+        }
+        _ => {}
+    }
     let side = |family| match family {
         Family::Integer => Some((0, KeyDecoder::Int)),
         Family::Uuid => Some((1, KeyDecoder::Uuid)),
         Family::Text => Some((2, KeyDecoder::Text)),
         Family::Char => Some((2, KeyDecoder::PaddedChar)),
+        Family::Date => Some((3, KeyDecoder::Date)),
+        Family::Timestamp | Family::TimestampTz => Some((4, timestamp_key(family))),
         _ => None,
     };
     match (side(source.family), side(target.family)) {
@@ -173,6 +227,10 @@ pub fn plan_key(
             target_type: target.type_name.clone(),
         }),
     }
+}
+
+fn timestamp_key(family: Family) -> KeyDecoder {
+    if family == Family::TimestampTz { KeyDecoder::TimestampTz } else { KeyDecoder::Timestamp }
 }
 
 fn text_key(family: Family) -> KeyDecoder {
@@ -1107,6 +1165,29 @@ mod tests {
         let enumerated = column("id", "mood", Family::Enum);
         assert!(plan_key(&enumerated, &enumerated, "replica").is_err());
         assert_eq!(KeyDecoder::PaddedChar.decode(b"k1  ").unwrap(), Key::Text("k1".into()));
+    }
+
+    #[test]
+    fn date_and_timestamp_keys_pair_as_the_comparison_table_reads_their_values() {
+        let date = column("day", "date", Family::Date);
+        let naive = column("day", "timestamp without time zone", Family::Timestamp);
+        let aware = column("day", "timestamp with time zone", Family::TimestampTz);
+        assert_eq!(plan_key(&date, &date, "replica").unwrap(), (KeyDecoder::Date, KeyDecoder::Date));
+        assert_eq!(plan_key(&date, &naive, "replica").unwrap(), (KeyDecoder::DateAsTimestamp, KeyDecoder::Timestamp));
+        assert_eq!(plan_key(&aware, &date, "replica").unwrap(), (KeyDecoder::TimestampTz, KeyDecoder::DateAsTimestamp));
+        assert_eq!(plan_key(&aware, &naive, "replica").unwrap(), (KeyDecoder::TimestampTz, KeyDecoder::Timestamp));
+        assert!(plan_key(&date, &column("day", "integer", Family::Integer), "replica").is_err());
+        assert!(plan_key(&column("t", "time without time zone", Family::Time), &naive, "replica").is_err());
+        // A date's midnight equals the timestamp at midnight: 2026-07-01 is day 9,678.
+        let day = KeyDecoder::DateAsTimestamp.decode(&9_678i32.to_be_bytes()).unwrap();
+        let midnight = KeyDecoder::Timestamp.decode(&(9_678i64 * 86_400_000_000).to_be_bytes()).unwrap();
+        assert_eq!(day, midnight);
+        assert_eq!(day.to_string(), "2026-07-01T00:00:00Z");
+        assert_eq!(KeyDecoder::Date.decode(&9_678i32.to_be_bytes()).unwrap().to_string(), "2026-07-01");
+        // ±infinity keep their places at the ends.
+        assert_eq!(KeyDecoder::DateAsTimestamp.decode(&i32::MAX.to_be_bytes()).unwrap(), Key::Timestamp(i64::MAX));
+        assert_eq!(KeyDecoder::DateAsTimestamp.decode(&i32::MIN.to_be_bytes()).unwrap(), Key::Timestamp(i64::MIN));
+        assert!(KeyDecoder::TimestampTz.decode(&[0; 4]).is_err());
     }
 
     fn encode(decoder: Decoder, field: &[u8]) -> Vec<u8> {

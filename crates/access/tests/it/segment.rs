@@ -632,3 +632,68 @@ fn a_sketch_answers_the_cells_the_diff_core_computes() {
         }
     }
 }
+
+/// Date and timestamp keys from one end of PostgreSQL's range to the other, the infinities
+/// included, with the positions the module docs define (days since 2000-01-01, as
+/// PostgreSQL subtracts dates; microseconds since its midnight UTC, shifted right by two bits).
+const CALENDAR: &[(&str, i64, i64)] = &[
+    ("-infinity", i32::MIN as i64, i64::MIN >> 2),
+    ("4714-11-24 BC", -2_451_545, (-2_451_545 * 86_400_000_000) >> 2),
+    ("0044-03-15 BC", -746_117, (-746_117 * 86_400_000_000) >> 2),
+    ("1999-12-31", -1, -86_400_000_000 >> 2),
+    ("2000-01-01", 0, 0),
+    ("2026-07-01", 9_678, (9_678 * 86_400_000_000) >> 2),
+    ("294276-12-31", 106_751_982, (106_751_982 * 86_400_000_000) >> 2),
+    ("infinity", i32::MAX as i64, i64::MAX >> 2),
+];
+
+#[test]
+fn date_and_timestamp_positions_are_their_binary_values_in_key_order() {
+    use datadiff_access::segment::CalendarKey;
+
+    let database = shared_cluster().fresh_database().unwrap();
+    let mut client = database.client().unwrap();
+    client
+        .batch_execute("SET TimeZone = 'Asia/Kathmandu'; CREATE TABLE keys (d date, t timestamp, z timestamptz)")
+        .unwrap();
+    for (day, _, _) in CALENDAR {
+        client.execute("INSERT INTO keys VALUES ($1::text::date, $1::text::date, $1::text::date::timestamp AT TIME ZONE 'UTC')", &[day]).unwrap();
+    }
+    // A microsecond apart: the same position (four microseconds a position), the next one 4 µs on.
+    client
+        .batch_execute(
+            "INSERT INTO keys VALUES (NULL, '2026-07-01 12:00:00.000001', '2026-07-01 12:00:00.000001+00'), \
+             (NULL, '2026-07-01 12:00:00.000004', '2026-07-01 17:45:00.000004+05:45')",
+        )
+        .unwrap();
+    let date = Position::Calendar(CalendarKey::Date).sql("d");
+    let midnight = Position::Calendar(CalendarKey::DateAsTimestamp).sql("d");
+    let naive = Position::Calendar(CalendarKey::Timestamp).sql("t");
+    let aware = Position::Calendar(CalendarKey::TimestampTz).sql("z");
+    let rows = client
+        .query(format!("SELECT d::text, {date}, {midnight}, {naive}, {aware} FROM keys ORDER BY t").as_str(), &[])
+        .unwrap();
+    let mut previous = i64::MIN;
+    let mut dated = CALENDAR.iter();
+    let mut instants = Vec::new();
+    for row in &rows {
+        let (naive, aware): (i64, i64) = (row.get(3), row.get(4));
+        assert_eq!(naive, aware, "a timestamp is read as UTC, a timestamptz in UTC whatever the session's zone");
+        assert!(naive >= previous, "positions must not decrease in key order");
+        previous = naive;
+        match row.get::<_, Option<String>>(0) {
+            Some(day) => {
+                let (literal, days, micros) = dated.next().unwrap();
+                assert_eq!(&day, literal);
+                assert_eq!(row.get::<_, i64>(1), *days, "{day}: a date's position is its days since 2000-01-01");
+                assert_eq!(row.get::<_, i64>(2), *micros, "{day}: a date against a timestamp is its midnight");
+                assert_eq!(naive, *micros, "{day}: its midnight as a timestamp");
+            }
+            None => instants.push(naive),
+        }
+    }
+    assert_eq!(rows.len(), CALENDAR.len() + 2);
+    // 2026-07-01 12:00:00.000001 shares the position of 12:00:00 (836,222,400 s after 2000).
+    assert_eq!(instants, [836_222_400_000_000 >> 2, 836_222_400_000_004 >> 2]);
+    assert_eq!(836_222_400_000_001i64 >> 2, 836_222_400_000_000 >> 2);
+}

@@ -506,12 +506,23 @@ pub(crate) enum KeyKind {
     /// then digits, a suffix or multi-byte UTF-8): the search skips the prefix both sides
     /// share.
     SharedPrefixText,
+    /// A `timestamptz` key against a `timestamp` replica (naive UTC, as target-postgres
+    /// writes it): instants a microsecond apart (one segment position), before and after
+    /// 2000-01-01, and ±infinity.
+    Instant,
+    /// A composite key `(id date, id2 integer)` against a `(timestamp, bigint)` replica: a
+    /// fact table keyed by day and store, the date loaded as its midnight; days before
+    /// 2000, a century ahead and `infinity`.
+    DayStore,
 }
 
 impl KeyKind {
     /// The composite key kinds (not in [`KeyKind::ALL`], so that the single-key cases of a
     /// seed stay what they were).
     pub(crate) const COMPOSITE: [KeyKind; 2] = [KeyKind::IntPair, KeyKind::TextInt];
+
+    /// Every composite key kind, for [`KeyKind::is_composite`].
+    const ALL_COMPOSITE: [KeyKind; 3] = [KeyKind::IntPair, KeyKind::TextInt, KeyKind::DayStore];
 
     /// The text key kinds of the text-key runs (their own sequence, like
     /// [`KeyKind::COMPOSITE`]): the single text keys, and a composite key led by text.
@@ -523,11 +534,15 @@ impl KeyKind {
     /// Keys whose bytes share a long prefix, and uuids (their own runs).
     pub(crate) const SHARED_PREFIX: [KeyKind; 2] = [KeyKind::SharedPrefixText, KeyKind::Uuid];
 
+    /// Date and timestamp keys (their own runs).
+    pub(crate) const CALENDAR: [KeyKind; 2] = [KeyKind::Instant, KeyKind::DayStore];
+
     /// The key columns' names and SQL types `(name, source type, replica type)`.
     pub(crate) fn columns(self) -> Vec<(&'static str, &'static str, &'static str)> {
         match self {
             KeyKind::IntPair => vec![("id", "integer", "bigint"), ("id2", "integer", "integer")],
             KeyKind::TextInt => vec![("id", "text", "character varying"), ("id2", "integer", "bigint")],
+            KeyKind::DayStore => vec![("id", "date", "timestamp without time zone"), ("id2", "integer", "bigint")],
             single => {
                 let (source, replica) = single.types();
                 vec![("id", source, replica)]
@@ -543,7 +558,7 @@ impl KeyKind {
 
     /// Whether the key has several columns.
     pub(crate) fn is_composite(self) -> bool {
-        KeyKind::COMPOSITE.contains(&self)
+        KeyKind::ALL_COMPOSITE.contains(&self)
     }
 
     const ALL: [KeyKind; 4] = [KeyKind::Bigint, KeyKind::IntegerAgainstBigint, KeyKind::Uuid, KeyKind::Text];
@@ -557,6 +572,8 @@ impl KeyKind {
                 ("text", "character varying")
             }
             KeyKind::IntPair => ("integer", "bigint"),
+            KeyKind::Instant => ("timestamp with time zone", "timestamp without time zone"),
+            KeyKind::DayStore => ("date", "timestamp without time zone"),
         }
     }
 
@@ -605,6 +622,29 @@ impl KeyKind {
                 let OracleKey::Text(text) = KeyKind::Text.key(n / 3) else { unreachable!("a text key") };
                 OracleKey::Pair(Box::new(OracleKey::Text(text)), Box::new(OracleKey::Int(n % 3 - 1)))
             }
+            // Microseconds since 2000-01-01 UTC. Whole seconds of 2026 and the same seconds
+            // plus 1 or 2 µs (one position: four microseconds), hours after 2000 and days
+            // before it, and the infinities.
+            KeyKind::Instant => OracleKey::Instant(match n.rem_euclid(5) {
+                _ if n == 1 => i64::MAX,
+                _ if n == 2 => i64::MIN,
+                0 => JULY_2026 + n * 1_000_000,
+                1 => JULY_2026 + (n - 1) * 1_000_000 + 1,
+                2 => -(n * DAY_MICROS) - 7,
+                3 => JULY_2026 + (n - 3) * 1_000_000 + 2,
+                _ => n * 3_600_000_000 + 123_456,
+            }),
+            // Three stores a day; days from before 2000, one a century ahead in seven, and
+            // `infinity`.
+            KeyKind::DayStore => {
+                let day = match n / 3 {
+                    0 => None,
+                    days if days % 7 == 5 => Some(days + 36_500),
+                    days => Some(days - 10),
+                };
+                let midnight = day.map_or(i64::MAX, |day| day * DAY_MICROS);
+                OracleKey::Pair(Box::new(OracleKey::Instant(midnight)), Box::new(OracleKey::Int(n % 3 - 1)))
+            }
         }
     }
 
@@ -612,6 +652,9 @@ impl KeyKind {
         match key {
             OracleKey::Int(value) => value.to_string(),
             OracleKey::Text(text) => format!("'{}'", text.replace('\'', "''")),
+            // The same literal for a date (its midnight), a `timestamp` (the zone ignored) and a
+            // `timestamptz`.
+            OracleKey::Instant(micros) => format!("'{}'", instant_literal(*micros)),
             OracleKey::Pair(first, second) => format!("{}, {}", self.literal(first), self.literal(second)),
         }
     }
@@ -625,6 +668,43 @@ pub(crate) enum OracleKey {
     Text(String),
     /// A composite key `(id, id2)`: ordered by its first part, then its second.
     Pair(Box<OracleKey>, Box<OracleKey>),
+    /// A date or timestamp: microseconds since 2000-01-01 UTC, `i64::MAX` and `i64::MIN`
+    /// for `infinity` and `-infinity`.
+    Instant(i64),
+}
+
+const DAY_MICROS: i64 = 86_400_000_000;
+
+/// 2026-07-01 12:00:00 UTC, in microseconds since 2000-01-01.
+const JULY_2026: i64 = 836_222_400_000_000;
+
+/// The instant `micros` after 2000-01-01 UTC, by chrono: `2026-07-01 12:00:00.000001+00`.
+fn instant_literal(micros: i64) -> String {
+    match micros {
+        i64::MAX => "infinity".to_owned(),
+        i64::MIN => "-infinity".to_owned(),
+        micros => (instant(micros)).format("%Y-%m-%d %H:%M:%S%.6f+00").to_string(),
+    }
+}
+
+fn instant(micros: i64) -> chrono::NaiveDateTime {
+    let epoch = chrono::NaiveDate::from_ymd_opt(2000, 1, 1).unwrap().and_hms_opt(0, 0, 0).unwrap();
+    epoch + chrono::Duration::microseconds(micros)
+}
+
+/// The instant as an audit report names it: ISO 8601 in UTC, the fraction only when not zero.
+pub(crate) fn instant_report(micros: i64) -> String {
+    match micros {
+        i64::MAX => "infinity".to_owned(),
+        i64::MIN => "-infinity".to_owned(),
+        micros => {
+            let at = instant(micros);
+            match micros.rem_euclid(1_000_000) {
+                0 => at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                _ => at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+            }
+        }
+    }
 }
 
 impl OracleKey {
@@ -633,6 +713,7 @@ impl OracleKey {
             OracleKey::Int(value) => json!(value),
             OracleKey::Text(text) => json!(text),
             OracleKey::Pair(first, second) => json!({"id": first.json(), "id2": second.json()}),
+            OracleKey::Instant(micros) => json!(instant_report(*micros)),
         }
     }
 
@@ -853,16 +934,25 @@ impl Case {
                 }
             }
         }
-        if key == KeyKind::IntPair && !replica.is_empty() && random.chance(70) {
-            // One more row moved between key parts: to another second part of its first part
-            // (only the key's second part tells it moved), or with its parts swapped.
+        let moves_within_a_position = matches!(key, KeyKind::IntPair | KeyKind::DayStore | KeyKind::Instant);
+        if moves_within_a_position && !replica.is_empty() && random.chance(70) {
+            // One more row moved where only the key tells it moved: to another second part of
+            // its first part, or with its parts swapped (integer pairs); an instant a
+            // microsecond later or earlier, most often in the same segment position.
             let keys: Vec<OracleKey> = replica.keys().cloned().collect();
             let victim = keys[random.below(keys.len())].clone();
-            if let OracleKey::Pair(first, second) = &victim {
-                let moved = match (random.chance(50), second.as_ref()) {
+            let moved = match &victim {
+                OracleKey::Pair(first, second) => Some(match (random.chance(50), second.as_ref()) {
                     (false, OracleKey::Int(part)) => OracleKey::Pair(first.clone(), Box::new(OracleKey::Int(part + 3))),
-                    _ => OracleKey::Pair(second.clone(), first.clone()),
-                };
+                    _ if key == KeyKind::IntPair => OracleKey::Pair(second.clone(), first.clone()),
+                    _ => OracleKey::Pair(first.clone(), Box::new(OracleKey::Int(-7))),
+                }),
+                OracleKey::Instant(micros) if *micros != i64::MAX && *micros != i64::MIN => {
+                    Some(OracleKey::Instant(if random.chance(70) { micros + 1 } else { micros - 1 }))
+                }
+                _ => None,
+            };
+            if let Some(moved) = moved {
                 let row = replica.remove(&victim).unwrap_or_default();
                 let _ = writeln!(plan, "move {victim:?} to {moved:?}");
                 replica.insert(moved, row);

@@ -36,6 +36,9 @@ const TEXT_CASES: u64 = 30;
 /// Cases of keys sharing a long prefix, and of uuid keys, per run in CI.
 const SHARED_PREFIX_CASES: u64 = 20;
 
+/// Date- and timestamp-keyed cases per run in CI.
+const CALENDAR_CASES: u64 = 24;
+
 /// The oracle's answer as the audit report words it.
 fn report_of(expected: &Expected) -> Json {
     let examples: Vec<Json> = expected
@@ -252,6 +255,31 @@ fn segments_stream_and_the_oracle_agree_on_keys_sharing_a_long_prefix_and_uuids(
     assert!(hashed_cases > 0 || replaying, "no case was hashed");
 }
 
+/// The same harness over date and timestamp keys: a `timestamptz` key against a `timestamp`
+/// replica (instants a microsecond apart share a segment position, ±infinity at the ends,
+/// instants before 2000), and a composite `(date, integer)` key against `(timestamp,
+/// bigint)`, the date loaded as its midnight. Segments must really hash them.
+#[test]
+fn segments_stream_and_the_oracle_agree_on_date_and_timestamp_keys() {
+    let (seed, numbers) = run_plan(CALENDAR_CASES);
+    let replaying = numbers.len() == 1;
+    let pair = Pair::same("SELECT 1");
+    let mut hashed_cases = 0;
+    for index in numbers {
+        let case = crate::cases::text_case(seed, index, &KeyKind::CALENDAR);
+        match check(&pair, &case) {
+            Ok(hashed) => hashed_cases += usize::from(hashed),
+            Err(disagreement) => panic!(
+                "the differential harness found a disagreement over a date or timestamp key: rerun \
+                 segments_stream_and_the_oracle_agree_on_date_and_timestamp_keys with \
+                 DATADIFF_DIFFERENTIAL_SEED={seed:#x} DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
+                case.plan
+            ),
+        }
+    }
+    assert!(hashed_cases > 0 || replaying, "no date or timestamp case was hashed");
+}
+
 /// Cases of the split harness per key shape, per run in CI.
 const SPLIT_CASES: u64 = 6;
 
@@ -333,6 +361,7 @@ fn split_scans_and_the_oracle_agree_on_every_key_shape() {
             ("composite", crate::cases::composite_case(seed, index)),
             ("text", crate::cases::text_case(seed, index, &KeyKind::TEXT)),
             ("shared prefix or uuid", crate::cases::text_case(seed, index, &KeyKind::SHARED_PREFIX)),
+            ("date or timestamp", crate::cases::text_case(seed, index, &KeyKind::CALENDAR)),
         ];
         for (shape, case) in cases {
             match check_split(&pair, &case) {

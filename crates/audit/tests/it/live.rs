@@ -256,3 +256,59 @@ fn a_position_column_proves_parity_once_the_replica_has_applied_the_source_posit
     let proven = report.live.as_ref().unwrap().proven_at.clone().expect("reached");
     assert_eq!(proven.replica_applied, "9000000000000");
 }
+
+/// A live recheck reads the differing keys back by their printed form, cast to each side's
+/// key type: a `(date, integer)` key against `(timestamp, bigint)`, and a `timestamptz` key
+/// against a `timestamp`. A key it failed to find on both sides would agree (absent on both)
+/// and count as in flight: every planted difference must persist, named as the scan named it.
+#[test]
+fn a_live_recheck_reads_date_and_timestamp_keys_back_in_each_sides_type() {
+    let pair = crate::support::Pair::new(
+        "SET TimeZone = 'America/St_Johns'; \
+         CREATE TABLE public.facts (day date, store integer, amount numeric, PRIMARY KEY (day, store)); \
+         INSERT INTO public.facts VALUES ('2026-07-20', 1, 1), ('2026-07-20', 2, 2), ('0044-03-15 BC', 1, 3), \
+         ('infinity', 1, 4); \
+         CREATE TABLE public.events (at timestamptz PRIMARY KEY, note text); \
+         INSERT INTO public.events VALUES ('2026-07-01 12:00:00.000001+00', 'a'), ('-infinity', 'b'), \
+         ('2026-07-01 12:00:00+00', 'c')",
+        "CREATE TABLE public.facts (day timestamp, store bigint, amount numeric, PRIMARY KEY (day, store)); \
+         INSERT INTO public.facts VALUES ('2026-07-20', 1, -1), ('2026-07-20', 2, 2), ('0044-03-15 BC', 1, 30), \
+         ('infinity', 1, 40); \
+         CREATE TABLE public.events (at timestamp PRIMARY KEY, note text); \
+         INSERT INTO public.events VALUES ('2026-07-01 12:00:00.000001', 'A'), ('-infinity', 'B'), \
+         ('2026-07-01 12:00:00', 'c')",
+    );
+    for (table, key, expected) in [
+        (
+            "public.facts",
+            "day,store",
+            json!([
+                {"fields": ["amount"], "key": {"day": "0044-03-15T00:00:00Z BC", "store": 1}, "kind": "CHANGED"},
+                {"fields": ["amount"], "key": {"day": "2026-07-20T00:00:00Z", "store": 1}, "kind": "CHANGED"},
+                {"fields": ["amount"], "key": {"day": "infinity", "store": 1}, "kind": "CHANGED"},
+            ]),
+        ),
+        (
+            "public.events",
+            "at",
+            json!([
+                {"fields": ["note"], "id": "-infinity", "kind": "CHANGED"},
+                {"fields": ["note"], "id": "2026-07-01T12:00:00.000001Z", "kind": "CHANGED"},
+            ]),
+        ),
+    ] {
+        let mut options = pair.options(table);
+        options.cutover_ready = false;
+        options.key = key.to_owned();
+        options.live = Some(Live { settle: Duration::from_secs(1), position: None });
+        let report = serde_json::to_value(audit(&options, &no_env(), &mut |_| {}).unwrap()).unwrap();
+        assert_eq!(report["status"], json!("BLOCK"), "{table}: {report}");
+        assert_eq!(report["examples"], expected, "{table}");
+        let persisting = expected.as_array().unwrap().len();
+        assert_eq!(
+            (&report["live"]["in_flight"], &report["live"]["persisting"]),
+            (&json!(0), &json!(persisting)),
+            "{table}"
+        );
+    }
+}

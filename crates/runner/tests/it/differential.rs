@@ -40,6 +40,7 @@ fn stored_of(expected: &Expected) -> Stored {
         match key {
             OracleKey::Int(value) => value.to_string(),
             OracleKey::Text(text) => text.clone(),
+            OracleKey::Instant(micros) => crate::cases::instant_report(*micros),
             OracleKey::Pair(..) => unreachable!("a composite key is not a part"),
         }
     }

@@ -582,3 +582,120 @@ fn key_columns_make_a_composite_key_named_column_by_column_in_the_evidence() {
         assert!(differences(&context, run_id).is_empty());
     }
 }
+
+/// Runs `definition` under each strategy and checks that `row_diff` FAILs with `expected`
+/// stored (the counts' `changed`, `missing`, `extra` from it).
+fn fails_alike_under_both_strategies(
+    context: &Context,
+    definition: &mut CheckDefinition,
+    expected: &[StoredDifference],
+) {
+    let count = |kind: &str| expected.iter().filter(|(_, stored, _, _)| stored == kind).count().to_string();
+    for strategy in [Strategy::Stream, Strategy::Segments] {
+        definition.extensions.row_diff = Some(RowDiffSettings::default().with_strategy(strategy));
+        let run_id = context.run(definition).run_id.unwrap();
+        let rows = context.result_rows(run_id);
+        let row_diff = result(&rows, "row_diff");
+        assert_eq!(row_diff.status, "FAIL", "{strategy}: {rows:?}");
+        assert_eq!(row_diff.target_value["strategy"], json!(strategy.as_str()), "{strategy}: {rows:?}");
+        let target = counts(&row_diff.target_value);
+        assert_eq!(
+            (&target["missing"], &target["extra"], &target["changed"]),
+            (&json!(count("MISSING_IN_TARGET")), &json!(count("EXTRA_IN_TARGET")), &json!(count("CHANGED"))),
+            "{strategy}: {rows:?}"
+        );
+        assert_eq!(differences(context, run_id), expected, "{strategy}");
+    }
+}
+
+#[test]
+fn timestamptz_keys_are_ordered_as_instants_and_named_in_utc() {
+    // By instant: -infinity, 0044 BC, the last microsecond of 1999, then 05:00:00Z and two
+    // instants one and three microseconds later (the first written at +05), then infinity.
+    let context = drift(
+        "timestamptz",
+        [
+            "'-infinity'",
+            "'2026-07-01 10:00:00+05'",
+            "'2026-07-01 05:00:00.000001+00'",
+            "'infinity'",
+            "'1999-12-31 23:59:59.999999+00'",
+            "'0044-03-15 12:00:00+00 BC'",
+            "'2026-07-01 05:00:00.000003+00'",
+            "'2030-01-01 00:00:00+00'",
+        ],
+    );
+    let mut definition = items_definition(&context);
+    fails_alike_under_both_strategies(
+        &context,
+        &mut definition,
+        &[
+            difference(1, "CHANGED", json!({"k": "0044-03-15T12:00:00Z BC"}), &["amount", "note"]),
+            difference(2, "CHANGED", json!({"k": "1999-12-31T23:59:59.999999Z"}), &["note"]),
+            difference(3, "MISSING_IN_TARGET", json!({"k": "2026-07-01T05:00:00.000001Z"}), &[]),
+            difference(4, "EXTRA_IN_TARGET", json!({"k": "infinity"}), &[]),
+        ],
+    );
+}
+
+/// A daily fact table keyed by `(day, store)`: the source's `(date, integer)`, the
+/// replica's `(timestamp, bigint)` as target-postgres loads them, with `rows` as `(day,
+/// store, amount)`, every row in the context's window.
+fn facts_sql(replica: bool, rows: &[(&str, i32, &str)]) -> String {
+    let (day, store) = if replica { ("timestamp", "bigint") } else { ("date", "integer") };
+    let values: Vec<String> = rows
+        .iter()
+        .map(|(day, store, amount)| format!("('{day}', {store}, '2026-07-22 12:30:00+00', {amount}, NULL)"))
+        .collect();
+    format!(
+        "CREATE TABLE public.items (day {day}, store {store}, updated_at timestamptz, amount numeric(12,2), \
+         note text, PRIMARY KEY (day, store)); INSERT INTO public.items VALUES {};",
+        values.join(", ")
+    )
+}
+
+#[test]
+fn a_fact_table_keyed_by_day_and_store_meets_its_replica_of_midnights() {
+    let same = [("2026-07-20", 1, "1.00"), ("2026-07-20", 2, "2.00"), ("2026-07-21", 1, "3.00")];
+    let context = Context::new(&facts_sql(false, &same), &facts_sql(true, &same));
+    let mut definition = items_definition(&context);
+    definition.source_key_column = "day".into();
+    definition.target_key_column = "day".into();
+    definition.extensions.key_columns = vec!["day".into(), "store".into()];
+    for strategy in [Strategy::Stream, Strategy::Segments] {
+        definition.extensions.row_diff = Some(RowDiffSettings::default().with_strategy(strategy));
+        let run_id = context.run(&definition).run_id.unwrap();
+        let rows = context.result_rows(run_id);
+        assert_eq!(result(&rows, "row_diff").status, "PASS", "{strategy}: {rows:?}");
+        assert_eq!(result(&rows, "row_diff").target_value["strategy"], json!(strategy.as_str()), "{rows:?}");
+        assert!(differences(&context, run_id).is_empty());
+    }
+
+    // The replica lost store 2's delete on the 20th, missed the 21st's store 2 and negated an
+    // amount; a time of day other than midnight is another key.
+    let source = facts_sql(false, &[("2026-07-20", 1, "1.00"), ("2026-07-21", 1, "3.00"), ("2026-07-21", 2, "4.00")]);
+    let replica = facts_sql(
+        true,
+        &[
+            ("2026-07-20", 1, "-1.00"),
+            ("2026-07-20", 2, "2.00"),
+            ("2026-07-21 00:00:01", 2, "4.00"),
+            ("2026-07-21", 1, "3.00"),
+        ],
+    );
+    let context = Context::new(&source, &replica);
+    let mut definition = items_definition(&context);
+    definition.source_key_column = "day".into();
+    definition.target_key_column = "day".into();
+    definition.extensions.key_columns = vec!["day".into(), "store".into()];
+    fails_alike_under_both_strategies(
+        &context,
+        &mut definition,
+        &[
+            difference(1, "CHANGED", json!({"day": "2026-07-20T00:00:00Z", "store": "1"}), &["amount"]),
+            difference(2, "EXTRA_IN_TARGET", json!({"day": "2026-07-20T00:00:00Z", "store": "2"}), &[]),
+            difference(3, "MISSING_IN_TARGET", json!({"day": "2026-07-21T00:00:00Z", "store": "2"}), &[]),
+            difference(4, "EXTRA_IN_TARGET", json!({"day": "2026-07-21T00:00:01Z", "store": "2"}), &[]),
+        ],
+    );
+}
