@@ -209,9 +209,17 @@ pub enum MySqlKey {
     /// A `char(n)` key, ordered bytewise and compared without trailing blanks: the type pads
     /// (PAD SPACE), so its blanks carry nothing.
     PaddedChar,
+    /// A `date` key against a `date`: [`Key::Date`].
+    Date,
+    /// A `date` key against a timestamp: its midnight, [`Key::Timestamp`].
+    DateAsTimestamp,
+    /// A `datetime` or `timestamp` key (the session is UTC): [`Key::Timestamp`].
+    Timestamp,
 }
 
-/// Chooses the key forms: integer against integer, text-like against text-like.
+/// Chooses the key forms: integer against integer, text-like against text-like, and dates and
+/// date-times as the comparison table pairs their values (a date against a timestamp as its
+/// midnight).
 pub fn plan_mysql_key(
     source: &MySqlColumnType,
     target: &ColumnType,
@@ -225,6 +233,12 @@ pub fn plan_mysql_key(
         (MySqlFamily::Char, Family::Text | Family::Char) => Ok((MySqlKey::PaddedChar, KeyDecoder::PaddedChar)),
         (MySqlFamily::Text, Family::Text) => Ok((MySqlKey::Text, KeyDecoder::Text)),
         (MySqlFamily::Text, Family::Char) => Ok((MySqlKey::Text, KeyDecoder::PaddedChar)),
+        (MySqlFamily::Date, Family::Date) => Ok((MySqlKey::Date, KeyDecoder::Date)),
+        (MySqlFamily::Date, Family::Timestamp) => Ok((MySqlKey::DateAsTimestamp, KeyDecoder::Timestamp)),
+        (MySqlFamily::Date, Family::TimestampTz) => Ok((MySqlKey::DateAsTimestamp, KeyDecoder::TimestampTz)),
+        (MySqlFamily::DateTime, Family::Timestamp) => Ok((MySqlKey::Timestamp, KeyDecoder::Timestamp)),
+        (MySqlFamily::DateTime, Family::TimestampTz) => Ok((MySqlKey::Timestamp, KeyDecoder::TimestampTz)),
+        (MySqlFamily::DateTime, Family::Date) => Ok((MySqlKey::Timestamp, KeyDecoder::DateAsTimestamp)),
         _ => Err(Error::KeyType {
             column: source.name.clone(),
             target_role: target_role.to_owned(),
@@ -363,7 +377,8 @@ impl MySqlRowQuery {
         for (name, key) in &keys {
             let quoted = quote(name)?;
             order.push(match key {
-                MySqlKey::Int => quoted.clone(),
+                // Dates and date-times in time order (the session is UTC: a `timestamp` too).
+                MySqlKey::Int | MySqlKey::Date | MySqlKey::DateAsTimestamp | MySqlKey::Timestamp => quoted.clone(),
                 MySqlKey::Text | MySqlKey::PaddedChar => format!("CAST(CONVERT({quoted} USING utf8mb4) AS BINARY)"),
             });
             selected.push(quoted);
@@ -560,6 +575,16 @@ fn mysql_key(key: MySqlKey, value: &mysql::Value) -> Result<Key, DecodeError> {
         (MySqlKey::PaddedChar, mysql::Value::Bytes(bytes)) => std::str::from_utf8(bytes)
             .map(|text| Key::Text(text.trim_end_matches(' ').to_owned()))
             .map_err(|_| DecodeError::NotUtf8),
+        // A zero date is no calendar date: an error naming the key column, as NULL is.
+        (MySqlKey::Date, mysql::Value::Date(year, month, day, ..)) => {
+            Ok(Key::Date(days_since_2000(*year, *month, *day)?))
+        }
+        (MySqlKey::DateAsTimestamp, mysql::Value::Date(year, month, day, ..)) => {
+            Ok(Key::Timestamp(i64::from(days_since_2000(*year, *month, *day)?) * DAY_MICROS))
+        }
+        (MySqlKey::Timestamp, mysql::Value::Date(year, month, day, hour, minute, second, micros)) => {
+            Ok(Key::Timestamp(datetime_micros(*year, *month, *day, *hour, *minute, *second, *micros)?))
+        }
         _ => Err(DecodeError::UnexpectedKeyKind(kind(value))),
     }
 }
@@ -666,12 +691,7 @@ pub(crate) fn encode(encoder: MySqlEncoder, value: &mysql::Value, out: &mut Vec<
             out.extend_from_slice(&micros.to_be_bytes());
         }
         (E::Timestamp, V::Date(year, month, day, hour, minute, second, micros)) => {
-            let days = i64::from(days_since_2000(*year, *month, *day)?);
-            if *hour > 23 || *minute > 59 || *second > 59 || *micros > 999_999 {
-                return Err(DecodeError::OutOfRange("time of day"));
-            }
-            let seconds = (i64::from(*hour) * 60 + i64::from(*minute)) * 60 + i64::from(*second);
-            let micros = days * DAY_MICROS + seconds * 1_000_000 + i64::from(*micros);
+            let micros = datetime_micros(*year, *month, *day, *hour, *minute, *second, *micros)?;
             out.extend_from_slice(&micros.to_be_bytes());
         }
         (E::Time, V::Time(negative, days, hours, minutes, seconds, micros)) => {
@@ -699,6 +719,24 @@ fn time_micros(negative: bool, days: u32, hours: u8, minutes: u8, seconds: u8, m
     let total = ((i64::from(days) * 24 + i64::from(hours)) * 60 + i64::from(minutes)) * 60 + i64::from(seconds);
     let micros = total * 1_000_000 + i64::from(micros);
     if negative { -micros } else { micros }
+}
+
+/// Microseconds from 2000-01-01 00:00 (PostgreSQL's epoch) to a date-time read as UTC.
+fn datetime_micros(
+    year: u16,
+    month: u8,
+    day: u8,
+    hour: u8,
+    minute: u8,
+    second: u8,
+    micros: u32,
+) -> Result<i64, DecodeError> {
+    let days = i64::from(days_since_2000(year, month, day)?);
+    if hour > 23 || minute > 59 || second > 59 || micros > 999_999 {
+        return Err(DecodeError::OutOfRange("time of day"));
+    }
+    let seconds = (i64::from(hour) * 60 + i64::from(minute)) * 60 + i64::from(second);
+    Ok(days * DAY_MICROS + seconds * 1_000_000 + i64::from(micros))
 }
 
 /// Days from 2000-01-01 (PostgreSQL's epoch) to a calendar date.
@@ -942,6 +980,31 @@ mod tests {
         let key =
             plan_mysql_key(&catalog("id", "int", "int(11)", None), &replica("id", "text", Family::Text), "target");
         assert!(key.is_err());
+    }
+
+    #[test]
+    fn date_and_datetime_keys_meet_the_replica_keys_of_the_same_day_or_instant() {
+        let day = catalog("Day", "date", "date", None);
+        let at = catalog("At", "datetime", "datetime(6)", None);
+        let naive = replica("day", "timestamp without time zone", Family::Timestamp);
+        let date = replica("day", "date", Family::Date);
+        assert_eq!(plan_mysql_key(&day, &date, "target").unwrap(), (MySqlKey::Date, KeyDecoder::Date));
+        assert_eq!(plan_mysql_key(&day, &naive, "target").unwrap(), (MySqlKey::DateAsTimestamp, KeyDecoder::Timestamp));
+        assert_eq!(plan_mysql_key(&at, &date, "target").unwrap(), (MySqlKey::Timestamp, KeyDecoder::DateAsTimestamp));
+        assert!(plan_mysql_key(&day, &replica("day", "integer", Family::Integer), "target").is_err());
+        // 2026-07-22 is day 9,699 after 2000-01-01; the replica's binary forms decode to the same keys.
+        let replica_day = KeyDecoder::Date.decode(&9_699i32.to_be_bytes()).unwrap();
+        assert_eq!(mysql_key(MySqlKey::Date, &V::Date(2026, 7, 22, 0, 0, 0, 0)), Ok(replica_day));
+        let midnight = KeyDecoder::Timestamp.decode(&(9_699i64 * 86_400_000_000).to_be_bytes()).unwrap();
+        assert_eq!(mysql_key(MySqlKey::DateAsTimestamp, &V::Date(2026, 7, 22, 0, 0, 0, 0)), Ok(midnight));
+        let instant = 9_699i64 * 86_400_000_000 + 44_100_000_123;
+        let replica_instant = KeyDecoder::TimestampTz.decode(&instant.to_be_bytes()).unwrap();
+        assert_eq!(mysql_key(MySqlKey::Timestamp, &V::Date(2026, 7, 22, 12, 15, 0, 123)), Ok(replica_instant));
+        // A zero date is no key.
+        assert_eq!(mysql_key(MySqlKey::Date, &V::Date(0, 0, 0, 0, 0, 0, 0)), Err(DecodeError::NotACalendarDate));
+        let keys = vec![("Day".to_owned(), MySqlKey::Date), ("Store".to_owned(), MySqlKey::Int)];
+        let query = MySqlRowQuery::for_table_keys("shop", "Facts", keys, "ts", vec![]).unwrap();
+        assert!(query.select_sql().ends_with("ORDER BY `Day`, `Store`"), "{}", query.select_sql());
     }
 
     proptest::proptest! {

@@ -471,3 +471,71 @@ fn a_composite_key_streams_in_tuple_order_and_differences_name_every_key_column(
         ]
     );
 }
+
+#[test]
+fn a_fact_table_keyed_by_date_and_datetime_meets_its_target_postgres_replica() {
+    // `(Day date, Store int)` on MariaDB, `(day timestamp, store bigint)` as target-postgres
+    // loads them; and a `datetime(6)` key against a `timestamp`. Keys in time order: a
+    // microsecond apart, across years.
+    let mut mariadb = String::from(
+        "CREATE TABLE `Facts` (`Day` date NOT NULL, `Store` int NOT NULL, `UpdatedAt` datetime NULL,
+           `Amount` decimal(10,2) NULL, PRIMARY KEY (`Day`, `Store`));
+         CREATE TABLE `Ticks` (`At` datetime(6) NOT NULL PRIMARY KEY, `UpdatedAt` datetime NULL, `Note` varchar(20) NULL);",
+    );
+    let mut replica = String::from(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.facts (day timestamp, store bigint, updatedat timestamp, amount numeric(10,2));
+         CREATE TABLE shop.ticks (at timestamp, updatedat timestamp, note character varying);",
+    );
+    for (day, store, amount) in [("1999-12-31", 2, "1.00"), ("2026-07-21", 1, "2.00"), ("2026-07-21", 2, "3.00")] {
+        let row = format!("'{day}', {store}, '2026-07-22 12:00:00', {amount}");
+        mariadb.push_str(&format!("INSERT INTO `Facts` VALUES ({row});"));
+        replica.push_str(&format!("INSERT INTO shop.facts VALUES ({row});"));
+    }
+    for at in ["2026-07-22 12:00:00", "2026-07-22 12:00:00.000001", "2001-01-01 00:00:00.5"] {
+        let row = format!("'{at}', '2026-07-22 12:00:00', 'n'");
+        mariadb.push_str(&format!("INSERT INTO `Ticks` VALUES ({row});"));
+        replica.push_str(&format!("INSERT INTO shop.ticks VALUES ({row});"));
+    }
+    let facts = |mysql: &MySqlRowDiff| {
+        let mut definition = mysql.definition("Facts", "Day", &["Amount"]);
+        definition.extensions.key_columns = vec!["Day".into(), "Store".into()];
+        definition
+    };
+    let mysql = MySqlRowDiff::new(&mariadb, &replica);
+    for definition in [facts(&mysql), mysql.definition("Ticks", "At", &["Note"])] {
+        let run_id = mysql.context.run(&definition).run_id.unwrap();
+        let rows = mysql.context.result_rows(run_id);
+        assert_eq!(result(&rows, "row_diff").status, "PASS", "equal tables: {rows:?}");
+    }
+
+    // A negated amount, a lost delete at another time of the same day, a missed row; a note
+    // changed, an instant moved by a microsecond.
+    replica.push_str(
+        "UPDATE shop.facts SET amount = -amount WHERE day = '2026-07-21' AND store = 2;
+         INSERT INTO shop.facts VALUES ('2026-07-21 00:00:01', 2, '2026-07-22 12:00:00', 3.00);
+         DELETE FROM shop.facts WHERE day = '1999-12-31';
+         UPDATE shop.ticks SET note = 'N' WHERE at = '2001-01-01 00:00:00.5';
+         UPDATE shop.ticks SET at = '2026-07-22 12:00:00.000002' WHERE at = '2026-07-22 12:00:00.000001';",
+    );
+    let mysql = MySqlRowDiff::new(&mariadb, &replica);
+    let context = &mysql.context;
+    let run_id = context.run(&facts(&mysql)).run_id.unwrap();
+    assert_eq!(
+        differences(context, run_id),
+        vec![
+            difference(1, "MISSING_IN_TARGET", json!({"Day": "1999-12-31T00:00:00Z", "Store": "2"}), &[]),
+            difference(2, "CHANGED", json!({"Day": "2026-07-21T00:00:00Z", "Store": "2"}), &["Amount"]),
+            difference(3, "EXTRA_IN_TARGET", json!({"Day": "2026-07-21T00:00:01Z", "Store": "2"}), &[]),
+        ]
+    );
+    let run_id = context.run(&mysql.definition("Ticks", "At", &["Note"])).run_id.unwrap();
+    assert_eq!(
+        differences(context, run_id),
+        vec![
+            difference(1, "CHANGED", json!({"At": "2001-01-01T00:00:00.500000Z"}), &["Note"]),
+            difference(2, "MISSING_IN_TARGET", json!({"At": "2026-07-22T12:00:00.000001Z"}), &[]),
+            difference(3, "EXTRA_IN_TARGET", json!({"At": "2026-07-22T12:00:00.000002Z"}), &[]),
+        ]
+    );
+}
