@@ -7,7 +7,7 @@
 //! cargo bench --bench e2e -- [--rows 1000000,5000000] [--runs 3] [--link none|100mbit|1gbit]
 //!     [--drift 0,0.03] [--strategies stream,segments,auto] [--reladiff-threads 1,4]
 //!     [--no-reladiff] [--only NAME] [--skip NAME,NAME] [--baseline PATH]
-//!     [--key-types int,uuid,text] [--no-warm-up]
+//!     [--key-types int,uuid,text,timestamp] [--no-warm-up]
 //! ```
 //!
 //! Without `--rows` it runs one small size (100,000 rows, one run) so that a plain
@@ -73,7 +73,9 @@
 //! * `--key-types int,uuid,text` — besides the integer-keyed tables (`int`, always built and
 //!   run), copies keyed by a uuid (`public.events_uuid`, `id uuid`: `md5('event-' || g)::uuid`)
 //!   and by text (`public.events_text`, `id text`: `'customer-' || lpad(g, 12, '0')`, keys
-//!   sharing a long prefix, in the database's default collation, `C` here) — the same rows and
+//!   sharing a long prefix, in the database's default collation, `C` here), and with
+//!   `timestamp` by an instant (`public.events_timestamp`, `id timestamptz`: one second after
+//!   another from 2020-01-01 UTC) — the same rows and
 //!   the same drift plants, keyed by a function of the integer key (replica tables
 //!   `events_uuid`, `events_same_uuid`, …). Only the `datadiff audit` contenders run on them,
 //!   named `… (uuid key)` and `… (text key)`; their notes give the per-round ratios of time and
@@ -326,7 +328,12 @@ impl Options {
                             "uuid" => KeyType::Uuid,
                             "uuid-runs" => KeyType::UuidRuns,
                             "text" => KeyType::Text,
-                            other => return Err(format!("--key-types {other}: int, uuid, uuid-runs or text").into()),
+                            "timestamp" => KeyType::Timestamp,
+                            other => {
+                                return Err(
+                                    format!("--key-types {other}: int, uuid, uuid-runs, text or timestamp").into()
+                                );
+                            }
                         };
                         if !types.contains(&parsed) {
                             types.push(parsed);
@@ -427,6 +434,8 @@ enum KeyType {
     UuidRuns,
     /// `id text`: `'customer-' || lpad(g, 12, '0')`.
     Text,
+    /// `id timestamptz`: one second after another from 2020-01-01 UTC.
+    Timestamp,
 }
 
 impl KeyType {
@@ -437,6 +446,7 @@ impl KeyType {
             KeyType::Uuid => "_uuid",
             KeyType::UuidRuns => "_uuid_runs",
             KeyType::Text => "_text",
+            KeyType::Timestamp => "_timestamp",
         }
     }
 
@@ -447,6 +457,7 @@ impl KeyType {
             KeyType::Uuid => " (uuid key)",
             KeyType::UuidRuns => " (uuid key, drift in runs)",
             KeyType::Text => " (text key)",
+            KeyType::Timestamp => " (timestamptz key)",
         }
     }
 
@@ -460,6 +471,7 @@ impl KeyType {
                 "(left(md5('event-' || (g / 10)), 8) || to_hex(g % 10) || right(md5('event-' || g), 23))::uuid",
             ),
             KeyType::Text => ("text", "'customer-' || lpad(g::text, 12, '0')"),
+            KeyType::Timestamp => ("timestamptz", "timestamptz '2020-01-01 00:00:00+00' + g * interval '1 second'"),
         }
     }
 
@@ -1438,7 +1450,7 @@ fn parent(options: &Options, meter: Option<&Meter>) -> Result<(), Failure> {
             } else {
                 format!("per round / floor: {:.2}×", median(&mut ratios))
             };
-            let integer_keyed = [KeyType::Uuid, KeyType::UuidRuns, KeyType::Text]
+            let integer_keyed = [KeyType::Uuid, KeyType::UuidRuns, KeyType::Text, KeyType::Timestamp]
                 .into_iter()
                 .find_map(|key_type| name.strip_suffix(key_type.label()))
                 .and_then(|base| results.runs.get(&(*tables, base.to_owned())));

@@ -104,7 +104,8 @@
 //! since 2000-01-01; a timestamp's microseconds since then (a `timestamptz` in UTC whatever
 //! the session's zone, a `timestamp` as UTC), shifted right by two bits so that the whole
 //! range, ±infinity included, spans less than 2^63 positions; a date compared with a
-//! timestamp as its midnight (`date::timestamp`). The row hash reads the exact value, so keys
+//! timestamp as its midnight (`date::timestamp`). The row hash reads the exact value (the binary
+//! form itself), so keys
 //! sharing a position still hash apart. Like a text key's, the position is an expression: its
 //! first level is cut at quantiles, and its segments are selected by the expression (no index).
 //!
@@ -232,18 +233,27 @@ impl CalendarKey {
         }
     }
 
-    /// The SQL of the key's exact value: its binary form (`date_send`, `timestamp_send`,
-    /// `timestamptz_send`: big-endian days or microseconds since 2000-01-01) as a signed
-    /// integer, the field the row hash reads.
+    /// The SQL of the key's exact value as a signed integer: its binary form read as one.
     fn value_sql(self, key: &str) -> String {
-        let (send, bits) = match self {
-            CalendarKey::Date => (format!("pg_catalog.date_send({key})"), 32),
-            CalendarKey::DateAsTimestamp => (format!("pg_catalog.timestamp_send({key}::timestamp)"), 64),
-            CalendarKey::Timestamp => (format!("pg_catalog.timestamp_send({key})"), 64),
-            CalendarKey::TimestampTz => (format!("pg_catalog.timestamptz_send({key})"), 64),
+        let (bits, signed) = match self {
+            CalendarKey::Date => (32, "::integer"),
+            _ => (64, ""),
         };
-        let signed = if bits == 32 { "::integer" } else { "" };
-        format!("('x' || pg_catalog.encode({send}, 'hex'))::bit({bits}){signed}::bigint")
+        format!("('x' || pg_catalog.encode({}, 'hex'))::bit({bits}){signed}::bigint", self.send_sql(key))
+    }
+
+    /// The SQL of the key's binary form (`date_send`, `timestamp_send`, `timestamptz_send`:
+    /// big-endian days or microseconds since 2000-01-01, UTC), the field the row hash reads:
+    /// the same bytes for a `timestamp`, a `timestamptz` and a date's midnight of one instant,
+    /// hashed whole (the types' own hashes fold the microseconds; read as an integer, it cost
+    /// twice as much per row).
+    fn send_sql(self, key: &str) -> String {
+        match self {
+            CalendarKey::Date => format!("pg_catalog.date_send({key})"),
+            CalendarKey::DateAsTimestamp => format!("pg_catalog.timestamp_send({key}::timestamp)"),
+            CalendarKey::Timestamp => format!("pg_catalog.timestamp_send({key})"),
+            CalendarKey::TimestampTz => format!("pg_catalog.timestamptz_send({key})"),
+        }
     }
 }
 
@@ -271,8 +281,8 @@ impl Position {
             Position::Uuid => key.to_owned(),
             Position::Text => format!("({key}::text COLLATE \"C\")"),
             Position::PaddedText => format!("(pg_catalog.rtrim({key}::text, ' ') COLLATE \"C\")"),
-            // The position is the value itself, exactly (a timestamp's own hash folds it).
-            Position::Calendar(calendar) => integer_fields(&calendar.value_sql(key)),
+            // The exact value (a timestamp's own hash folds it), as its binary form.
+            Position::Calendar(calendar) => calendar.send_sql(key),
         }
     }
 
