@@ -104,10 +104,13 @@
 //! since 2000-01-01; a timestamp's microseconds since then (a `timestamptz` in UTC whatever
 //! the session's zone, a `timestamp` as UTC), shifted right by two bits so that the whole
 //! range, ±infinity included, spans less than 2^63 positions; a date compared with a
-//! timestamp as its midnight (`date::timestamp`). The row hash reads the exact value (the binary
-//! form itself), so keys
-//! sharing a position still hash apart. Like a text key's, the position is an expression: its
-//! first level is cut at quantiles, and its segments are selected by the expression (no index).
+//! timestamp as its midnight (`date::timestamp`). The row hash reads the binary form itself,
+//! so keys sharing a position still hash apart. Its first level is cut at quantiles, as a text
+//! key's is. A segment compares the key itself with the lowest and highest key of its
+//! positions ([`Position::bounds`], and [`Position::bounds_sql`] where the server derives them
+//! from bound positions with integer day and microsecond arithmetic, clamped to the type's
+//! finite range and the infinities), so the key's index finds a segment's rows, as an
+//! integer key's; a date compared with a timestamp is selected by its position expression.
 //!
 //! A text key's first level is cut at quantiles of its positions, read from a row sample of
 //! the source ([`SegmentQuery::split_points`]), not into children of equal width: digits use
@@ -144,6 +147,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use datadiff_diff_core::{
+    merge::Key,
     plan::quoted_ident,
     segment::{ChildDigest, Digest, Link, Overview, Search, SearchSettings, Segment, Split, Step},
     sketch::{Sketch, SketchCell, SketchShape},
@@ -221,6 +225,27 @@ pub enum CalendarKey {
     TimestampTz,
 }
 
+/// PostgreSQL's finite `date` range in days since 2000-01-01: 4714-11-24 BC to 5874897-12-31.
+const MIN_DATE: i32 = -2_451_545;
+const MAX_DATE: i32 = 2_145_031_948;
+
+/// PostgreSQL's finite `timestamp` range in microseconds since 2000-01-01: 4714-11-24 BC
+/// 00:00 to 294276-12-31 23:59:59.999999.
+const MIN_TIMESTAMP: i64 = -211_813_488_000_000_000;
+const MAX_TIMESTAMP: i64 = 9_223_371_331_199_999_999;
+
+const DAY_MICROS: i64 = 86_400_000_000;
+
+/// The day `days` after 2000-01-01 (a `bigint` expression within the finite range) as a date.
+fn date_of(days: &str) -> String {
+    format!("(DATE '2000-01-01' + ({days})::integer)")
+}
+
+/// `text` as a literal of the type `ty`.
+fn literal(text: &str, ty: &str) -> String {
+    format!("'{text}'::{ty}")
+}
+
 impl CalendarKey {
     /// The SQL of the position of `key`: a date's value; a timestamp's value shifted right by
     /// two bits (four microseconds a position), so that the whole range, ±infinity included,
@@ -240,6 +265,122 @@ impl CalendarKey {
             _ => (64, ""),
         };
         format!("('x' || pg_catalog.encode({}, 'hex'))::bit({bits}){signed}::bigint", self.send_sql(key))
+    }
+
+    /// Whether segments compare the key itself with their bounds (a `date`, `timestamp` or
+    /// `timestamptz` column: its index serves them), rather than the position expression (a
+    /// date compared with a timestamp, positioned by its midnight).
+    fn ranges_by_key(self) -> bool {
+        !matches!(self, CalendarKey::DateAsTimestamp)
+    }
+
+    /// The key column's type, for literals and arrays of bounds.
+    fn type_name(self) -> &'static str {
+        match self {
+            CalendarKey::Date | CalendarKey::DateAsTimestamp => "date",
+            CalendarKey::Timestamp => "timestamp",
+            CalendarKey::TimestampTz => "timestamptz",
+        }
+    }
+
+    /// The lowest key whose position is at least `position` (as PostgreSQL reads it back,
+    /// see [`Key`]'s `Display`): the first day or microsecond of the position, clamped to the
+    /// type's finite range, or an infinity where only that key lies beyond.
+    fn lowest_text(self, position: i64) -> String {
+        let key = match self {
+            CalendarKey::Date | CalendarKey::DateAsTimestamp => match i128::from(position) {
+                day if day <= i128::from(i32::MIN) => Key::Date(i32::MIN),
+                day if day > i128::from(MAX_DATE) => Key::Date(i32::MAX),
+                day => Key::Date(day.max(i128::from(MIN_DATE)) as i32),
+            },
+            CalendarKey::Timestamp | CalendarKey::TimestampTz => match i128::from(position) * 4 {
+                _ if position <= i64::MIN >> 2 => Key::Timestamp(i64::MIN),
+                micros if micros > i128::from(MAX_TIMESTAMP) => Key::Timestamp(i64::MAX),
+                micros => Key::Timestamp(micros.max(i128::from(MIN_TIMESTAMP)) as i64),
+            },
+        };
+        key.to_string()
+    }
+
+    /// The highest key whose position is at most `position` (see
+    /// [`CalendarKey::lowest_text`]): the last day or microsecond of the position.
+    fn highest_text(self, position: i64) -> String {
+        let key = match self {
+            CalendarKey::Date | CalendarKey::DateAsTimestamp => match i128::from(position) {
+                day if day >= i128::from(i32::MAX) => Key::Date(i32::MAX),
+                day if day < i128::from(MIN_DATE) => Key::Date(i32::MIN),
+                day => Key::Date(day.min(i128::from(MAX_DATE)) as i32),
+            },
+            CalendarKey::Timestamp | CalendarKey::TimestampTz => match i128::from(position) * 4 + 3 {
+                _ if position >= i64::MAX >> 2 => Key::Timestamp(i64::MAX),
+                micros if micros < i128::from(MIN_TIMESTAMP) => Key::Timestamp(i64::MIN),
+                micros => Key::Timestamp(micros.min(i128::from(MAX_TIMESTAMP)) as i64),
+            },
+        };
+        key.to_string()
+    }
+
+    /// [`CalendarKey::lowest_text`] in SQL, of the `bigint` expression `position`, as a value
+    /// of the key's type (exact: integer day and microsecond arithmetic, no float rounding).
+    fn lowest_sql(self, position: &str) -> String {
+        let position = &format!("({position})");
+        let ty = self.type_name();
+        match self {
+            CalendarKey::Date | CalendarKey::DateAsTimestamp => format!(
+                "(CASE WHEN {position} <= {int_min} THEN '-infinity'::date WHEN {position} > {MAX_DATE} \
+                 THEN 'infinity'::date WHEN {position} < {MIN_DATE} THEN {min} ELSE {day} END)",
+                int_min = i32::MIN,
+                min = literal(&self.lowest_text(MIN_DATE.into()), ty),
+                day = date_of(position),
+            ),
+            CalendarKey::Timestamp | CalendarKey::TimestampTz => format!(
+                "(CASE WHEN {position} <= {first} THEN '-infinity'::{ty} WHEN {position} > {last} \
+                 THEN 'infinity'::{ty} WHEN {position} < {lowest} THEN {min} ELSE {instant} END)",
+                first = i64::MIN >> 2,
+                last = MAX_TIMESTAMP / 4,
+                lowest = MIN_TIMESTAMP / 4,
+                min = literal(&self.lowest_text(MIN_TIMESTAMP / 4), ty),
+                instant = self.instant_of(&format!("{position} * 4")),
+            ),
+        }
+    }
+
+    /// [`CalendarKey::highest_text`] in SQL (see [`CalendarKey::lowest_sql`]).
+    fn highest_sql(self, position: &str) -> String {
+        let position = &format!("({position})");
+        let ty = self.type_name();
+        match self {
+            CalendarKey::Date | CalendarKey::DateAsTimestamp => format!(
+                "(CASE WHEN {position} >= {int_max} THEN 'infinity'::date WHEN {position} < {MIN_DATE} \
+                 THEN '-infinity'::date WHEN {position} > {MAX_DATE} THEN {max} ELSE {day} END)",
+                int_max = i32::MAX,
+                max = literal(&self.highest_text(MAX_DATE.into()), ty),
+                day = date_of(position),
+            ),
+            CalendarKey::Timestamp | CalendarKey::TimestampTz => format!(
+                "(CASE WHEN {position} >= {last} THEN 'infinity'::{ty} WHEN {position} < {lowest} \
+                 THEN '-infinity'::{ty} WHEN {position} > {highest} THEN {max} ELSE {instant} END)",
+                last = i64::MAX >> 2,
+                lowest = MIN_TIMESTAMP / 4,
+                highest = MAX_TIMESTAMP / 4,
+                max = literal(&self.highest_text(MAX_TIMESTAMP / 4), ty),
+                instant = self.instant_of(&format!("{position} * 4 + 3")),
+            ),
+        }
+    }
+
+    /// The instant `micros` microseconds after 2000-01-01 UTC (a `bigint` expression within
+    /// the type's finite range) as a value of the key's type: whole days, then microseconds,
+    /// each a product exact in a float (under 2^53), so the sum is exact.
+    fn instant_of(self, micros: &str) -> String {
+        let naive = format!(
+            "(TIMESTAMP '2000-01-01 00:00:00' + (({micros}) / {DAY_MICROS}) * INTERVAL '1 day' + \
+             (({micros}) % {DAY_MICROS}) * INTERVAL '1 microsecond')"
+        );
+        match self {
+            CalendarKey::TimestampTz => format!("({naive} AT TIME ZONE 'UTC')"),
+            _ => naive,
+        }
     }
 
     /// The SQL of the key's binary form (`date_send`, `timestamp_send`, `timestamptz_send`:
@@ -326,16 +467,21 @@ impl Position {
     fn ranged(self, key: &str, skip: usize) -> String {
         match self {
             Position::Integer | Position::Uuid => key.to_owned(),
+            Position::Calendar(calendar) if calendar.ranges_by_key() => key.to_owned(),
             Position::Text | Position::PaddedText | Position::Calendar(_) => self.sql_after(key, skip),
         }
     }
 
     /// The lowest key of the position `first` and the highest of the position `last` (SQL
-    /// `bigint` expressions), as SQL expressions of [`Position::ranged`]'s type: a level binds
-    /// its splits as positions (eight bytes each, in binary) and the server derives the keys,
+    /// `bigint` expressions), as SQL expressions of what segments compare: the key itself for
+    /// an integer, a uuid, a date or a timestamp key, else the position. A level binds its
+    /// splits as positions (eight bytes each, in binary) and the server derives the keys,
     /// where a uuid's bounds as text took 36 characters each.
-    fn bounds_sql(self, first: &str, last: &str) -> (String, String) {
+    pub fn bounds_sql(self, first: &str, last: &str) -> (String, String) {
         match self {
+            Position::Calendar(calendar) if calendar.ranges_by_key() => {
+                (calendar.lowest_sql(first), calendar.highest_sql(last))
+            }
             Position::Integer | Position::Text | Position::PaddedText | Position::Calendar(_) => {
                 (first.to_owned(), last.to_owned())
             }
@@ -352,10 +498,14 @@ impl Position {
         }
     }
 
-    /// The lowest and highest key of the positions `first..=last`, as SQL literals (of
-    /// [`Position::ranged`]).
-    fn bounds(self, segment: Segment) -> (String, String) {
+    /// The lowest and highest key of the positions `first..=last`, as SQL literals of what
+    /// segments compare (see [`Position::bounds_sql`]).
+    pub fn bounds(self, segment: Segment) -> (String, String) {
         match self {
+            Position::Calendar(calendar) if calendar.ranges_by_key() => {
+                let ty = calendar.type_name();
+                (literal(&calendar.lowest_text(segment.first), ty), literal(&calendar.highest_text(segment.last), ty))
+            }
             Position::Integer | Position::Text | Position::PaddedText | Position::Calendar(_) => {
                 (segment.first.to_string(), segment.last.to_string())
             }
@@ -915,7 +1065,7 @@ impl SegmentQuery {
     pub fn split_points(&self, client: &mut Client, span: Segment, count: u64) -> Result<Vec<i64>, Error> {
         let rows = {
             let frame = self.frame();
-            if !frame.samplable || !self.computed_position() || count < 2 || frame.rows == 0 {
+            if !frame.samplable || !self.quantile_splits() || count < 2 || frame.rows == 0 {
                 return Ok(Vec::new());
             }
             frame.rows
@@ -1182,7 +1332,8 @@ impl SegmentQuery {
                 && match self.position {
                     Position::Integer | Position::Uuid => true,
                     Position::Text => frame.range.is_some(),
-                    Position::PaddedText | Position::Calendar(_) => false,
+                    Position::Calendar(calendar) => calendar.ranges_by_key(),
+                    Position::PaddedText => false,
                 };
         }
         let row = client
@@ -1238,7 +1389,7 @@ impl SegmentQuery {
         let (lowest, highest) =
             self.position.bounds_sql("($1::bigint[])[1]", "($3::bigint[])[pg_catalog.cardinality($3::bigint[])]");
         let (lows, highs) = match self.position {
-            Position::Uuid => {
+            Position::Uuid | Position::Calendar(_) if !self.computed_position() => {
                 let (low, high) = self.position.bounds_sql("position", "position");
                 (
                     format!(
@@ -1353,10 +1504,21 @@ impl SegmentQuery {
             .map(|ranges| ranges.into_iter().unzip())
     }
 
-    /// Whether the key's position is an expression (text, dates and timestamps), computed
-    /// once per row in a subquery of its own ([`SegmentQuery::positioned_rows`]), and whose
-    /// values may fill few of a span's equal-width children ([`SegmentQuery::split_points`]).
+    /// Whether segments compare the key's position, an expression (text, a date against a
+    /// timestamp), computed once per row in a subquery of its own
+    /// ([`SegmentQuery::positioned_rows`]), rather than the key itself.
     fn computed_position(&self) -> bool {
+        match self.position {
+            Position::Text | Position::PaddedText => true,
+            Position::Calendar(calendar) => !calendar.ranges_by_key(),
+            Position::Integer | Position::Uuid => false,
+        }
+    }
+
+    /// Whether the key's values may fill few of a span's equal-width children (text, dates
+    /// and timestamps), so that the first level is cut at quantiles
+    /// ([`SegmentQuery::split_points`]).
+    fn quantile_splits(&self) -> bool {
         matches!(self.position, Position::Text | Position::PaddedText | Position::Calendar(_))
     }
 
@@ -1542,8 +1704,13 @@ impl SegmentQuery {
         if computed && let Some(filter) = self.text_leaves_through_index(leaves) {
             return filter;
         }
-        if self.position == Position::Uuid && self.frame().key_indexed {
-            return self.uuid_leaves_through_index(leaves);
+        let by_key = match self.position {
+            Position::Uuid => true,
+            Position::Calendar(calendar) => calendar.ranges_by_key(),
+            _ => false,
+        };
+        if by_key && self.frame().key_indexed {
+            return self.keyed_leaves_through_index(leaves);
         }
         if leaves.len() <= OR_LEAVES {
             return self.leaves_or(leaves);
@@ -1568,12 +1735,12 @@ impl SegmentQuery {
         }
     }
 
-    /// A uuid key with a unique index: the keys in the leaves, found through the index (one
-    /// range scan per leaf) and then fetched by key. The leaves are written as their first
-    /// positions and their widths in positions (a one-position leaf: `0`), and the server
-    /// derives each leaf's lowest and highest uuid ([`Position::bounds_sql`]): about 20
-    /// bytes a leaf, where its two uuids as text take 80.
-    fn uuid_leaves_through_index(&self, leaves: &[Segment]) -> String {
+    /// A uuid, date or timestamp key with a unique index: the keys in the leaves, found
+    /// through the index (one range scan per leaf) and then fetched by key. The leaves are
+    /// written as their first positions and their widths in positions (a one-position leaf:
+    /// `0`), and the server derives each leaf's lowest and highest key
+    /// ([`Position::bounds_sql`]): about 20 bytes a leaf, where its two uuids as text take 80.
+    fn keyed_leaves_through_index(&self, leaves: &[Segment]) -> String {
         let key = self.ranged_sql();
         let firsts: Vec<String> = leaves.iter().map(|leaf| leaf.first.to_string()).collect();
         let widths: Vec<String> =
@@ -1654,13 +1821,23 @@ impl SegmentQuery {
     /// position `width_bucket` finds at or below it (one binary search a row).
     fn bucketed_leaves(&self, leaves: &[Segment]) -> String {
         let (array, ranged) = match self.position {
-            Position::Text | Position::PaddedText | Position::Calendar(_) => ("bigint[]", self.position_sql()),
-            Position::Integer => ("bigint[]", self.ranged_sql()),
-            Position::Uuid => ("uuid[]", self.ranged_sql()),
+            Position::Calendar(calendar) if calendar.ranges_by_key() => {
+                (format!("{}[]", calendar.type_name()), self.ranged_sql())
+            }
+            Position::Text | Position::PaddedText | Position::Calendar(_) => {
+                ("bigint[]".to_owned(), self.position_sql())
+            }
+            Position::Integer => ("bigint[]".to_owned(), self.ranged_sql()),
+            Position::Uuid => ("uuid[]".to_owned(), self.ranged_sql()),
         };
         let position = self.position;
         let bound = move |leaf: &Segment| match position {
             Position::Uuid => (uuid_text(leaf.first, '0'), uuid_text(leaf.last, 'f')),
+            // Quoted: a key such as `0044-03-15 BC` holds a blank.
+            Position::Calendar(calendar) if calendar.ranges_by_key() => (
+                format!("\"{}\"", calendar.lowest_text(leaf.first)),
+                format!("\"{}\"", calendar.highest_text(leaf.last)),
+            ),
             _ => (leaf.first.to_string(), leaf.last.to_string()),
         };
         let (firsts, lasts): (Vec<String>, Vec<String>) = leaves.iter().map(bound).unzip();

@@ -697,3 +697,94 @@ fn date_and_timestamp_positions_are_their_binary_values_in_key_order() {
     assert_eq!(instants, [836_222_400_000_000 >> 2, 836_222_400_000_004 >> 2]);
     assert_eq!(836_222_400_000_001i64 >> 2, 836_222_400_000_000 >> 2);
 }
+
+/// Segment bounds of date and timestamp keys, which their index serves: for positions across
+/// the whole range (the infinities, the finite ends, the gaps beyond them, around 2000 and
+/// 2026), the bounds written in Rust and those the server derives from the positions are the
+/// same keys; the lowest key is the first of the position (a key one day or microsecond
+/// lower has a lower position), the highest the last.
+#[test]
+fn date_and_timestamp_segment_bounds_are_the_first_and_last_keys_of_their_positions() {
+    use datadiff_access::segment::CalendarKey;
+    use datadiff_diff_core::segment::Segment;
+
+    let database = shared_cluster().fresh_database().unwrap();
+    let mut client = database.client().unwrap();
+    client.batch_execute("SET TimeZone = 'Pacific/Chatham'").unwrap();
+    let finite_days = [-2_451_545i64, 2_145_031_948];
+    let finite_micros = [-211_813_488_000_000_000i64, 9_223_371_331_199_999_999];
+    let days: Vec<i64> = [i32::MIN as i64, i32::MAX as i64, -2_451_546, 2_145_031_949, -1, 0, 1, 9_678, -746_117]
+        .into_iter()
+        .chain(finite_days)
+        .collect();
+    let instants: Vec<i64> = [
+        i64::MIN >> 2,
+        i64::MAX >> 2,
+        (i64::MIN >> 2) + 1,
+        (i64::MAX >> 2) - 1,
+        finite_micros[0] / 4 - 1,
+        finite_micros[0] / 4,
+        finite_micros[1] / 4,
+        finite_micros[1] / 4 + 1,
+        -1,
+        0,
+        1,
+        836_222_400_000_000 / 4,
+        836_222_400_000_001,
+        -186_531_840_000_000,
+    ]
+    .into_iter()
+    .collect();
+    for (calendar, positions) in
+        [(CalendarKey::Date, &days), (CalendarKey::Timestamp, &instants), (CalendarKey::TimestampTz, &instants)]
+    {
+        let position = Position::Calendar(calendar);
+        for &at in positions {
+            let (low, high) = position.bounds(Segment { first: at, last: at });
+            // Positions as expressions of several terms, as the leaves write them.
+            let (low_sql, high_sql) = position.bounds_sql("$1::bigint + 0", "0 + $1::bigint");
+            let of = |key: &str| position.sql(&format!("({key})"));
+            let step = if calendar == CalendarKey::Date { "1" } else { "INTERVAL '1 microsecond'" };
+            // The first and last finite keys: those of the positions next to the infinities'.
+            let (first, last) = match calendar {
+                CalendarKey::Date => (i64::from(i32::MIN) + 1, i64::from(i32::MAX) - 1),
+                _ => ((i64::MIN >> 2) + 1, (i64::MAX >> 2) - 1),
+            };
+            let (min, max) = position.bounds(Segment { first, last });
+            let row = client
+                .query_one(
+                    format!(
+                        "SELECT {low} = {low_sql}, {high} = {high_sql}, {low}::text, {high}::text, \
+                         {low_check}, {high_check}, \
+                         {low_position}, {high_position}",
+                        low_position = of(&low),
+                        high_position = of(&high),
+                        // Only of a finite key inside the range (SQL would fold the key
+                        // beyond the range, and fail, whatever guarded it).
+                        low_check = match low.starts_with("'infinity'") || low.starts_with("'-infinity'") {
+                            true => "true".to_owned(),
+                            false if low == min => format!("{} >= $1", of(&low)),
+                            false => format!("{} >= $1 AND {} < $1", of(&low), of(&format!("{low} - {step}"))),
+                        },
+                        high_check = match high.starts_with("'infinity'") || high.starts_with("'-infinity'") {
+                            true => "true".to_owned(),
+                            false if high == max => format!("{} <= $1", of(&high)),
+                            false => format!("{} <= $1 AND {} > $1", of(&high), of(&format!("{high} + {step}"))),
+                        },
+                    )
+                    .as_str(),
+                    &[&at],
+                )
+                .unwrap();
+            let context = format!("{calendar:?} position {at}: {low} .. {high}");
+            assert!(row.get::<_, bool>(0), "{context}: the lowest key in Rust and in SQL");
+            assert!(row.get::<_, bool>(1), "{context}: the highest key in Rust and in SQL");
+            assert!(row.get::<_, bool>(4), "{context}: the lowest key is the position's first");
+            assert!(row.get::<_, bool>(5), "{context}: the highest key is the position's last");
+            // A position past the last finite key holds no finite key: its lowest is infinity.
+            if calendar == CalendarKey::Date && at > finite_days[1] && at < i64::from(i32::MAX) {
+                assert_eq!(row.get::<_, String>(2), "infinity", "{context}");
+            }
+        }
+    }
+}

@@ -510,6 +510,9 @@ pub(crate) enum KeyKind {
     /// writes it): instants a microsecond apart (one segment position), before and after
     /// 2000-01-01, and ±infinity.
     Instant,
+    /// A `date` key against a `date`: days from before 1 AD to 5874897 AD (the type's last),
+    /// neighbours, and ±infinity.
+    Day,
     /// A composite key `(id date, id2 integer)` against a `(timestamp, bigint)` replica: a
     /// fact table keyed by day and store, the date loaded as its midnight; days before
     /// 2000, a century ahead and `infinity`.
@@ -535,7 +538,7 @@ impl KeyKind {
     pub(crate) const SHARED_PREFIX: [KeyKind; 2] = [KeyKind::SharedPrefixText, KeyKind::Uuid];
 
     /// Date and timestamp keys (their own runs).
-    pub(crate) const CALENDAR: [KeyKind; 2] = [KeyKind::Instant, KeyKind::DayStore];
+    pub(crate) const CALENDAR: [KeyKind; 3] = [KeyKind::Instant, KeyKind::Day, KeyKind::DayStore];
 
     /// The key columns' names and SQL types `(name, source type, replica type)`.
     pub(crate) fn columns(self) -> Vec<(&'static str, &'static str, &'static str)> {
@@ -573,6 +576,7 @@ impl KeyKind {
             }
             KeyKind::IntPair => ("integer", "bigint"),
             KeyKind::Instant => ("timestamp with time zone", "timestamp without time zone"),
+            KeyKind::Day => ("date", "date"),
             KeyKind::DayStore => ("date", "timestamp without time zone"),
         }
     }
@@ -634,6 +638,17 @@ impl KeyKind {
                 3 => JULY_2026 + (n - 3) * 1_000_000 + 2,
                 _ => n * 3_600_000_000 + 123_456,
             }),
+            // Days since 2000-01-01: neighbours around 2026, days before 2000 and before 1 AD,
+            // the type's last day and some near it, and the infinities.
+            KeyKind::Day => OracleKey::Day(match n.rem_euclid(4) {
+                _ if n == 1 => i64::from(i32::MAX),
+                _ if n == 2 => i64::from(i32::MIN),
+                _ if n == 3 => 2_145_031_948,
+                0 => 9_678 + n,
+                1 => -(n * 997),
+                2 => -746_117 - n,
+                _ => 2_145_031_948 - n * 1_000,
+            }),
             // Three stores a day; days from before 2000, one a century ahead in seven, and
             // `infinity`.
             KeyKind::DayStore => {
@@ -655,6 +670,7 @@ impl KeyKind {
             // The same literal for a date (its midnight), a `timestamp` (the zone ignored) and a
             // `timestamptz`.
             OracleKey::Instant(micros) => format!("'{}'", instant_literal(*micros)),
+            OracleKey::Day(days) => format!("'{}'", day_report(*days)),
             OracleKey::Pair(first, second) => format!("{}, {}", self.literal(first), self.literal(second)),
         }
     }
@@ -671,6 +687,27 @@ pub(crate) enum OracleKey {
     /// A date or timestamp: microseconds since 2000-01-01 UTC, `i64::MAX` and `i64::MIN`
     /// for `infinity` and `-infinity`.
     Instant(i64),
+    /// A date: days since 2000-01-01, `i32::MAX` and `i32::MIN` for the infinities.
+    Day(i64),
+}
+
+/// A day as PostgreSQL reads and an audit report writes it: `2026-07-01`, `0044-03-15 BC`,
+/// `infinity` (by chrono).
+pub(crate) fn day_report(days: i64) -> String {
+    match days {
+        days if days == i64::from(i32::MAX) => "infinity".to_owned(),
+        days if days == i64::from(i32::MIN) => "-infinity".to_owned(),
+        days => {
+            // Past chrono's last year, whole 400-year cycles (146,097 days each) back.
+            let cycles = if days > 50_000_000 { (days - 1_000_000) / 146_097 } else { 0 };
+            let day =
+                chrono::NaiveDate::from_ymd_opt(2000, 1, 1).unwrap() + chrono::Duration::days(days - cycles * 146_097);
+            match i64::from(chrono::Datelike::year(&day)) + cycles * 400 {
+                year if year <= 0 => format!("{:04}-{} BC", 1 - year, day.format("%m-%d")),
+                year => format!("{year:04}-{}", day.format("%m-%d")),
+            }
+        }
+    }
 }
 
 const DAY_MICROS: i64 = 86_400_000_000;
@@ -714,6 +751,7 @@ impl OracleKey {
             OracleKey::Text(text) => json!(text),
             OracleKey::Pair(first, second) => json!({"id": first.json(), "id2": second.json()}),
             OracleKey::Instant(micros) => json!(instant_report(*micros)),
+            OracleKey::Day(days) => json!(day_report(*days)),
         }
     }
 
@@ -934,7 +972,8 @@ impl Case {
                 }
             }
         }
-        let moves_within_a_position = matches!(key, KeyKind::IntPair | KeyKind::DayStore | KeyKind::Instant);
+        let moves_within_a_position =
+            matches!(key, KeyKind::IntPair | KeyKind::DayStore | KeyKind::Instant | KeyKind::Day);
         if moves_within_a_position && !replica.is_empty() && random.chance(70) {
             // One more row moved where only the key tells it moved: to another second part of
             // its first part, or with its parts swapped (integer pairs); an instant a
@@ -947,6 +986,9 @@ impl Case {
                     _ if key == KeyKind::IntPair => OracleKey::Pair(second.clone(), first.clone()),
                     _ => OracleKey::Pair(first.clone(), Box::new(OracleKey::Int(-7))),
                 }),
+                OracleKey::Day(days) if (-2_451_545..2_145_031_948).contains(days) => {
+                    Some(OracleKey::Day(if random.chance(50) { days + 1 } else { (days - 1).max(-2_451_545) }))
+                }
                 OracleKey::Instant(micros) if *micros != i64::MAX && *micros != i64::MIN => {
                     Some(OracleKey::Instant(if random.chance(70) { micros + 1 } else { micros - 1 }))
                 }

@@ -41,6 +41,7 @@ fn stored_of(expected: &Expected) -> Stored {
             OracleKey::Int(value) => value.to_string(),
             OracleKey::Text(text) => text.clone(),
             OracleKey::Instant(micros) => crate::cases::instant_report(*micros),
+            OracleKey::Day(days) => crate::cases::day_report(*days),
             OracleKey::Pair(..) => unreachable!("a composite key is not a part"),
         }
     }
