@@ -204,6 +204,28 @@ fn segments_stream_and_the_oracle_agree_on_composite_keys() {
     assert!(segmented_cases > 0 || replaying, "no composite case could hash");
 }
 
+/// Runs the harness over `cases` cases of `kinds` (the text-key sequence of the seed), and
+/// asserts that segments really hashed some: a disagreement names the test to rerun and the
+/// seed and case.
+fn agree_on_hashed_keys(test: &str, shape: &str, cases: u64, kinds: &[KeyKind]) {
+    let (seed, numbers) = run_plan(cases);
+    let replaying = numbers.len() == 1;
+    let pair = Pair::same("SELECT 1");
+    let mut hashed_cases = 0;
+    for index in numbers {
+        let case = crate::cases::text_case(seed, index, kinds);
+        match check(&pair, &case) {
+            Ok(hashed) => hashed_cases += usize::from(hashed),
+            Err(disagreement) => panic!(
+                "the differential harness found a disagreement over {shape}: rerun {test} with \
+                 DATADIFF_DIFFERENTIAL_SEED={seed:#x} DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
+                case.plan
+            ),
+        }
+    }
+    assert!(hashed_cases > 0 || replaying, "no case of {shape} was hashed");
+}
+
 /// The same harness over text keys (`text` against `varchar`): bytewise order against a
 /// locale's, a trailing blank, keys sharing prefixes longer than eight bytes (one segment
 /// position: such a range is a leaf, streamed), keys differing only after byte 8, multi-byte
@@ -211,23 +233,7 @@ fn segments_stream_and_the_oracle_agree_on_composite_keys() {
 /// really hash them.
 #[test]
 fn segments_stream_and_the_oracle_agree_on_text_keys() {
-    let (seed, numbers) = run_plan(TEXT_CASES);
-    let replaying = numbers.len() == 1;
-    let pair = Pair::same("SELECT 1");
-    let mut hashed_cases = 0;
-    for index in numbers {
-        let case = crate::cases::text_case(seed, index, &KeyKind::TEXT);
-        match check(&pair, &case) {
-            Ok(hashed) => hashed_cases += usize::from(hashed),
-            Err(disagreement) => panic!(
-                "the differential harness found a disagreement over a text key: rerun \
-                 segments_stream_and_the_oracle_agree_on_text_keys with DATADIFF_DIFFERENTIAL_SEED={seed:#x} \
-                 DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
-                case.plan
-            ),
-        }
-    }
-    assert!(hashed_cases > 0 || replaying, "no text case was hashed");
+    agree_on_hashed_keys("segments_stream_and_the_oracle_agree_on_text_keys", "a text key", TEXT_CASES, &KeyKind::TEXT);
 }
 
 /// The same harness over keys whose bytes share a prefix longer than a segment position
@@ -236,48 +242,27 @@ fn segments_stream_and_the_oracle_agree_on_text_keys() {
 /// hash them.
 #[test]
 fn segments_stream_and_the_oracle_agree_on_keys_sharing_a_long_prefix_and_uuids() {
-    let (seed, numbers) = run_plan(SHARED_PREFIX_CASES);
-    let replaying = numbers.len() == 1;
-    let pair = Pair::same("SELECT 1");
-    let mut hashed_cases = 0;
-    for index in numbers {
-        let case = crate::cases::text_case(seed, index, &KeyKind::SHARED_PREFIX);
-        match check(&pair, &case) {
-            Ok(hashed) => hashed_cases += usize::from(hashed),
-            Err(disagreement) => panic!(
-                "the differential harness found a disagreement over keys sharing a long prefix: rerun \
-                 segments_stream_and_the_oracle_agree_on_keys_sharing_a_long_prefix_and_uuids with \
-                 DATADIFF_DIFFERENTIAL_SEED={seed:#x} DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
-                case.plan
-            ),
-        }
-    }
-    assert!(hashed_cases > 0 || replaying, "no case was hashed");
+    agree_on_hashed_keys(
+        "segments_stream_and_the_oracle_agree_on_keys_sharing_a_long_prefix_and_uuids",
+        "keys sharing a long prefix",
+        SHARED_PREFIX_CASES,
+        &KeyKind::SHARED_PREFIX,
+    );
 }
 
 /// The same harness over date and timestamp keys: a `timestamptz` key against a `timestamp`
 /// replica (instants a microsecond apart share a segment position, ±infinity at the ends,
-/// instants before 2000), and a composite `(date, integer)` key against `(timestamp,
-/// bigint)`, the date loaded as its midnight. Segments must really hash them.
+/// instants before 2000), a `date` key from 4714 BC to 5874897 AD, and a composite `(date,
+/// integer)` key against `(timestamp, bigint)`, the date loaded as its midnight, with rows
+/// moved by a microsecond or a day. Segments must really hash them.
 #[test]
 fn segments_stream_and_the_oracle_agree_on_date_and_timestamp_keys() {
-    let (seed, numbers) = run_plan(CALENDAR_CASES);
-    let replaying = numbers.len() == 1;
-    let pair = Pair::same("SELECT 1");
-    let mut hashed_cases = 0;
-    for index in numbers {
-        let case = crate::cases::text_case(seed, index, &KeyKind::CALENDAR);
-        match check(&pair, &case) {
-            Ok(hashed) => hashed_cases += usize::from(hashed),
-            Err(disagreement) => panic!(
-                "the differential harness found a disagreement over a date or timestamp key: rerun \
-                 segments_stream_and_the_oracle_agree_on_date_and_timestamp_keys with \
-                 DATADIFF_DIFFERENTIAL_SEED={seed:#x} DATADIFF_DIFFERENTIAL_CASE={index}\ncase: {}\n{disagreement}",
-                case.plan
-            ),
-        }
-    }
-    assert!(hashed_cases > 0 || replaying, "no date or timestamp case was hashed");
+    agree_on_hashed_keys(
+        "segments_stream_and_the_oracle_agree_on_date_and_timestamp_keys",
+        "a date or timestamp key",
+        CALENDAR_CASES,
+        &KeyKind::CALENDAR,
+    );
 }
 
 /// Cases of the split harness per key shape, per run in CI.
