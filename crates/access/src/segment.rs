@@ -205,9 +205,9 @@ pub enum Position {
     /// A `char(n)` key: [`Position::Text`] of its right-trimmed text, the canonical form.
     PaddedText,
     /// A `date`, `timestamp` or `timestamptz` key: its binary value (days or microseconds
-    /// since 2000-01-01, ±infinity the extremes), which orders as the key does. Like a text
-    /// key's, the position is an expression: its segments are selected by it, not through an
-    /// index.
+    /// since 2000-01-01, ±infinity the extremes), which orders as the key does. Segments
+    /// compare the key with their first and last keys ([`CalendarKey::key_bounds`]), except a
+    /// date compared with a timestamp, selected by its position expression.
     Calendar(CalendarKey),
 }
 
@@ -247,39 +247,65 @@ fn literal(text: &str, ty: &str) -> String {
 }
 
 impl CalendarKey {
-    /// The SQL of the position of `key`: a date's value; a timestamp's value shifted right by
-    /// two bits (four microseconds a position), so that the whole range, ±infinity included,
-    /// spans less than the 2^63 positions a search can split (keys within four microseconds
-    /// share a position: their segment is streamed and compared exactly).
+    /// The SQL of the position of `key`: its binary form read as a signed integer — a date's
+    /// days; a timestamp's microseconds shifted right by two bits (four microseconds a
+    /// position), so that the whole range, ±infinity included, spans less than the 2^63
+    /// positions a search can split (keys within four microseconds share a position: their
+    /// segment is streamed and compared exactly).
     fn sql(self, key: &str) -> String {
+        let send = self.send_sql(key);
         match self {
-            CalendarKey::Date => self.value_sql(key),
-            _ => format!("({} >> 2)", self.value_sql(key)),
+            CalendarKey::Date => format!("('x' || pg_catalog.encode({send}, 'hex'))::bit(32)::integer::bigint"),
+            _ => format!("(('x' || pg_catalog.encode({send}, 'hex'))::bit(64)::bigint >> 2)"),
         }
     }
 
-    /// The SQL of the key's exact value as a signed integer: its binary form read as one.
-    fn value_sql(self, key: &str) -> String {
-        let (bits, signed) = match self {
-            CalendarKey::Date => (32, "::integer"),
-            _ => (64, ""),
-        };
-        format!("('x' || pg_catalog.encode({}, 'hex'))::bit({bits}){signed}::bigint", self.send_sql(key))
+    /// How segments bound the key itself (its column's type), so that its index serves them;
+    /// `None` for a date compared with a timestamp, positioned by its midnight, whose
+    /// segments are selected by the position expression.
+    pub fn key_bounds(self) -> Option<KeyBounds> {
+        match self {
+            CalendarKey::Date => Some(KeyBounds::Date),
+            CalendarKey::DateAsTimestamp => None,
+            CalendarKey::Timestamp => Some(KeyBounds::Timestamp),
+            CalendarKey::TimestampTz => Some(KeyBounds::TimestampTz),
+        }
     }
 
-    /// Whether segments compare the key itself with their bounds (a `date`, `timestamp` or
-    /// `timestamptz` column: its index serves them), rather than the position expression (a
-    /// date compared with a timestamp, positioned by its midnight).
-    fn ranges_by_key(self) -> bool {
-        !matches!(self, CalendarKey::DateAsTimestamp)
+    /// The SQL of the key's binary form (`date_send`, `timestamp_send`, `timestamptz_send`:
+    /// big-endian days or microseconds since 2000-01-01, UTC), the field the row hash reads:
+    /// the same bytes for a `timestamp`, a `timestamptz` and a date's midnight of one instant,
+    /// hashed whole (the types' own hashes fold the microseconds; read as an integer, it cost
+    /// twice as much per row).
+    fn send_sql(self, key: &str) -> String {
+        match self {
+            CalendarKey::Date => format!("pg_catalog.date_send({key})"),
+            CalendarKey::DateAsTimestamp => format!("pg_catalog.timestamp_send({key}::timestamp)"),
+            CalendarKey::Timestamp => format!("pg_catalog.timestamp_send({key})"),
+            CalendarKey::TimestampTz => format!("pg_catalog.timestamptz_send({key})"),
+        }
     }
+}
 
+/// The first and last key of a date or timestamp key's positions, for segments that compare
+/// the key column itself ([`CalendarKey::key_bounds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyBounds {
+    /// A `date` column: a position is a day.
+    Date,
+    /// A `timestamp` column: a position is four microseconds.
+    Timestamp,
+    /// A `timestamptz` column: a position is four microseconds, in UTC.
+    TimestampTz,
+}
+
+impl KeyBounds {
     /// The key column's type, for literals and arrays of bounds.
     fn type_name(self) -> &'static str {
         match self {
-            CalendarKey::Date | CalendarKey::DateAsTimestamp => "date",
-            CalendarKey::Timestamp => "timestamp",
-            CalendarKey::TimestampTz => "timestamptz",
+            KeyBounds::Date => "date",
+            KeyBounds::Timestamp => "timestamp",
+            KeyBounds::TimestampTz => "timestamptz",
         }
     }
 
@@ -288,12 +314,12 @@ impl CalendarKey {
     /// type's finite range, or an infinity where only that key lies beyond.
     fn lowest_text(self, position: i64) -> String {
         let key = match self {
-            CalendarKey::Date | CalendarKey::DateAsTimestamp => match i128::from(position) {
+            KeyBounds::Date => match i128::from(position) {
                 day if day <= i128::from(i32::MIN) => Key::Date(i32::MIN),
                 day if day > i128::from(MAX_DATE) => Key::Date(i32::MAX),
                 day => Key::Date(day.max(i128::from(MIN_DATE)) as i32),
             },
-            CalendarKey::Timestamp | CalendarKey::TimestampTz => match i128::from(position) * 4 {
+            KeyBounds::Timestamp | KeyBounds::TimestampTz => match i128::from(position) * 4 {
                 _ if position <= i64::MIN >> 2 => Key::Timestamp(i64::MIN),
                 micros if micros > i128::from(MAX_TIMESTAMP) => Key::Timestamp(i64::MAX),
                 micros => Key::Timestamp(micros.max(i128::from(MIN_TIMESTAMP)) as i64),
@@ -303,15 +329,15 @@ impl CalendarKey {
     }
 
     /// The highest key whose position is at most `position` (see
-    /// [`CalendarKey::lowest_text`]): the last day or microsecond of the position.
+    /// [`KeyBounds::lowest_text`]): the last day or microsecond of the position.
     fn highest_text(self, position: i64) -> String {
         let key = match self {
-            CalendarKey::Date | CalendarKey::DateAsTimestamp => match i128::from(position) {
+            KeyBounds::Date => match i128::from(position) {
                 day if day >= i128::from(i32::MAX) => Key::Date(i32::MAX),
                 day if day < i128::from(MIN_DATE) => Key::Date(i32::MIN),
                 day => Key::Date(day.min(i128::from(MAX_DATE)) as i32),
             },
-            CalendarKey::Timestamp | CalendarKey::TimestampTz => match i128::from(position) * 4 + 3 {
+            KeyBounds::Timestamp | KeyBounds::TimestampTz => match i128::from(position) * 4 + 3 {
                 _ if position >= i64::MAX >> 2 => Key::Timestamp(i64::MAX),
                 micros if micros < i128::from(MIN_TIMESTAMP) => Key::Timestamp(i64::MIN),
                 micros => Key::Timestamp(micros.min(i128::from(MAX_TIMESTAMP)) as i64),
@@ -320,20 +346,26 @@ impl CalendarKey {
         key.to_string()
     }
 
-    /// [`CalendarKey::lowest_text`] in SQL, of the `bigint` expression `position`, as a value
+    /// [`KeyBounds::lowest_text`] and [`KeyBounds::highest_text`] as SQL literals.
+    fn literals(self, segment: Segment) -> (String, String) {
+        let ty = self.type_name();
+        (literal(&self.lowest_text(segment.first), ty), literal(&self.highest_text(segment.last), ty))
+    }
+
+    /// [`KeyBounds::lowest_text`] in SQL, of the `bigint` expression `position`, as a value
     /// of the key's type (exact: integer day and microsecond arithmetic, no float rounding).
     fn lowest_sql(self, position: &str) -> String {
         let position = &format!("({position})");
         let ty = self.type_name();
         match self {
-            CalendarKey::Date | CalendarKey::DateAsTimestamp => format!(
+            KeyBounds::Date => format!(
                 "(CASE WHEN {position} <= {int_min} THEN '-infinity'::date WHEN {position} > {MAX_DATE} \
                  THEN 'infinity'::date WHEN {position} < {MIN_DATE} THEN {min} ELSE {day} END)",
                 int_min = i32::MIN,
                 min = literal(&self.lowest_text(MIN_DATE.into()), ty),
                 day = date_of(position),
             ),
-            CalendarKey::Timestamp | CalendarKey::TimestampTz => format!(
+            KeyBounds::Timestamp | KeyBounds::TimestampTz => format!(
                 "(CASE WHEN {position} <= {first} THEN '-infinity'::{ty} WHEN {position} > {last} \
                  THEN 'infinity'::{ty} WHEN {position} < {lowest} THEN {min} ELSE {instant} END)",
                 first = i64::MIN >> 2,
@@ -345,19 +377,19 @@ impl CalendarKey {
         }
     }
 
-    /// [`CalendarKey::highest_text`] in SQL (see [`CalendarKey::lowest_sql`]).
+    /// [`KeyBounds::highest_text`] in SQL (see [`KeyBounds::lowest_sql`]).
     fn highest_sql(self, position: &str) -> String {
         let position = &format!("({position})");
         let ty = self.type_name();
         match self {
-            CalendarKey::Date | CalendarKey::DateAsTimestamp => format!(
+            KeyBounds::Date => format!(
                 "(CASE WHEN {position} >= {int_max} THEN 'infinity'::date WHEN {position} < {MIN_DATE} \
                  THEN '-infinity'::date WHEN {position} > {MAX_DATE} THEN {max} ELSE {day} END)",
                 int_max = i32::MAX,
                 max = literal(&self.highest_text(MAX_DATE.into()), ty),
                 day = date_of(position),
             ),
-            CalendarKey::Timestamp | CalendarKey::TimestampTz => format!(
+            KeyBounds::Timestamp | KeyBounds::TimestampTz => format!(
                 "(CASE WHEN {position} >= {last} THEN 'infinity'::{ty} WHEN {position} < {lowest} \
                  THEN '-infinity'::{ty} WHEN {position} > {highest} THEN {max} ELSE {instant} END)",
                 last = i64::MAX >> 2,
@@ -378,22 +410,8 @@ impl CalendarKey {
              (({micros}) % {DAY_MICROS}) * INTERVAL '1 microsecond')"
         );
         match self {
-            CalendarKey::TimestampTz => format!("({naive} AT TIME ZONE 'UTC')"),
+            KeyBounds::TimestampTz => format!("({naive} AT TIME ZONE 'UTC')"),
             _ => naive,
-        }
-    }
-
-    /// The SQL of the key's binary form (`date_send`, `timestamp_send`, `timestamptz_send`:
-    /// big-endian days or microseconds since 2000-01-01, UTC), the field the row hash reads:
-    /// the same bytes for a `timestamp`, a `timestamptz` and a date's midnight of one instant,
-    /// hashed whole (the types' own hashes fold the microseconds; read as an integer, it cost
-    /// twice as much per row).
-    fn send_sql(self, key: &str) -> String {
-        match self {
-            CalendarKey::Date => format!("pg_catalog.date_send({key})"),
-            CalendarKey::DateAsTimestamp => format!("pg_catalog.timestamp_send({key}::timestamp)"),
-            CalendarKey::Timestamp => format!("pg_catalog.timestamp_send({key})"),
-            CalendarKey::TimestampTz => format!("pg_catalog.timestamptz_send({key})"),
         }
     }
 }
@@ -412,6 +430,14 @@ impl Position {
             KeyDecoder::DateAsTimestamp => Position::Calendar(CalendarKey::DateAsTimestamp),
             KeyDecoder::Timestamp => Position::Calendar(CalendarKey::Timestamp),
             KeyDecoder::TimestampTz => Position::Calendar(CalendarKey::TimestampTz),
+        }
+    }
+
+    /// How segments bound a date or timestamp key itself ([`CalendarKey::key_bounds`]).
+    fn key_bounds(self) -> Option<KeyBounds> {
+        match self {
+            Position::Calendar(calendar) => calendar.key_bounds(),
+            _ => None,
         }
     }
 
@@ -467,7 +493,7 @@ impl Position {
     fn ranged(self, key: &str, skip: usize) -> String {
         match self {
             Position::Integer | Position::Uuid => key.to_owned(),
-            Position::Calendar(calendar) if calendar.ranges_by_key() => key.to_owned(),
+            Position::Calendar(_) if self.key_bounds().is_some() => key.to_owned(),
             Position::Text | Position::PaddedText | Position::Calendar(_) => self.sql_after(key, skip),
         }
     }
@@ -478,10 +504,10 @@ impl Position {
     /// splits as positions (eight bytes each, in binary) and the server derives the keys,
     /// where a uuid's bounds as text took 36 characters each.
     pub fn bounds_sql(self, first: &str, last: &str) -> (String, String) {
+        if let Some(bounds) = self.key_bounds() {
+            return (bounds.lowest_sql(first), bounds.highest_sql(last));
+        }
         match self {
-            Position::Calendar(calendar) if calendar.ranges_by_key() => {
-                (calendar.lowest_sql(first), calendar.highest_sql(last))
-            }
             Position::Integer | Position::Text | Position::PaddedText | Position::Calendar(_) => {
                 (first.to_owned(), last.to_owned())
             }
@@ -501,11 +527,10 @@ impl Position {
     /// The lowest and highest key of the positions `first..=last`, as SQL literals of what
     /// segments compare (see [`Position::bounds_sql`]).
     pub fn bounds(self, segment: Segment) -> (String, String) {
+        if let Some(bounds) = self.key_bounds() {
+            return bounds.literals(segment);
+        }
         match self {
-            Position::Calendar(calendar) if calendar.ranges_by_key() => {
-                let ty = calendar.type_name();
-                (literal(&calendar.lowest_text(segment.first), ty), literal(&calendar.highest_text(segment.last), ty))
-            }
             Position::Integer | Position::Text | Position::PaddedText | Position::Calendar(_) => {
                 (segment.first.to_string(), segment.last.to_string())
             }
@@ -1332,7 +1357,7 @@ impl SegmentQuery {
                 && match self.position {
                     Position::Integer | Position::Uuid => true,
                     Position::Text => frame.range.is_some(),
-                    Position::Calendar(calendar) => calendar.ranges_by_key(),
+                    Position::Calendar(calendar) => calendar.key_bounds().is_some(),
                     Position::PaddedText => false,
                 };
         }
@@ -1510,7 +1535,7 @@ impl SegmentQuery {
     fn computed_position(&self) -> bool {
         match self.position {
             Position::Text | Position::PaddedText => true,
-            Position::Calendar(calendar) => !calendar.ranges_by_key(),
+            Position::Calendar(calendar) => calendar.key_bounds().is_none(),
             Position::Integer | Position::Uuid => false,
         }
     }
@@ -1704,11 +1729,7 @@ impl SegmentQuery {
         if computed && let Some(filter) = self.text_leaves_through_index(leaves) {
             return filter;
         }
-        let by_key = match self.position {
-            Position::Uuid => true,
-            Position::Calendar(calendar) => calendar.ranges_by_key(),
-            _ => false,
-        };
+        let by_key = self.position == Position::Uuid || self.position.key_bounds().is_some();
         if by_key && self.frame().key_indexed {
             return self.keyed_leaves_through_index(leaves);
         }
@@ -1820,24 +1841,21 @@ impl SegmentQuery {
     /// The row is kept when its position is at most the last position of the leaf whose first
     /// position `width_bucket` finds at or below it (one binary search a row).
     fn bucketed_leaves(&self, leaves: &[Segment]) -> String {
-        let (array, ranged) = match self.position {
-            Position::Calendar(calendar) if calendar.ranges_by_key() => {
-                (format!("{}[]", calendar.type_name()), self.ranged_sql())
-            }
-            Position::Text | Position::PaddedText | Position::Calendar(_) => {
+        let (array, ranged) = match (self.position, self.position.key_bounds()) {
+            (_, Some(bounds)) => (format!("{}[]", bounds.type_name()), self.ranged_sql()),
+            (Position::Text | Position::PaddedText | Position::Calendar(_), None) => {
                 ("bigint[]".to_owned(), self.position_sql())
             }
-            Position::Integer => ("bigint[]".to_owned(), self.ranged_sql()),
-            Position::Uuid => ("uuid[]".to_owned(), self.ranged_sql()),
+            (Position::Integer, None) => ("bigint[]".to_owned(), self.ranged_sql()),
+            (Position::Uuid, None) => ("uuid[]".to_owned(), self.ranged_sql()),
         };
         let position = self.position;
-        let bound = move |leaf: &Segment| match position {
-            Position::Uuid => (uuid_text(leaf.first, '0'), uuid_text(leaf.last, 'f')),
+        let bound = move |leaf: &Segment| match (position, position.key_bounds()) {
+            (Position::Uuid, _) => (uuid_text(leaf.first, '0'), uuid_text(leaf.last, 'f')),
             // Quoted: a key such as `0044-03-15 BC` holds a blank.
-            Position::Calendar(calendar) if calendar.ranges_by_key() => (
-                format!("\"{}\"", calendar.lowest_text(leaf.first)),
-                format!("\"{}\"", calendar.highest_text(leaf.last)),
-            ),
+            (_, Some(bounds)) => {
+                (format!("\"{}\"", bounds.lowest_text(leaf.first)), format!("\"{}\"", bounds.highest_text(leaf.last)))
+            }
             _ => (leaf.first.to_string(), leaf.last.to_string()),
         };
         let (firsts, lasts): (Vec<String>, Vec<String>) = leaves.iter().map(bound).unzip();

@@ -101,6 +101,9 @@ pub(crate) fn write_uuid(f: &mut fmt::Formatter<'_>, bytes: &[u8; 16]) -> fmt::R
 
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
+/// Days from 1970-01-01 to 2000-01-01, PostgreSQL's epoch.
+const POSTGRES_EPOCH_DAYS: i64 = 10_957;
+
 /// Writes a date key as PostgreSQL reads it back in any `DateStyle`: `2026-07-01`,
 /// `0044-03-15 BC`, `infinity`.
 fn write_date(f: &mut fmt::Formatter<'_>, days: i32) -> fmt::Result {
@@ -135,13 +138,14 @@ fn write_timestamp(f: &mut fmt::Formatter<'_>, micros: i64) -> fmt::Result {
 /// Writes the day `days` after 2000-01-01 (proleptic Gregorian), then `time`, then ` BC` for
 /// a year before 1 AD (year 0 is 1 BC).
 fn write_day(f: &mut fmt::Formatter<'_>, days: i64, time: &str) -> fmt::Result {
-    let (year, month, day) = civil_from_days(days + 10_957);
+    let (year, month, day) = civil_from_days(days + POSTGRES_EPOCH_DAYS);
     let (year, era) = if year <= 0 { (1 - year, " BC") } else { (year, "") };
     write!(f, "{year:04}-{month:02}-{day:02}{time}{era}")
 }
 
 /// The proleptic Gregorian `(year, month, day)` of `days` since 1970-01-01 (year 0 is 1 BC):
-/// H. Hinnant's `civil_from_days`, exact over every `i64` a date or timestamp key holds.
+/// H. Hinnant's `civil_from_days`, exact over every `i64` a date or timestamp key holds
+/// (chrono's dates end in 262143 AD; PostgreSQL's run to 5874897 AD).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);

@@ -149,7 +149,7 @@ impl KeyDecoder {
             KeyDecoder::PaddedChar => Ok(Key::Text(text(field)?.trim_end_matches(' ').to_owned())),
             KeyDecoder::UuidAsText => Ok(Key::Text(Key::Uuid(uuid(field)?).to_string())),
             KeyDecoder::Date => Ok(Key::Date(i32::from_be_bytes(fixed(field, "date")?))),
-            KeyDecoder::DateAsTimestamp => Ok(Key::Timestamp(date_key_as_timestamp(fixed(field, "date")?))),
+            KeyDecoder::DateAsTimestamp => Ok(Key::Timestamp(midnight_micros(fixed(field, "date")?))),
             KeyDecoder::Timestamp | KeyDecoder::TimestampTz => {
                 Ok(Key::Timestamp(i64::from_be_bytes(fixed(field, "timestamp")?)))
             }
@@ -171,10 +171,11 @@ impl KeyDecoder {
     }
 }
 
-/// A binary date (days since 2000-01-01) as a timestamp key: its midnight in microseconds
-/// since 2000-01-01, ±infinity as the timestamp's (as `date::timestamp` does). A date past
-/// a timestamp's range (294276 AD) equals no timestamp: just inside the extremes.
-fn date_key_as_timestamp(field: [u8; 4]) -> i64 {
+/// A binary date (days since 2000-01-01) as its midnight in microseconds since 2000-01-01
+/// (PostgreSQL's binary timestamp, a timestamp key); ±infinity as the extreme timestamps, as
+/// `date::timestamp` does. A date past a timestamp's range (294276 AD) is no timestamp's
+/// value: just inside the extremes, never equal to one.
+fn midnight_micros(field: [u8; 4]) -> i64 {
     const DAY_MICROS: i64 = 86_400_000_000;
     match i32::from_be_bytes(field) {
         i32::MAX => i64::MAX,
@@ -622,20 +623,13 @@ pub(super) fn write_decimal(negative: bool, digits: &[u8], point: usize, out: &m
     }
 }
 
-/// A binary date (days since 2000-01-01) as microseconds since 1970-01-01 at midnight UTC;
-/// ±infinity as the extreme timestamps, as for `date::timestamp`.
+/// A binary date (days since 2000-01-01) as microseconds since 1970-01-01 at midnight UTC:
+/// [`midnight_micros`] moved to the Unix epoch (the extremes, and the markers just inside
+/// them, kept).
 fn date_as_micros(field: [u8; 4]) -> i64 {
-    const DAY_MICROS: i64 = 86_400_000_000;
-    match i32::from_be_bytes(field) {
-        i32::MAX => i64::MAX,
-        i32::MIN => i64::MIN,
-        // A date past a timestamp's range (294276 AD) is no timestamp's value: just inside
-        // the extremes, never equal to one.
-        days => (i64::from(days) + i64::from(EPOCH_SHIFT_DAYS)).checked_mul(DAY_MICROS).unwrap_or(if days > 0 {
-            i64::MAX - 1
-        } else {
-            i64::MIN + 1
-        }),
+    match midnight_micros(field) {
+        marker if marker >= i64::MAX - 1 || marker <= i64::MIN + 1 => marker,
+        micros => micros.checked_add(EPOCH_SHIFT_MICROS).unwrap_or(i64::MAX - 1),
     }
 }
 

@@ -580,7 +580,7 @@ fn mysql_key(key: MySqlKey, value: &mysql::Value) -> Result<Key, DecodeError> {
             Ok(Key::Date(days_since_2000(*year, *month, *day)?))
         }
         (MySqlKey::DateAsTimestamp, mysql::Value::Date(year, month, day, ..)) => {
-            Ok(Key::Timestamp(i64::from(days_since_2000(*year, *month, *day)?) * DAY_MICROS))
+            Ok(Key::Timestamp(midnight_micros(*year, *month, *day)?))
         }
         (MySqlKey::Timestamp, mysql::Value::Date(year, month, day, hour, minute, second, micros)) => {
             Ok(Key::Timestamp(datetime_micros(*year, *month, *day, *hour, *minute, *second, *micros)?))
@@ -687,8 +687,7 @@ pub(crate) fn encode(encoder: MySqlEncoder, value: &mysql::Value, out: &mut Vec<
             out.extend_from_slice(&days.to_be_bytes());
         }
         (E::DateAsTimestamp, V::Date(year, month, day, ..)) => {
-            let micros = i64::from(days_since_2000(*year, *month, *day)?) * DAY_MICROS;
-            out.extend_from_slice(&micros.to_be_bytes());
+            out.extend_from_slice(&midnight_micros(*year, *month, *day)?.to_be_bytes());
         }
         (E::Timestamp, V::Date(year, month, day, hour, minute, second, micros)) => {
             let micros = datetime_micros(*year, *month, *day, *hour, *minute, *second, *micros)?;
@@ -731,12 +730,18 @@ fn datetime_micros(
     second: u8,
     micros: u32,
 ) -> Result<i64, DecodeError> {
-    let days = i64::from(days_since_2000(year, month, day)?);
+    let midnight = midnight_micros(year, month, day)?;
     if hour > 23 || minute > 59 || second > 59 || micros > 999_999 {
         return Err(DecodeError::OutOfRange("time of day"));
     }
     let seconds = (i64::from(hour) * 60 + i64::from(minute)) * 60 + i64::from(second);
-    Ok(days * DAY_MICROS + seconds * 1_000_000 + i64::from(micros))
+    Ok(midnight + seconds * 1_000_000 + i64::from(micros))
+}
+
+/// Microseconds from 2000-01-01 00:00 to a calendar date's midnight (PostgreSQL's binary
+/// timestamp of the date).
+fn midnight_micros(year: u16, month: u8, day: u8) -> Result<i64, DecodeError> {
+    Ok(i64::from(days_since_2000(year, month, day)?) * DAY_MICROS)
 }
 
 /// Days from 2000-01-01 (PostgreSQL's epoch) to a calendar date.
